@@ -1,0 +1,5 @@
+//go:build !race
+
+package conntest
+
+const raceEnabled = false

@@ -1,0 +1,162 @@
+package control
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// FormatStatus writes s as the human-readable report of `braid status`: the
+// instance, then per peer a few summary lines and one table row per path.
+func FormatStatus(w io.Writer, s Status) error {
+	ew := &errWriter{w: w}
+	ew.printf("interface %s (%s)\n", orDash(s.Interface), orDash(s.Role))
+	ew.printf("  public key:  %s\n", orDash(s.PublicKey))
+	if len(s.Listen) > 0 {
+		ew.printf("  listening:   %s\n", strings.Join(s.Listen, ", "))
+	}
+	ew.printf("  uptime:      %s\n", s.Uptime.Round(time.Second))
+
+	drops, events := splitCounters(s.Counters)
+	if len(drops) > 0 {
+		ew.printf("  drops:       %s\n", strings.Join(drops, ", "))
+	}
+	if len(events) > 0 {
+		ew.printf("  counters:    %s\n", strings.Join(events, ", "))
+	}
+
+	if len(s.Peers) == 0 {
+		ew.printf("\nno peers\n")
+	}
+	for i := range s.Peers {
+		ew.printf("\n")
+		formatPeer(ew, s.Time, &s.Peers[i])
+	}
+	return ew.err
+}
+
+func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
+	if p.Name != "" {
+		ew.printf("peer %s (%s)\n", p.Name, p.PublicKey)
+	} else {
+		ew.printf("peer %s\n", p.PublicKey)
+	}
+	if len(p.AllowedIPs) > 0 {
+		ew.printf("  allowed ips: %s\n", strings.Join(p.AllowedIPs, ", "))
+	}
+	state := "not established"
+	if p.Established {
+		state = fmt.Sprintf("established, index %#08x", p.SessionIndex)
+	}
+	ew.printf("  session:     %s, last handshake %s\n", state, handshakeAge(now, p.LastHandshake))
+	ew.printf("  scheduler:   %s, reorder %s (hold %.1f ms), congestion %s\n",
+		orDash(p.Scheduler), orDash(p.Reorder), p.ReorderStats.HoldMs, orDash(p.Congestion))
+	ew.printf("  transfer:    %s sent (%d packets), %s received (%d packets)\n",
+		HumanBytes(p.TxBytes), p.TxPackets, HumanBytes(p.RxBytes), p.RxPackets)
+	r := &p.ReorderStats
+	ew.printf("  reorder:     %d in order, %d reordered, %d timeouts, %d late, %d duplicates, %d held\n",
+		r.InOrder, r.Reordered, r.Timeouts, r.Late, r.Duplicates, r.Held)
+
+	if len(p.Paths) == 0 {
+		ew.printf("  no paths\n")
+		return
+	}
+	ew.printf("\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// AlignRight pads every cell on the left, which suits the numeric
+	// columns and also indents the table under the peer.
+	fmt.Fprintln(tw, "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\t")
+	for i := range p.Paths {
+		ps := &p.Paths[i]
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f %%\t%.2f Mbit/s\t%.1f %%\t%s\t%s\t\n",
+			ps.ID, orDash(ps.Local), orDash(ps.Remote), orDash(ps.Device), orDash(ps.State),
+			rtt(ps.SRTTMs), 100*ps.LossRate, ps.DeliveryRateBps/1e6, 100*ps.Share,
+			HumanBytes(ps.TxBytes), HumanBytes(ps.RxBytes))
+	}
+	tw.Flush()
+}
+
+func handshakeAge(now, t time.Time) string {
+	switch {
+	case t.IsZero():
+		return "never"
+	case now.IsZero():
+		return t.Format(time.RFC3339)
+	}
+	age := now.Sub(t).Round(time.Second)
+	if age < 0 {
+		age = 0
+	}
+	return age.String() + " ago"
+}
+
+func rtt(ms float64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f ms", ms)
+}
+
+// splitCounters renders non-zero counters as "name value", drop reasons
+// apart from other events, each sorted by name for a stable display.
+func splitCounters(c map[string]uint64) (drops, events []string) {
+	for k, v := range c {
+		if v == 0 {
+			continue
+		}
+		if reason, ok := strings.CutPrefix(k, DropPrefix); ok {
+			drops = append(drops, fmt.Sprintf("%s %d", reason, v))
+		} else {
+			events = append(events, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	slices.Sort(drops)
+	slices.Sort(events)
+	return drops, events
+}
+
+// HumanBytes renders a byte count with binary prefixes, as ip -h and wg do.
+func HumanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	prefixes := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := -1
+	for v >= unit && i < len(prefixes)-1 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.2f %s", v, prefixes[i])
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// errWriter keeps the first write error so the formatting code can stay a
+// flat list of prints.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}

@@ -1,0 +1,146 @@
+// Package control exposes a running braid's state: a unix control socket that
+// `braid status` queries, a human-readable rendering of that state, and a
+// Prometheus collector.
+//
+// Everything is built from one snapshot type, Status, produced on demand by a
+// provider function the tunnel engine supplies. The engine never pushes
+// updates, so a status query or a scrape costs nothing while nobody asks, and
+// the socket, the table and the metrics can never disagree about what they show.
+//
+// The socket protocol and the metric names are documented in docs/control.md.
+package control
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Status is a snapshot of one braid instance.
+type Status struct {
+	Role      string `json:"role"`
+	Interface string `json:"interface"`
+	PublicKey string `json:"public_key"`
+	// Listen holds the server's listening addresses; empty for a client.
+	Listen []string `json:"listen,omitempty"`
+	// Time is when the snapshot was taken. Ages such as "last handshake 12s
+	// ago" are computed against it rather than against the reader's clock, so
+	// that a saved snapshot still reads correctly. Serve fills it in when the
+	// provider leaves it zero.
+	Time time.Time `json:"time,omitzero"`
+	// Uptime travels in JSON as "uptime_seconds", a float, because a plain
+	// number is what scripts and jq compare most easily; Go's Duration would
+	// otherwise appear as integer nanoseconds.
+	Uptime time.Duration `json:"-"`
+	// Counters are instance-wide event counters. A key "drop_<reason>" counts
+	// packets dropped for <reason> (for example "drop_replay",
+	// "drop_bad_mac", "drop_no_session") and is exported as
+	// braid_drops_total{reason="<reason>"}; any other key is exported as
+	// braid_events_total{event="<key>"}. Keys are snake_case.
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	Peers    []PeerStatus      `json:"peers"`
+}
+
+// DropPrefix marks a Counters key as a drop reason.
+const DropPrefix = "drop_"
+
+// statusJSON has Status's fields without its methods, for the JSON wrappers.
+type statusJSON Status
+
+// MarshalJSON writes Uptime as uptime_seconds.
+func (s Status) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		statusJSON
+		UptimeSeconds float64 `json:"uptime_seconds"`
+	}{statusJSON(s), s.Uptime.Seconds()})
+}
+
+// UnmarshalJSON reads uptime_seconds back into Uptime.
+func (s *Status) UnmarshalJSON(b []byte) error {
+	aux := struct {
+		*statusJSON
+		UptimeSeconds float64 `json:"uptime_seconds"`
+	}{statusJSON: (*statusJSON)(s)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	s.Uptime = time.Duration(math.Round(aux.UptimeSeconds * float64(time.Second)))
+	return nil
+}
+
+// PeerStatus describes the session with one peer: the server, for a client;
+// one client, for a server.
+type PeerStatus struct {
+	// Name is the configured label, "" when none.
+	Name       string   `json:"name,omitempty"`
+	PublicKey  string   `json:"public_key"`
+	AllowedIPs []string `json:"allowed_ips,omitempty"`
+	// Established is true while the peer has keys it may send with.
+	Established bool `json:"established"`
+	// LastHandshake is zero (and absent from JSON) before the first handshake.
+	LastHandshake time.Time `json:"last_handshake,omitzero"`
+	// SessionIndex is the receiver index of the current session; on a server
+	// its top bits carry the configured server_id.
+	SessionIndex uint32 `json:"session_index"`
+	Scheduler    string `json:"scheduler"`
+	// Reorder is the reorder mode name; ReorderStats its counters.
+	Reorder      string        `json:"reorder"`
+	Congestion   string        `json:"congestion"`
+	TxBytes      uint64        `json:"tx_bytes"`
+	RxBytes      uint64        `json:"rx_bytes"`
+	TxPackets    uint64        `json:"tx_packets"`
+	RxPackets    uint64        `json:"rx_packets"`
+	ReorderStats ReorderStatus `json:"reorder_stats"`
+	Paths        []PathStatus  `json:"paths"`
+}
+
+// ReorderStatus summarises the receive-side reorder buffers of one peer.
+type ReorderStatus struct {
+	// HoldMs is the current hold time (for adaptive reordering, the value
+	// chosen now; for fixed, the configured one).
+	HoldMs float64 `json:"hold_ms"`
+	// InOrder counts packets delivered at once because they were next in
+	// sequence; Reordered those delivered after waiting for a gap to fill;
+	// Timeouts gaps given up on when the hold expired; Late packets that
+	// arrived after their gap was given up on; Duplicates packets received twice.
+	InOrder    uint64 `json:"in_order"`
+	Reordered  uint64 `json:"reordered"`
+	Timeouts   uint64 `json:"timeouts"`
+	Late       uint64 `json:"late"`
+	Duplicates uint64 `json:"duplicates"`
+	// Held is the number of packets buffered right now (a gauge, not a counter).
+	Held uint64 `json:"held"`
+}
+
+// PathStatus describes one subflow: a (local, remote) socket pair.
+type PathStatus struct {
+	ID     int    `json:"id"`
+	Local  string `json:"local"`
+	Remote string `json:"remote"`
+	Device string `json:"device,omitempty"`
+	// State is the path manager's name for the path's state (such as
+	// "probing", "active", "standby", "down").
+	State string `json:"state"`
+	// Round-trip estimates in milliseconds; 0 before the first sample.
+	SRTTMs   float64 `json:"srtt_ms"`
+	RTTVarMs float64 `json:"rttvar_ms"`
+	MinRTTMs float64 `json:"min_rtt_ms"`
+	// LossRate is the recent fraction of packets lost, 0..1.
+	LossRate float64 `json:"loss_rate"`
+	// DeliveryRateBps is the recent delivery rate in bits per second.
+	DeliveryRateBps float64 `json:"delivery_rate_bps"`
+	// Share is this path's fraction of the peer's transmitted bytes, 0..1.
+	Share       float64 `json:"share"`
+	TxBytes     uint64  `json:"tx_bytes"`
+	RxBytes     uint64  `json:"rx_bytes"`
+	TxPackets   uint64  `json:"tx_packets"`
+	RxPackets   uint64  `json:"rx_packets"`
+	LostPackets uint64  `json:"lost_packets"`
+	// InFlight is packets sent and neither acknowledged nor declared lost.
+	InFlight int `json:"in_flight"`
+	// QueueDelayMs is the estimated standing queue: one-way delay above its minimum.
+	QueueDelayMs float64 `json:"queue_delay_ms"`
+	// OWDTrend is the slope of the one-way delay over time (seconds per
+	// second); positive means a queue is building on the path.
+	OWDTrend float64 `json:"owd_trend"`
+}

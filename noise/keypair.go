@@ -1,0 +1,164 @@
+package noise
+
+import (
+	"crypto/cipher"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/braid-vpn/braid/replay"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Transport errors. Open's errors are distinct so the receive path can count them
+// separately: ErrReplay is normal under heavy reordering or duplication, ErrAuth
+// means corruption or forgery.
+var (
+	ErrShort            = errors.New("noise: transport message too short or not a transport message")
+	ErrAuth             = errors.New("noise: transport message failed authentication")
+	ErrReplay           = errors.New("noise: transport message replayed or too old")
+	ErrCounterExhausted = errors.New("noise: send counter exhausted, a new handshake is needed")
+	ErrBuffer           = errors.New("noise: buffer too small for header, plaintext and tag")
+)
+
+// Keypair holds the session keys of one completed handshake: one key per
+// direction, the send counter and the receive replay window. All methods are safe
+// for concurrent use, so every path socket can seal and open with the same
+// Keypair.
+type Keypair struct {
+	LocalIndex  uint32 // the index the peer puts in messages it sends us
+	RemoteIndex uint32 // the index we put in messages we send the peer
+	Created     time.Time
+	Initiator   bool // we sent the initiation
+
+	send, recv cipher.AEAD
+	sendNext   atomic.Uint64 // counter of the next message to seal
+	window     *replay.Window
+	confirmed  atomic.Bool // a message from the peer authenticated under this key
+}
+
+func newKeypair(sendKey, recvKey [32]byte, local, remote uint32, initiator bool, window int, now time.Time) *Keypair {
+	s, err := chacha20poly1305.New(sendKey[:])
+	if err != nil {
+		panic("noise: chacha20poly1305.New: " + err.Error()) // only fails on a bad key length
+	}
+	r, err := chacha20poly1305.New(recvKey[:])
+	if err != nil {
+		panic("noise: chacha20poly1305.New: " + err.Error())
+	}
+	k := &Keypair{
+		LocalIndex:  local,
+		RemoteIndex: remote,
+		Created:     now,
+		Initiator:   initiator,
+		send:        s,
+		recv:        r,
+		window:      replay.New(window),
+	}
+	// The initiator learned from the response that the responder holds the key.
+	// The responder has seen only an initiation, which could be replayed from
+	// before the peer's last restart, until the first transport message opens.
+	k.confirmed.Store(initiator)
+	return k
+}
+
+// nonces holds 12-byte nonce buffers. cipher.AEAD is an interface, so a nonce on
+// the stack would escape to the heap on every call; pooling keeps Seal and Open
+// free of allocations while staying safe for concurrent callers.
+var nonces = sync.Pool{New: func() any { return new([chacha20poly1305.NonceSize]byte) }}
+
+// nonceFor fills the Noise ChaChaPoly nonce: 4 zero bytes, counter little-endian.
+func nonceFor(counter uint64) *[chacha20poly1305.NonceSize]byte {
+	n := nonces.Get().(*[chacha20poly1305.NonceSize]byte)
+	n[0], n[1], n[2], n[3] = 0, 0, 0, 0
+	binary.LittleEndian.PutUint64(n[4:], counter)
+	return n
+}
+
+// Seal encrypts in place. buf[wire.DataHeaderLen : wire.DataHeaderLen+n] holds the
+// plaintext and cap(buf) must be at least wire.DataOverhead+n. Seal writes the
+// header (receiver = RemoteIndex, the next counter) and the tag and returns the
+// datagram buf[:wire.DataOverhead+n]. Every call takes a fresh counter, even when
+// called concurrently, so a nonce is never reused; once RejectAfterMessages
+// counters are used up it returns ErrCounterExhausted.
+func (k *Keypair) Seal(buf []byte, n int) ([]byte, error) {
+	if n < 0 || n > wire.MaxDatagram-wire.DataOverhead || cap(buf) < wire.DataOverhead+n {
+		return nil, ErrBuffer
+	}
+	counter := k.sendNext.Add(1) - 1
+	if counter >= RejectAfterMessages {
+		k.sendNext.Store(RejectAfterMessages) // keep Add far from wrapping around
+		return nil, ErrCounterExhausted
+	}
+	buf = buf[:wire.DataOverhead+n]
+	wire.PutDataHeader(buf, wire.DataHeader{Receiver: k.RemoteIndex, Counter: counter})
+	nonce := nonceFor(counter)
+	k.send.Seal(buf[wire.DataHeaderLen:wire.DataHeaderLen], nonce[:], buf[wire.DataHeaderLen:wire.DataHeaderLen+n], buf[:wire.DataHeaderLen])
+	nonces.Put(nonce)
+	return buf, nil
+}
+
+// Open authenticates and decrypts a transport datagram in place and returns the
+// plaintext (aliasing dgram) and the message counter. The replay window is
+// checked before the AEAD and updated only after the tag verified. Errors:
+// ErrShort for a datagram too short or of another type, ErrReplay for a counter
+// already seen, too old or beyond RejectAfterMessages, ErrAuth for a wrong
+// receiver index or a failed tag (a failed tag leaves dgram's payload zeroed).
+func (k *Keypair) Open(dgram []byte) (plain []byte, counter uint64, err error) {
+	if len(dgram) < wire.DataOverhead || dgram[0] != wire.TypeData {
+		return nil, 0, ErrShort
+	}
+	h, _ := wire.ParseDataHeader(dgram)
+	if h.Receiver != k.LocalIndex {
+		return nil, h.Counter, ErrAuth
+	}
+	if h.Counter >= RejectAfterMessages || !k.window.Check(h.Counter) {
+		return nil, h.Counter, ErrReplay
+	}
+	nonce := nonceFor(h.Counter)
+	plain, err = k.recv.Open(dgram[wire.DataHeaderLen:wire.DataHeaderLen], nonce[:], dgram[wire.DataHeaderLen:], dgram[:wire.DataHeaderLen])
+	nonces.Put(nonce)
+	if err != nil {
+		return nil, h.Counter, ErrAuth
+	}
+	if !k.window.Update(h.Counter) {
+		// Another goroutine accepted the same counter while we decrypted.
+		return nil, h.Counter, ErrReplay
+	}
+	if !k.confirmed.Load() {
+		k.confirmed.Store(true)
+	}
+	return plain, h.Counter, nil
+}
+
+// SendCounter returns the counter the next Seal will use, which is also the
+// number of messages sealed so far.
+func (k *Keypair) SendCounter() uint64 { return min(k.sendNext.Load(), RejectAfterMessages) }
+
+// MaxRecvCounter returns the highest counter opened so far (0 if none was).
+func (k *Keypair) MaxRecvCounter() uint64 {
+	c, _ := k.window.Highest()
+	return c
+}
+
+// Confirmed reports whether the peer has proven it holds this key. It is true for
+// the initiator at once and for the responder after its first successful Open.
+// A responder must not send with an unconfirmed key: the initiation it answered
+// may have been a replay (WireGuard has the same rule).
+func (k *Keypair) Confirmed() bool { return k.confirmed.Load() }
+
+// NeedsRekey reports whether a new handshake should start: the key is older
+// than RekeyAfterTime or has sealed RekeyAfterMessages messages.
+func (k *Keypair) NeedsRekey(now time.Time) bool {
+	return k.sendNext.Load() >= RekeyAfterMessages || now.Sub(k.Created) >= RekeyAfterTime
+}
+
+// Expired reports whether the key must no longer be used: older than
+// RejectAfterTime or out of counters.
+func (k *Keypair) Expired(now time.Time) bool {
+	return k.sendNext.Load() >= RejectAfterMessages || now.Sub(k.Created) >= RejectAfterTime
+}

@@ -1,0 +1,624 @@
+package path
+
+import (
+	"math/bits"
+	"time"
+)
+
+// Ack is one ACK frame, as built by a Receiver and consumed by a Sender.
+type Ack struct {
+	Largest   uint32        // largest seq received
+	Bitmap    uint64        // bit i set = seq Largest-1-i received (64 packets below Largest)
+	AckDelay  time.Duration // time between receiving Largest and sending this ack (µs precision)
+	RxPackets uint32        // cumulative packets received on this path (mod 2^32)
+	RxBytes   uint64        // cumulative bytes received on this path
+	OWDRaw    uint32        // owdRaw of packet Largest: rxUs - txUs mod 2^32
+}
+
+// Stats is a value snapshot of a Sender.
+type Stats struct {
+	State                                State
+	SRTT, RTTVar, MinRTT, LatestRTT, RTO time.Duration
+	LossRate                             float64       // smoothed fraction of ack-eliciting packets declared lost
+	DeliveryRate                         float64       // bytes/s, max-filtered over RateWindow; 0 = unknown
+	InFlight                             int           // bytes of ack-eliciting packets sent, not acked, not declared lost
+	OWDRaw                               uint32        // smoothed owdRaw (raw, offset included)
+	OWDMinRaw                            uint32        // windowed minimum owdRaw
+	QueueDelay                           time.Duration // smoothed OWD minus min OWD
+	OWDTrend                             float64       // s/s slope of OWD; > 0 = queue growing
+	TxPackets, TxBytes                   uint64
+	AckedPackets, AckedBytes             uint64
+	LostPackets, LostBytes               uint64
+	SpuriousLost                         uint64 // packets acked after being declared lost
+	LastAck                              time.Time
+}
+
+type pktState uint8
+
+const (
+	slotEmpty       pktState = iota
+	slotOutstanding          // ack-eliciting, no verdict yet
+	slotSentNE               // not ack-eliciting: acked if covered, never declared lost
+	slotAcked
+	slotLost
+)
+
+type sentPkt struct {
+	sent  int64 // ns since the Sender's epoch
+	seq   uint32
+	size  uint16
+	state pktState
+}
+
+// never is a time far enough in the past that "now - never" exceeds every
+// interval, without overflowing.
+const never = -1 << 62
+
+// Sender is the transmit-side state of one path. It is not safe for
+// concurrent use; the engine serialises calls per path.
+type Sender struct {
+	cfg   Config
+	epoch time.Time
+	mask  uint32
+
+	ring []sentPkt // indexed by seq & mask
+	// q lists the seqs of ack-eliciting packets in send order. Entries that
+	// got a verdict stay until they reach the head; everything between the
+	// head and the largest acked seq is resolved within ReorderThreshold
+	// packets, so walks over it stay short.
+	q            []uint32
+	qHead, qTail uint32
+
+	next         uint32
+	sentAny      bool
+	largestAcked uint32
+	haveLargest  bool
+
+	haveRTT              bool
+	srtt, rttvar, latest int64 // ns
+	minRTT               winFilter
+
+	lossTime    int64
+	lossTimeSet bool
+	inflight    int
+
+	txPackets, txBytes       uint64
+	ackedPackets, ackedBytes uint64
+	lostPackets, lostBytes   uint64
+	spurious                 uint64
+	takePkts, takeBytes      int
+
+	// loss rate: per-round counts folded into EWMAs of lost and total.
+	roundStart            int64
+	roundAcked, roundLost uint32
+	lossS, totS           float64
+
+	// delivery rate
+	rateValid      bool
+	rateStart      int64
+	rateBytes0     uint64
+	rateAppLimited bool
+	rate           winFilter
+
+	owd owdTracker
+
+	state        State
+	lastElicSent int64
+	probeNow     bool
+	downSeq      uint32
+	probeSamples int
+	lastAck      time.Time
+}
+
+// NewSender returns the state of a fresh path, in state Probing. now is the
+// time base for every later call.
+func NewSender(cfg Config, now time.Time) *Sender {
+	cfg = cfg.withDefaults()
+	s := &Sender{
+		cfg:          cfg,
+		epoch:        now,
+		mask:         uint32(cfg.RingSize - 1),
+		ring:         make([]sentPkt, cfg.RingSize),
+		q:            make([]uint32, cfg.RingSize),
+		next:         1,
+		srtt:         int64(cfg.InitialRTT),
+		rttvar:       int64(cfg.InitialRTT) / 2,
+		state:        Probing,
+		lastElicSent: never,
+		roundStart:   never,
+	}
+	s.minRTT.max = false
+	s.rate.max = true
+	return s
+}
+
+func (s *Sender) ns(t time.Time) int64 { return int64(t.Sub(s.epoch)) }
+
+// NextSeq returns the seq to put in the next datagram on this path.
+func (s *Sender) NextSeq() uint32 { return s.next }
+
+// OnSent records a datagram sent with seq (which must be NextSeq()); size is
+// the UDP payload size. Only ack-eliciting packets are tracked for loss,
+// in-flight bytes and liveness; the others are still credited when an ack
+// covers them.
+func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) {
+	if s.sentAny && int32(seq-s.next) < 0 {
+		return // a seq already used: ignore rather than corrupt the ring
+	}
+	t := s.ns(now)
+	if size < 0 {
+		size = 0
+	} else if size > 0xFFFF {
+		size = 0xFFFF
+	}
+	slot := &s.ring[seq&s.mask]
+	if slot.state == slotOutstanding {
+		// Overwritten before any verdict: a ring's worth of packets
+		// went out after it and none acked it.
+		s.declareLost(slot, true)
+	}
+	*slot = sentPkt{sent: t, seq: seq, size: uint16(size), state: slotSentNE}
+	s.txPackets++
+	s.txBytes += uint64(size)
+	if ackEliciting {
+		slot.state = slotOutstanding
+		if s.inflight == 0 {
+			// Sending into an empty pipe: the current rate interval
+			// includes idle time and can only under-estimate.
+			s.rateAppLimited = true
+		}
+		s.inflight += size
+		s.popResolved()
+		if s.qTail-s.qHead >= uint32(len(s.q)) {
+			// Only reachable when seqs were skipped: drop the oldest.
+			old := &s.ring[s.q[s.qHead&s.mask]&s.mask]
+			if old.seq == s.q[s.qHead&s.mask] && old.state == slotOutstanding {
+				s.declareLost(old, true)
+			}
+			s.qHead++
+		}
+		s.q[s.qTail&s.mask] = seq
+		s.qTail++
+		s.lastElicSent = t
+		s.probeNow = false
+	}
+	s.next = seq + 1
+	s.sentAny = true
+}
+
+func (s *Sender) declareLost(p *sentPkt, feedRate bool) {
+	p.state = slotLost
+	s.inflight -= int(p.size)
+	s.lostPackets++
+	s.lostBytes += uint64(p.size)
+	s.takePkts++
+	s.takeBytes += int(p.size)
+	if feedRate {
+		s.roundLost++
+	}
+}
+
+func (s *Sender) outstanding(seq uint32) *sentPkt {
+	p := &s.ring[seq&s.mask]
+	if p.seq != seq || p.state != slotOutstanding {
+		return nil
+	}
+	return p
+}
+
+func (s *Sender) popResolved() {
+	for s.qHead != s.qTail && s.outstanding(s.q[s.qHead&s.mask]) == nil {
+		s.qHead++
+	}
+}
+
+// ackResult accumulates what one Ack newly acknowledged.
+type ackResult struct {
+	pkts, elic int
+	bytes      uint64
+	revive     bool // acked a packet sent after the path went Down
+}
+
+func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
+	p := &s.ring[seq&s.mask]
+	if p.seq != seq {
+		return false
+	}
+	switch p.state {
+	case slotOutstanding:
+		s.inflight -= int(p.size)
+		r.elic++
+	case slotSentNE:
+	case slotLost:
+		s.spurious++
+		return false
+	default:
+		return false
+	}
+	p.state = slotAcked
+	r.pkts++
+	r.bytes += uint64(p.size)
+	if s.state == Down && int32(seq-s.downSeq) >= 0 {
+		r.revive = true
+	}
+	return true
+}
+
+// OnAck processes an ACK frame received for this path: RTT sample, acked
+// bytes, loss detection, delivery rate, one-way delay and state changes.
+func (s *Sender) OnAck(a Ack, now time.Time) {
+	if !s.sentAny || int32(a.Largest-(s.next-1)) > 0 {
+		return // acks something never sent: not for us
+	}
+	t := s.ns(now)
+	s.lastAck = now
+
+	var r ackResult
+	largestNew := s.ackOne(a.Largest, &r)
+	sentL := s.ring[a.Largest&s.mask].sent
+	for bm := a.Bitmap; bm != 0; bm &= bm - 1 {
+		s.ackOne(a.Largest-1-uint32(bits.TrailingZeros64(bm)), &r)
+	}
+	if r.pkts == 0 {
+		return
+	}
+	s.ackedPackets += uint64(r.pkts)
+	s.ackedBytes += r.bytes
+	s.roundAcked += uint32(r.elic)
+	newLargest := !s.haveLargest || int32(a.Largest-s.largestAcked) > 0
+	if newLargest {
+		s.largestAcked = a.Largest
+		s.haveLargest = true
+	}
+
+	revived := false
+	if s.state == Down {
+		if !r.revive {
+			s.detectLosses(t)
+			return
+		}
+		s.revive()
+		revived = true
+	}
+
+	sampled := false
+	if largestNew && r.elic > 0 {
+		sampled = s.rttSample(t, t-sentL, a.AckDelay)
+	}
+	s.detectLosses(t)
+	if revived {
+		// Whatever was declared lost now went out before or during the
+		// outage; it says nothing about the path that came back.
+		s.roundAcked, s.roundLost, s.roundStart = 0, 0, t
+	}
+	if newLargest {
+		sp := s.srtt / 8
+		if sp < int64(Granularity) {
+			sp = int64(Granularity)
+		}
+		s.owd.add(t, a.OWDRaw, int64(s.cfg.OWDWindow), sp)
+	}
+	s.updateRate(t)
+	s.updateLossRound(t)
+	s.updateState(sampled)
+}
+
+// rttSample applies RFC 9002 §5.3 (ack delay subtracted only when the result
+// stays at or above min RTT) and RFC 6298 smoothing.
+func (s *Sender) rttSample(t, latest int64, ackDelay time.Duration) bool {
+	if latest < 0 {
+		return false
+	}
+	s.latest = latest
+	if !s.haveRTT {
+		s.haveRTT = true
+		s.minRTT.reset(t, float64(latest))
+		s.srtt = latest
+		s.rttvar = latest / 2
+		return true
+	}
+	s.minRTT.update(t, float64(latest), int64(s.cfg.MinRTTWindow))
+	adj := latest
+	ad := int64(ackDelay)
+	if ad > 0 && adj >= int64(s.minRTT.get())+ad {
+		adj -= ad
+	}
+	d := s.srtt - adj
+	if d < 0 {
+		d = -d
+	}
+	s.rttvar = (3*s.rttvar + d) / 4
+	s.srtt = (7*s.srtt + adj) / 8
+	return true
+}
+
+func (s *Sender) lossDelay() int64 {
+	m := s.srtt
+	if s.latest > m {
+		m = s.latest
+	}
+	d := int64(float64(m) * s.cfg.TimeThreshold)
+	if d < int64(Granularity) {
+		d = int64(Granularity)
+	}
+	return d
+}
+
+// detectLosses declares lost the outstanding packets below the largest acked
+// one that are ReorderThreshold seqs below it or older than the loss delay,
+// and arms the loss timer for the rest (RFC 9002 §6.1).
+func (s *Sender) detectLosses(t int64) {
+	s.lossTimeSet = false
+	if !s.haveLargest {
+		return
+	}
+	delay := s.lossDelay()
+	thr := int32(s.cfg.ReorderThreshold)
+	for i := s.qHead; i != s.qTail; i++ {
+		seq := s.q[i&s.mask]
+		if int32(seq-s.largestAcked) >= 0 {
+			break
+		}
+		p := s.outstanding(seq)
+		if p == nil {
+			continue
+		}
+		if int32(s.largestAcked-seq) >= thr || p.sent <= t-delay {
+			s.declareLost(p, true)
+			continue
+		}
+		if lt := p.sent + delay; !s.lossTimeSet || lt < s.lossTime {
+			s.lossTime, s.lossTimeSet = lt, true
+		}
+	}
+	s.popResolved()
+}
+
+func (s *Sender) updateRate(t int64) {
+	if !s.rateValid {
+		s.rateValid = true
+		s.rateStart = t
+		s.rateBytes0 = s.ackedBytes
+		s.rateAppLimited = false
+		return
+	}
+	iv := s.srtt
+	if iv < int64(Granularity) {
+		iv = int64(Granularity)
+	}
+	el := t - s.rateStart
+	if el < iv {
+		return
+	}
+	v := float64(s.ackedBytes-s.rateBytes0) * 1e9 / float64(el)
+	// An interval that saw the pipe run dry measures the application,
+	// not the path: it may raise the estimate but never lower it.
+	if !s.rateAppLimited || !s.rate.set || v > s.rate.get() {
+		s.rate.update(t, v, int64(s.cfg.RateWindow))
+	}
+	s.rateStart = t
+	s.rateBytes0 = s.ackedBytes
+	s.rateAppLimited = false
+}
+
+func (s *Sender) updateLossRound(t int64) {
+	if s.roundStart == never {
+		s.roundStart = t
+	}
+	iv := s.srtt
+	if iv < int64(Granularity) {
+		iv = int64(Granularity)
+	}
+	if t-s.roundStart < iv {
+		return
+	}
+	if n := s.roundAcked + s.roundLost; n > 0 {
+		g := s.cfg.LossGain
+		s.lossS = (1-g)*s.lossS + g*float64(s.roundLost)
+		s.totS = (1-g)*s.totS + g*float64(n)
+	}
+	s.roundAcked, s.roundLost, s.roundStart = 0, 0, t
+}
+
+func (s *Sender) lossRate() float64 {
+	if s.totS <= 0 {
+		return 0
+	}
+	return s.lossS / s.totS
+}
+
+func (s *Sender) updateState(sampled bool) {
+	switch s.state {
+	case Probing:
+		if sampled {
+			s.probeSamples++
+		}
+		if s.probeSamples >= s.cfg.ActivateAcks {
+			s.state = Active
+		}
+	case Active:
+		// totS ≥ 1 means about 1/LossGain packets of evidence: one early
+		// loss on a quiet path must not read as 100 %.
+		if s.totS >= 1 && s.lossRate() > s.cfg.DegradedLoss {
+			s.state = Degraded
+		}
+	case Degraded:
+		if s.lossRate() < s.cfg.DegradedExitLoss {
+			s.state = Active
+		}
+	}
+}
+
+// revive moves a Down path to Probing and restarts its estimators: a path
+// that comes back may well be a different route.
+func (s *Sender) revive() {
+	s.state = Probing
+	s.probeSamples = 0
+	s.haveRTT = false
+	s.minRTT.clear()
+	s.lossS, s.totS = 0, 0
+	s.rate.clear()
+	s.rateValid = false
+	s.owd.reset()
+}
+
+// pto is how long an ack for a packet may take on a healthy path.
+func (s *Sender) pto() int64 {
+	v := 4 * s.rttvar
+	if v < int64(Granularity) {
+		v = int64(Granularity)
+	}
+	return s.srtt + v + int64(s.cfg.AckDelay)
+}
+
+func (s *Sender) busyThreshold() int64 {
+	v := int64(s.cfg.DownBusyRTTs*float64(s.srtt)) + 4*s.rttvar
+	if v < int64(s.cfg.DownBusyMin) {
+		v = int64(s.cfg.DownBusyMin)
+	}
+	if v > int64(s.cfg.DownBusyMax) {
+		v = int64(s.cfg.DownBusyMax)
+	}
+	return v
+}
+
+// checkLiveness applies the Down rules to the ack-eliciting packets that no
+// ack has overtaken yet (seq above the largest acked): a lost packet
+// followed by acked ones is loss, not an outage.
+func (s *Sender) checkLiveness(t int64) {
+	s.popResolved()
+	n := s.cfg.DownBusyPackets
+	var first, nth int64
+	count := 0
+	for i := s.qHead; i != s.qTail; i++ {
+		seq := s.q[i&s.mask]
+		if s.haveLargest && int32(seq-s.largestAcked) <= 0 {
+			continue
+		}
+		p := s.outstanding(seq)
+		if p == nil {
+			continue
+		}
+		count++
+		if count == 1 {
+			first = p.sent
+		}
+		if count == n {
+			nth = p.sent
+			break
+		}
+	}
+	if count == 0 {
+		return
+	}
+	down := t-first >= int64(s.cfg.DownIdle)
+	if !down && count >= n {
+		thr := s.busyThreshold()
+		down = nth-first <= thr && t-first >= thr && t-nth >= s.pto()
+	}
+	if down {
+		s.goDown()
+	}
+}
+
+func (s *Sender) goDown() {
+	s.state = Down
+	s.downSeq = s.next
+	for i := s.qHead; i != s.qTail; i++ {
+		if p := s.outstanding(s.q[i&s.mask]); p != nil {
+			s.declareLost(p, false)
+		}
+	}
+	s.qHead = s.qTail
+	s.lossTimeSet = false
+	s.rateValid = false
+	s.probeSamples = 0
+	s.probeNow = true
+}
+
+// OnTimer runs time-threshold loss detection and liveness. It returns true
+// when a PING should be sent on this path now: right after the path went
+// Down, and whenever no ack-eliciting packet was sent for ProbeInterval
+// (idle paths and Down paths alike). It keeps returning true until OnSent
+// records an ack-eliciting packet.
+func (s *Sender) OnTimer(now time.Time) (needProbe bool) {
+	t := s.ns(now)
+	if s.lossTimeSet && t >= s.lossTime {
+		s.detectLosses(t)
+	}
+	if s.state != Down {
+		s.checkLiveness(t)
+	}
+	return s.probeNow || t-s.lastElicSent >= int64(s.cfg.ProbeInterval)
+}
+
+// State returns the liveness state.
+func (s *Sender) State() State { return s.state }
+
+// Usable reports whether the scheduler may send data on this path: Active,
+// Degraded, or Probing with an RTT sample from the current episode.
+func (s *Sender) Usable() bool {
+	switch s.state {
+	case Active, Degraded:
+		return true
+	case Probing:
+		return s.probeSamples > 0
+	}
+	return false
+}
+
+// TakeLost returns the packets and bytes declared lost since the last call
+// (for a congestion controller).
+func (s *Sender) TakeLost() (packets, bytes int) {
+	packets, bytes = s.takePkts, s.takeBytes
+	s.takePkts, s.takeBytes = 0, 0
+	return
+}
+
+// RTO returns the RFC 6298 retransmission timeout.
+func (s *Sender) RTO() time.Duration {
+	v := 4 * s.rttvar
+	if v < int64(Granularity) {
+		v = int64(Granularity)
+	}
+	r := time.Duration(s.srtt + v)
+	if r < s.cfg.MinRTO {
+		r = s.cfg.MinRTO
+	}
+	if r > s.cfg.MaxRTO {
+		r = s.cfg.MaxRTO
+	}
+	return r
+}
+
+// Stats returns a snapshot.
+func (s *Sender) Stats() Stats {
+	st := Stats{
+		State:        s.state,
+		SRTT:         time.Duration(s.srtt),
+		RTTVar:       time.Duration(s.rttvar),
+		LatestRTT:    time.Duration(s.latest),
+		RTO:          s.RTO(),
+		LossRate:     s.lossRate(),
+		DeliveryRate: s.rate.get(),
+		InFlight:     s.inflight,
+		QueueDelay:   time.Duration(s.owd.queueDelayUs()) * time.Microsecond,
+		OWDTrend:     s.owd.slope,
+		TxPackets:    s.txPackets,
+		TxBytes:      s.txBytes,
+		AckedPackets: s.ackedPackets,
+		AckedBytes:   s.ackedBytes,
+		LostPackets:  s.lostPackets,
+		LostBytes:    s.lostBytes,
+		SpuriousLost: s.spurious,
+		LastAck:      s.lastAck,
+	}
+	if s.haveRTT {
+		st.MinRTT = time.Duration(s.minRTT.get())
+	}
+	if s.owd.have {
+		st.OWDRaw = uint32(s.owd.smooth)
+		st.OWDMinRaw = uint32(int64(s.owd.min.get()))
+	}
+	return st
+}

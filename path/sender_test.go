@@ -1,0 +1,415 @@
+package path
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c != DefaultConfig() {
+		t.Fatalf("zero Config does not take the defaults:\n%+v\n%+v", c, DefaultConfig())
+	}
+	c = Config{RingSize: 5000, DownBusyMin: time.Second, DownBusyMax: time.Millisecond}.withDefaults()
+	if c.RingSize != 8192 {
+		t.Errorf("RingSize 5000 rounded to %d, want 8192", c.RingSize)
+	}
+	if c.DownBusyMax != time.Second {
+		t.Errorf("DownBusyMax below DownBusyMin not raised: %v", c.DownBusyMax)
+	}
+	for st, want := range map[State]string{Probing: "probing", Active: "active", Degraded: "degraded", Down: "down"} {
+		if st.String() != want {
+			t.Errorf("State(%d).String() = %q, want %q", st, st.String(), want)
+		}
+	}
+}
+
+// RFC 6298 by hand, in ms:
+//
+//	R=100: srtt=100, rttvar=50, RTO=100+4*50=300
+//	R=120: rttvar=(3*50+|100-120|)/4=42.5, srtt=(7*100+120)/8=102.5, RTO=102.5+170=272.5
+//	R=60:  rttvar=(3*42.5+|102.5-60|)/4=42.5, srtt=(7*102.5+60)/8=97.1875, RTO=267.1875
+func TestRFC6298Sequence(t *testing.T) {
+	s := NewSender(Config{}, base)
+	st := s.Stats()
+	eqDur(t, "initial SRTT", st.SRTT, 100*time.Millisecond)
+	eqDur(t, "initial RTTVar", st.RTTVar, 50*time.Millisecond)
+	eqDur(t, "initial MinRTT", st.MinRTT, 0)
+
+	sendAck(s, 100, 0, 100, 0)
+	st = s.Stats()
+	eqDur(t, "SRTT#1", st.SRTT, dms(100))
+	eqDur(t, "RTTVar#1", st.RTTVar, dms(50))
+	eqDur(t, "RTO#1", st.RTO, dms(300))
+	eqDur(t, "MinRTT#1", st.MinRTT, dms(100))
+	eqDur(t, "LatestRTT#1", st.LatestRTT, dms(100))
+
+	sendAck(s, 100, 200, 320, 0)
+	st = s.Stats()
+	eqDur(t, "SRTT#2", st.SRTT, dms(102.5))
+	eqDur(t, "RTTVar#2", st.RTTVar, dms(42.5))
+	eqDur(t, "RTO#2", st.RTO, dms(272.5))
+	eqDur(t, "MinRTT#2", st.MinRTT, dms(100))
+
+	sendAck(s, 100, 400, 460, 0)
+	st = s.Stats()
+	eqDur(t, "SRTT#3", st.SRTT, dms(97.1875))
+	eqDur(t, "RTTVar#3", st.RTTVar, dms(42.5))
+	eqDur(t, "RTO#3", st.RTO, dms(267.1875))
+	eqDur(t, "MinRTT#3", st.MinRTT, dms(60))
+	eqDur(t, "LatestRTT#3", st.LatestRTT, dms(60))
+}
+
+// R=10 ms: srtt 10, rttvar 5, RTO 30 ms → clamped up to MinRTO.
+func TestRTOClamp(t *testing.T) {
+	s := NewSender(Config{}, base)
+	sendAck(s, 100, 0, 10, 0)
+	eqDur(t, "RTO", s.Stats().RTO, 200*time.Millisecond)
+	s = NewSender(Config{MaxRTO: 250 * time.Millisecond}, base)
+	sendAck(s, 100, 0, 1000, 0) // 1000 + 4*500 → 3000 ms → clamped
+	eqDur(t, "RTO", s.Stats().RTO, 250*time.Millisecond)
+}
+
+// RFC 9002 §5.3 by hand, in ms, min_rtt = 60 from the first sample:
+//
+//	latest 90, ack delay 20: 90 ≥ 60+20 → adjusted 70;
+//	  rttvar = (3*30+|60-70|)/4 = 25, srtt = (7*60+70)/8 = 61.25
+//	latest 70, ack delay 20: 70 < 80 → not subtracted, adjusted 70;
+//	  rttvar = (3*25+|61.25-70|)/4 = 20.9375, srtt = (7*61.25+70)/8 = 62.34375
+func TestAckDelaySubtraction(t *testing.T) {
+	s := NewSender(Config{}, base)
+	sendAck(s, 100, 0, 60, 5*time.Millisecond) // first sample: delay ignored
+	st := s.Stats()
+	eqDur(t, "SRTT#1", st.SRTT, dms(60))
+	eqDur(t, "RTTVar#1", st.RTTVar, dms(30))
+
+	sendAck(s, 100, 100, 190, 20*time.Millisecond)
+	st = s.Stats()
+	eqDur(t, "LatestRTT#2", st.LatestRTT, dms(90))
+	eqDur(t, "SRTT#2", st.SRTT, dms(61.25))
+	eqDur(t, "RTTVar#2", st.RTTVar, dms(25))
+	eqDur(t, "MinRTT#2", st.MinRTT, dms(60))
+
+	sendAck(s, 100, 200, 270, 20*time.Millisecond)
+	st = s.Stats()
+	eqDur(t, "SRTT#3", st.SRTT, dms(62.34375))
+	eqDur(t, "RTTVar#3", st.RTTVar, dms(20.9375))
+}
+
+// Only an ack whose largest seq is newly acked gives an RTT sample.
+func TestRTTSampleOnlyFromNewLargest(t *testing.T) {
+	s := NewSender(Config{}, base)
+	s.OnSent(1, 100, true, ms(0))
+	s.OnSent(2, 100, true, ms(10))
+	s.OnAck(Ack{Largest: 2, Bitmap: 1}, ms(60)) // RTT of seq 2 = 50
+	eqDur(t, "SRTT", s.Stats().SRTT, dms(50))
+	s.OnAck(Ack{Largest: 2, Bitmap: 1}, ms(500)) // duplicate ack: no sample
+	eqDur(t, "SRTT after dup ack", s.Stats().SRTT, dms(50))
+	eqDur(t, "LatestRTT after dup ack", s.Stats().LatestRTT, dms(50))
+	// A packet that is not ack-eliciting alone gives no sample either.
+	s.OnSent(3, 60, false, ms(600))
+	s.OnAck(Ack{Largest: 3}, ms(900))
+	eqDur(t, "SRTT after non-eliciting", s.Stats().SRTT, dms(50))
+	if st := s.Stats(); st.AckedPackets != 3 || st.AckedBytes != 260 {
+		t.Errorf("acked %d pkts %d bytes, want 3, 260", st.AckedPackets, st.AckedBytes)
+	}
+}
+
+// Seqs 1..5 sent at 0..4 ms, 100 bytes each. Ack at 104 ms: largest 5,
+// bitmap acks 4 (bit 0) and 1 (bit 3). RTT 100 → loss delay 9/8*100 = 112.5.
+//
+//	seq 2: 5-2 = 3 ≥ ReorderThreshold → lost at once
+//	seq 3: 5-3 = 2, sent at 2 ms, lost when now ≥ 2+112.5 = 114.5 ms
+func TestLossPacketAndTimeThreshold(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for i := 0; i < 5; i++ {
+		s.OnSent(s.NextSeq(), 100, true, ms(float64(i)))
+	}
+	if st := s.Stats(); st.InFlight != 500 || st.TxPackets != 5 || st.TxBytes != 500 {
+		t.Fatalf("after send: %+v", st)
+	}
+	s.OnAck(Ack{Largest: 5, Bitmap: 1<<0 | 1<<3}, ms(104))
+	st := s.Stats()
+	if st.LostPackets != 1 || st.LostBytes != 100 {
+		t.Errorf("packet threshold: lost %d/%d B, want 1/100", st.LostPackets, st.LostBytes)
+	}
+	if st.InFlight != 100 {
+		t.Errorf("InFlight = %d, want 100 (seq 3)", st.InFlight)
+	}
+	if p, b := s.TakeLost(); p != 1 || b != 100 {
+		t.Errorf("TakeLost = %d,%d want 1,100", p, b)
+	}
+	if p, b := s.TakeLost(); p != 0 || b != 0 {
+		t.Errorf("second TakeLost = %d,%d want 0,0", p, b)
+	}
+	s.OnTimer(ms(114.4))
+	if st := s.Stats(); st.LostPackets != 1 || st.InFlight != 100 {
+		t.Errorf("at 114.4 ms seq 3 already lost: %+v", st)
+	}
+	s.OnTimer(ms(114.5))
+	if st := s.Stats(); st.LostPackets != 2 || st.InFlight != 0 {
+		t.Errorf("at 114.5 ms seq 3 not lost: lost=%d inflight=%d", st.LostPackets, st.InFlight)
+	}
+	if p, _ := s.TakeLost(); p != 1 {
+		t.Errorf("TakeLost after timer = %d, want 1", p)
+	}
+}
+
+// Packets above the largest acked one are never declared lost by the
+// thresholds, however old: there is no evidence yet.
+func TestNoLossAboveLargest(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for i := 0; i < 10; i++ {
+		s.OnSent(s.NextSeq(), 100, true, ms(float64(i)))
+	}
+	s.OnAck(Ack{Largest: 2, Bitmap: 1}, ms(50))
+	s.OnTimer(ms(150))
+	if st := s.Stats(); st.LostPackets != 0 || st.InFlight != 800 {
+		t.Errorf("lost %d, inflight %d; want 0, 800", st.LostPackets, st.InFlight)
+	}
+}
+
+// Seqs 1..10, 100 bytes. Ack: largest 10, bitmap bits 0,2,3,6 = seqs 9,7,6,3.
+// Acked 10,9,7,6,3; lost (≥3 below 10) 5,4,2,1; seq 8 (2 below) pending.
+// A later ack also covering 8 and 5 acks 8 and counts 5 as spurious.
+func TestBitmapAckWithHoles(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for i := 0; i < 10; i++ {
+		s.OnSent(s.NextSeq(), 100, true, ms(float64(i)))
+	}
+	bm := uint64(1<<0 | 1<<2 | 1<<3 | 1<<6)
+	s.OnAck(Ack{Largest: 10, Bitmap: bm}, ms(50))
+	st := s.Stats()
+	if st.AckedPackets != 5 || st.AckedBytes != 500 || st.LostPackets != 4 || st.InFlight != 100 {
+		t.Fatalf("acked %d (%d B) lost %d inflight %d; want 5 (500 B), 4, 100",
+			st.AckedPackets, st.AckedBytes, st.LostPackets, st.InFlight)
+	}
+	s.OnAck(Ack{Largest: 10, Bitmap: bm | 1<<1 | 1<<4}, ms(52))
+	st = s.Stats()
+	if st.AckedPackets != 6 || st.InFlight != 0 || st.SpuriousLost != 1 || st.LostPackets != 4 {
+		t.Errorf("second ack: acked %d inflight %d spurious %d lost %d; want 6, 0, 1, 4",
+			st.AckedPackets, st.InFlight, st.SpuriousLost, st.LostPackets)
+	}
+}
+
+// An ack for a seq never sent is ignored.
+func TestAckBeyondSentIgnored(t *testing.T) {
+	s := NewSender(Config{}, base)
+	s.OnAck(Ack{Largest: 1}, ms(1))
+	s.OnSent(1, 100, true, ms(0))
+	s.OnAck(Ack{Largest: 2, Bitmap: 1}, ms(10))
+	if st := s.Stats(); st.AckedPackets != 0 || st.InFlight != 100 {
+		t.Errorf("bogus ack changed state: %+v", st)
+	}
+}
+
+// Sender and Receiver around seq 2^32: sender sends FFFFFFFD..2, the
+// receiver gets FFFFFFFD, FFFFFFFF, 0, 2. Ack: largest 2, bitmap
+// bit1 (0), bit2 (FFFFFFFF), bit4 (FFFFFFFD) = 0x16. Seq FFFFFFFE is 4
+// below 2 → lost; seq 1 is 1 below → pending.
+func TestSeqWrap(t *testing.T) {
+	s := NewSender(Config{}, base)
+	s.next = 0xFFFFFFFD
+	r := NewReceiver(Config{})
+	want := []uint32{0xFFFFFFFD, 0xFFFFFFFE, 0xFFFFFFFF, 0, 1, 2}
+	for i, w := range want {
+		seq := s.NextSeq()
+		if seq != w {
+			t.Fatalf("NextSeq #%d = %#x, want %#x", i, seq, w)
+		}
+		s.OnSent(seq, 100+i, true, ms(float64(i)))
+		if seq != 0xFFFFFFFE && seq != 1 {
+			r.OnPacket(seq, 100+i, 0, 0, true, ms(float64(i)+20))
+		}
+	}
+	a := r.BuildAck(ms(30))
+	if a.Largest != 2 || a.Bitmap != 0x16 || a.RxPackets != 4 {
+		t.Fatalf("ack = %+v, want largest 2 bitmap 0x16 rx 4", a)
+	}
+	s.OnAck(a, ms(40))
+	st := s.Stats()
+	if st.AckedPackets != 4 || st.LostPackets != 1 || st.LostBytes != 101 || st.InFlight != 104 {
+		t.Errorf("acked %d lost %d (%d B) inflight %d; want 4, 1 (101 B), 104",
+			st.AckedPackets, st.LostPackets, st.LostBytes, st.InFlight)
+	}
+	eqDur(t, "SRTT", st.SRTT, dms(35)) // seq 2 sent at 5, acked at 40
+}
+
+// A ring slot reused before its packet was acked counts as lost.
+func TestRingOverwriteIsLoss(t *testing.T) {
+	s := NewSender(Config{RingSize: 64}, base)
+	for i := 0; i < 65; i++ {
+		s.OnSent(s.NextSeq(), 10, true, ms(float64(i)))
+	}
+	if st := s.Stats(); st.LostPackets != 1 || st.InFlight != 640 {
+		t.Errorf("lost %d inflight %d, want 1, 640", st.LostPackets, st.InFlight)
+	}
+	// The overwritten seq 1 can no longer be acked; seq 65 can.
+	s.OnAck(Ack{Largest: 65}, ms(100))
+	if st := s.Stats(); st.AckedPackets != 1 {
+		t.Errorf("acked %d, want 1", st.AckedPackets)
+	}
+}
+
+// 1000-byte packets every 1 ms, each acked 50 ms later. RTT is always 50 ms,
+// so srtt = 50 ms. The first ack (t=50) opens the interval; it closes at the
+// first ack ≥ 50 ms later (t=100), with the 50 acks of t=51..100:
+// 50 000 B / 0.05 s = 1 000 000 B/s.
+func TestDeliveryRate(t *testing.T) {
+	s := NewSender(Config{}, base)
+	feed := func(fromMs, toMs, size int) {
+		for ts := fromMs; ts < toMs; ts++ {
+			s.OnSent(s.NextSeq(), size, true, ms(float64(ts)))
+			if ts >= 50 {
+				// ack the packet sent 50 ms ago (seq = ts-49 here, as seqs start at 1)
+				seq := s.NextSeq() - 51
+				s.OnAck(Ack{Largest: seq, Bitmap: allBelow}, ms(float64(ts)))
+			}
+		}
+	}
+	feed(0, 100, 1000)
+	if r := s.Stats().DeliveryRate; r != 0 {
+		t.Fatalf("rate before first full interval = %v, want 0", r)
+	}
+	// One more step: ack at t=100 closes the first interval.
+	feed(100, 101, 1000)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate = %v, want 1e6", r)
+	}
+	feed(101, 2000, 1000)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("steady rate = %v, want 1e6", r)
+	}
+	// Half-size packets: 500 000 B/s samples; the max filter keeps 1e6
+	// for the rate window (5 s), then forgets it.
+	feed(2000, 4000, 500)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate 2 s after drop = %v, want 1e6 (max filter)", r)
+	}
+	feed(4000, 8500, 500)
+	if r := s.Stats().DeliveryRate; r != 5e5 {
+		t.Fatalf("rate 6.5 s after drop = %v, want 5e5", r)
+	}
+}
+
+// Sparse traffic (the pipe runs dry between packets) may not lower the
+// delivery rate estimate even after the window: it measures the application.
+func TestDeliveryRateAppLimited(t *testing.T) {
+	s := NewSender(Config{}, base)
+	ts := 0
+	for ; ts < 1000; ts++ {
+		s.OnSent(s.NextSeq(), 1000, true, ms(float64(ts)))
+		if ts >= 50 {
+			s.OnAck(Ack{Largest: s.NextSeq() - 51, Bitmap: allBelow}, ms(float64(ts)))
+		}
+	}
+	for ; ts < 1050; ts++ { // drain
+		s.OnAck(Ack{Largest: s.NextSeq() - 1 - uint32(1049-ts), Bitmap: allBelow}, ms(float64(ts)))
+	}
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate = %v, want 1e6", r)
+	}
+	if s.Stats().InFlight != 0 {
+		t.Fatalf("not drained: %d", s.Stats().InFlight)
+	}
+	for ; ts < 10000; ts += 200 { // one packet per 200 ms for 9 s
+		seq := s.NextSeq()
+		s.OnSent(seq, 1000, true, ms(float64(ts)))
+		s.OnAck(Ack{Largest: seq, Bitmap: allBelow}, ms(float64(ts+50)))
+	}
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Errorf("app-limited samples lowered the rate to %v", r)
+	}
+}
+
+// OWD from acks, across the 2^32 wrap of the raw value:
+//
+//	raw1 = 0xFFFFFC18 (u1): smooth = u1, min = u1
+//	raw2 = raw1+1800 = 0x320 (wrapped): smooth = u1 + 1800/8 = u1+225; queue 225 µs
+//	raw3 = raw1-400: smooth = u1+225 + trunc(-625/8) = u1+147; min u1-400; queue 547 µs
+func TestOWDMinQueueDelay(t *testing.T) {
+	s := NewSender(Config{}, base)
+	raw1 := uint32(0xFFFFFC18)
+	ackOWD := func(at float64, raw uint32) {
+		seq := s.NextSeq()
+		s.OnSent(seq, 100, true, ms(at))
+		s.OnAck(Ack{Largest: seq, OWDRaw: raw}, ms(at+40))
+	}
+	ackOWD(0, raw1)
+	st := s.Stats()
+	if st.OWDRaw != raw1 || st.OWDMinRaw != raw1 || st.QueueDelay != 0 {
+		t.Fatalf("#1: %#x %#x %v", st.OWDRaw, st.OWDMinRaw, st.QueueDelay)
+	}
+	ackOWD(100, raw1+1800)
+	st = s.Stats()
+	if st.OWDRaw != raw1+225 || st.OWDMinRaw != raw1 || st.QueueDelay != 225*time.Microsecond {
+		t.Fatalf("#2: owd %#x min %#x q %v; want %#x %#x 225µs", st.OWDRaw, st.OWDMinRaw, st.QueueDelay, raw1+225, raw1)
+	}
+	ackOWD(200, raw1-400)
+	st = s.Stats()
+	if st.OWDRaw != raw1+147 || st.OWDMinRaw != raw1-400 || st.QueueDelay != 547*time.Microsecond {
+		t.Fatalf("#3: owd %#x min %#x q %v; want %#x %#x 547µs", st.OWDRaw, st.OWDMinRaw, st.QueueDelay, raw1+147, raw1-400)
+	}
+	// A stale ack (largest not new) carries an old OWD: ignored.
+	s.OnSent(s.NextSeq(), 100, true, ms(300))
+	s.OnSent(s.NextSeq(), 100, true, ms(301))
+	s.OnAck(Ack{Largest: 5, OWDRaw: raw1 + 100000}, ms(341))
+	s.OnAck(Ack{Largest: 4, OWDRaw: raw1 + 900000}, ms(342))
+	st = s.Stats()
+	if want := raw1 + 147 + (100000-147)/8; st.OWDRaw != want {
+		t.Errorf("stale ack moved OWD: %#x want %#x", st.OWDRaw, want)
+	}
+}
+
+// OWD rising by 100 µs per ms (a queue filling at 10 % of the link) gives a
+// trend of 0.1 s/s; a flat OWD gives 0.
+func TestOWDTrend(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		slope float64
+	}{{"rising", 0.1}, {"flat", 0}, {"falling", -0.05}} {
+		s := NewSender(Config{}, base)
+		for ts := 0; ts < 400; ts++ {
+			seq := s.NextSeq()
+			s.OnSent(seq, 100, true, ms(float64(ts)))
+			raw := uint32(int64(0xFFFF0000) + int64(tc.slope*1000*float64(ts)))
+			s.OnAck(Ack{Largest: seq, OWDRaw: raw}, ms(float64(ts)+40))
+		}
+		if got := s.Stats().OWDTrend; math.Abs(got-tc.slope) > 1e-6 {
+			t.Errorf("%s: trend = %v, want %v", tc.name, got, tc.slope)
+		}
+	}
+}
+
+func TestWinFilter(t *testing.T) {
+	f := winFilter{max: true}
+	f.update(0, 10, 100)
+	f.update(1, 5, 100)
+	if f.get() != 10 {
+		t.Fatalf("max = %v, want 10", f.get())
+	}
+	f.update(60, 6, 100) // past a quarter window: becomes the 2nd choice
+	if f.get() != 10 {
+		t.Fatalf("max = %v, want 10", f.get())
+	}
+	f.update(101, 3, 100) // 10 expired → 6 (from t=60) is the best in window
+	if f.get() != 6 {
+		t.Fatalf("after expiry max = %v, want 6", f.get())
+	}
+	f.update(102, 7, 100)
+	if f.get() != 7 {
+		t.Fatalf("max = %v, want 7", f.get())
+	}
+	g := winFilter{}
+	g.update(0, 10, 100)
+	g.update(5, 12, 100)
+	g.update(10, 4, 100)
+	if g.get() != 4 {
+		t.Fatalf("min = %v, want 4", g.get())
+	}
+	g.update(200, 9, 100) // everything older than the window: reset
+	if g.get() != 9 {
+		t.Fatalf("min after window = %v, want 9", g.get())
+	}
+}

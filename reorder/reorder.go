@@ -1,0 +1,557 @@
+package reorder
+
+import (
+	"fmt"
+	"time"
+)
+
+// Mode selects how long out-of-order packets are held.
+type Mode uint8
+
+const (
+	// Off delivers every packet on arrival; duplicates are still dropped.
+	Off Mode = iota
+	// Fixed holds packets behind a gap for Config.Hold.
+	Fixed
+	// Adaptive holds for the value set with SetHold, clamped to [MinHold, Hold].
+	Adaptive
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Off:
+		return "off"
+	case Fixed:
+		return "fixed"
+	case Adaptive:
+		return "adaptive"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// ParseMode parses "off", "fixed" or "adaptive".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "off":
+		return Off, nil
+	case "fixed":
+		return Fixed, nil
+	case "adaptive":
+		return Adaptive, nil
+	}
+	return Off, fmt.Errorf("reorder: unknown mode %q (valid: off, fixed, adaptive)", s)
+}
+
+// Config sizes and tunes a Buffer. Zero Hold, MaxHeld, Flows and DedupWindow take
+// the defaults of DefaultConfig.
+type Config struct {
+	Mode Mode
+	// Hold is the hold time in Fixed mode and the upper bound in Adaptive mode; it is
+	// also the adaptive hold until the first SetHold, so that nothing leaks out of
+	// order before the engine has measured the paths. Default 200ms: above the
+	// one-way skew of the paper's most asymmetric pair (20ms vs 100ms RTT) with room
+	// for queueing; a gap longer than that is a loss the inner TCP must repair anyway.
+	Hold time.Duration
+	// MinHold is the adaptive lower bound: even equal paths jitter by a few ms.
+	// Default 2ms; 0 is allowed (no lower bound); clamped to Hold.
+	MinHold time.Duration
+	// MaxHeld bounds the packets held across all flows, which bounds the engine's
+	// buffers tied up here. When full, the flow whose gap is oldest gives it up.
+	// Default 4096 (≈ 40ms at 1 Gbit/s of 1400-byte packets).
+	MaxHeld int
+	// Flows is the number of flow buckets; it must match the sender's FlowID space.
+	// Rounded up to a power of two, at most 65536. Default 4096.
+	Flows int
+	// DedupWindow is how many sequence numbers behind the next expected one each flow
+	// remembers as delivered, so that a packet arriving after its gap was given up is
+	// delivered exactly once and redundant copies are dropped. Older packets cannot be
+	// told apart from copies and are dropped (Stats.Stale). Rounded up to a power of
+	// two, at least 64. Default 256: memory is Flows×DedupWindow/8 bytes (128 KiB).
+	DedupWindow int
+}
+
+// DefaultConfig returns the documented defaults (Adaptive mode).
+func DefaultConfig() Config {
+	return Config{
+		Mode:        Adaptive,
+		Hold:        200 * time.Millisecond,
+		MinHold:     2 * time.Millisecond,
+		MaxHeld:     4096,
+		Flows:       4096,
+		DedupWindow: 256,
+	}
+}
+
+// Stats counts what the buffer did. Counters are cumulative.
+type Stats struct {
+	InOrder    uint64 // delivered on arrival without being held
+	Reordered  uint64 // held, then delivered
+	Timeouts   uint64 // gaps given up because the hold time passed
+	Overflows  uint64 // gaps given up because MaxHeld packets were held
+	Skipped    uint64 // sequence numbers jumped over by given-up gaps (and in Off mode)
+	Late       uint64 // arrived after their gap was given up, delivered
+	Duplicates uint64 // already delivered or already held: dropped
+	Stale      uint64 // older than DedupWindow behind the flow: dropped
+	Held       int    // packets held now
+}
+
+// node is a held packet, linked into its flow's list sorted by sequence number.
+type node[T any] struct {
+	item T
+	at   int64 // arrival, ns since the buffer's epoch
+	seq  uint32
+	prev int32
+	next int32 // also the free-list link
+}
+
+// flowState is everything known about one flow bucket.
+type flowState struct {
+	next       uint32 // next sequence number to deliver
+	head, tail int32  // held packets, ascending seq; -1 = none
+	held       int32
+	hidx       int32 // position in the deadline heap; -1 when nothing is held
+	started    bool
+	since      int64 // when waiting for the current head gap began (ns since epoch)
+}
+
+// Buffer reorders packets per flow. It is not safe for concurrent use; one Buffer
+// per session, used under the session's lock. All memory is allocated by New.
+type Buffer[T any] struct {
+	mode             Mode
+	hold             time.Duration
+	minHold, maxHold time.Duration
+
+	flowMask uint32
+	wbits    uint32 // DedupWindow
+	words    uint32 // DedupWindow/64
+	flows    []flowState
+	seen     []uint64 // per flow, ring bitmap of delivered seqs in [next-wbits, next)
+
+	nodes []node[T]
+	free  int32 // free-list head; -1 when MaxHeld packets are held
+	held  int
+	heap  []int32 // flows holding packets, min-heap on since
+
+	epoch   time.Time
+	started bool
+	stats   Stats
+}
+
+func ceilPow2(n, lo, hi int) int {
+	p := lo
+	for p < n && p < hi {
+		p <<= 1
+	}
+	return p
+}
+
+// New returns an empty Buffer with all its memory allocated.
+func New[T any](cfg Config) *Buffer[T] {
+	d := DefaultConfig()
+	if cfg.Hold <= 0 {
+		cfg.Hold = d.Hold
+	}
+	cfg.MinHold = min(max(cfg.MinHold, 0), cfg.Hold)
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = d.MaxHeld
+	}
+	cfg.MaxHeld = min(cfg.MaxHeld, 1<<30)
+	if cfg.Flows <= 0 {
+		cfg.Flows = d.Flows
+	}
+	if cfg.DedupWindow <= 0 {
+		cfg.DedupWindow = d.DedupWindow
+	}
+	nf := ceilPow2(cfg.Flows, 1, 1<<16)
+	w := ceilPow2(cfg.DedupWindow, 64, 1<<20)
+	b := &Buffer[T]{
+		mode:     cfg.Mode,
+		hold:     cfg.Hold,
+		minHold:  cfg.MinHold,
+		maxHold:  cfg.Hold,
+		flowMask: uint32(nf - 1),
+		wbits:    uint32(w),
+		words:    uint32(w / 64),
+		flows:    make([]flowState, nf),
+		seen:     make([]uint64, nf*w/64),
+		nodes:    make([]node[T], cfg.MaxHeld),
+		heap:     make([]int32, 0, nf),
+	}
+	for i := range b.flows {
+		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1}
+	}
+	for i := range b.nodes {
+		b.nodes[i].next = int32(i + 1)
+	}
+	b.nodes[len(b.nodes)-1].next = -1
+	return b
+}
+
+// SetHold sets the adaptive hold time, clamped to [MinHold, Hold]. The engine feeds
+// the one-way delay skew between the paths in use plus a jitter margin: that is how
+// long a packet on the slow path trails the packets sent after it on the fast one.
+// Ignored in Off and Fixed modes.
+func (b *Buffer[T]) SetHold(d time.Duration) {
+	if b.mode == Adaptive {
+		b.hold = min(max(d, b.minHold), b.maxHold)
+	}
+}
+
+// Hold returns the hold time in effect.
+func (b *Buffer[T]) Hold() time.Duration { return b.hold }
+
+// Stats returns a snapshot of the counters.
+func (b *Buffer[T]) Stats() Stats {
+	s := b.stats
+	s.Held = b.held
+	return s
+}
+
+func (b *Buffer[T]) clock(now time.Time) int64 {
+	if !b.started {
+		b.epoch, b.started = now, true
+	}
+	return int64(now.Sub(b.epoch))
+}
+
+// Push offers packet item with (flow, seq). In-order packets and any packets they
+// unblock are appended to out in order; duplicates (already delivered or held) and
+// packets too old to tell return dup=true (the caller recycles item); out-of-order
+// packets are held (ownership passes to the buffer). Packets of other flows are
+// appended too when holding this one forces the oldest gap to be given up.
+func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T) (res []T, dup bool) {
+	t := b.clock(now)
+	fi := uint32(flow) & b.flowMask
+	fs := &b.flows[fi]
+	if !fs.started {
+		// First packet of the flow: start here. Anything older that arrives later is
+		// "late" and delivered once, as after a given-up gap.
+		fs.started, fs.next = true, seq
+	}
+	for {
+		if behind := fs.next - seq; behind != 0 && behind <= 1<<31 {
+			if behind > b.wbits {
+				b.stats.Stale++
+				return out, true
+			}
+			if b.testAndSet(fi, seq) {
+				b.stats.Duplicates++
+				return out, true
+			}
+			b.stats.Late++
+			return append(out, item), false
+		}
+		if seq == fs.next {
+			b.stats.InOrder++
+			b.markNext(fi, fs)
+			out = append(out, item)
+			if fs.held > 0 {
+				out = b.release(fi, fs, out)
+				out = b.expireFlow(fi, fs, t, out)
+			}
+			return out, false
+		}
+		if b.mode == Off {
+			b.skipTo(fi, fs, seq)
+			b.stats.InOrder++
+			b.markNext(fi, fs)
+			return append(out, item), false
+		}
+		after, isDup := b.locate(fs, seq)
+		if isDup {
+			b.stats.Duplicates++
+			return out, true
+		}
+		if b.free < 0 {
+			// Memory bound: the oldest gap anywhere is given up, which frees at least
+			// one slot; then look again (it may have been this flow's gap).
+			out = b.giveUp(uint32(b.heap[0]), &b.stats.Overflows, out)
+			continue
+		}
+		b.insert(fi, fs, seq, item, t, after)
+		return b.expireFlow(fi, fs, t, out), false
+	}
+}
+
+// Expire releases, in order, packets whose gap has been waited for at least the
+// hold time. The engine calls it from its timer, at NextDeadline or earlier.
+func (b *Buffer[T]) Expire(now time.Time, out []T) []T {
+	if len(b.heap) == 0 {
+		return out
+	}
+	t := b.clock(now)
+	for len(b.heap) > 0 {
+		fi := uint32(b.heap[0])
+		if b.flows[fi].since+int64(b.hold) > t {
+			break
+		}
+		out = b.giveUp(fi, &b.stats.Timeouts, out)
+	}
+	return out
+}
+
+// NextDeadline returns when the oldest gap times out; false when nothing is held.
+func (b *Buffer[T]) NextDeadline() (time.Time, bool) {
+	if len(b.heap) == 0 {
+		return time.Time{}, false
+	}
+	since := b.flows[b.heap[0]].since
+	return b.epoch.Add(time.Duration(since) + b.hold), true
+}
+
+// Flush releases everything held, each flow in order (session end, mode change).
+// Flow state is kept, so copies arriving afterwards are still recognised.
+func (b *Buffer[T]) Flush(out []T) []T {
+	for len(b.heap) > 0 {
+		out = b.giveUp(uint32(b.heap[0]), nil, out)
+	}
+	return out
+}
+
+// --- delivered-sequence bitmap ---------------------------------------------------
+
+func (b *Buffer[T]) bit(fi, seq uint32) (*uint64, uint64) {
+	off := seq & (b.wbits - 1)
+	return &b.seen[fi*b.words+off>>6], 1 << (off & 63)
+}
+
+// testAndSet marks seq delivered and reports whether it already was.
+func (b *Buffer[T]) testAndSet(fi, seq uint32) bool {
+	w, m := b.bit(fi, seq)
+	was := *w&m != 0
+	*w |= m
+	return was
+}
+
+// markNext records fs.next as delivered and advances it. The slot it reuses held
+// next-wbits, which leaves the window.
+func (b *Buffer[T]) markNext(fi uint32, fs *flowState) {
+	w, m := b.bit(fi, fs.next)
+	*w |= m
+	fs.next++
+}
+
+// skipTo gives up the sequence numbers [fs.next, to): their slots are cleared so
+// that they can still be delivered (once) if they turn up.
+func (b *Buffer[T]) skipTo(fi uint32, fs *flowState, to uint32) {
+	n := to - fs.next
+	b.stats.Skipped += uint64(n)
+	if n >= b.wbits {
+		clear(b.seen[fi*b.words : (fi+1)*b.words])
+	} else {
+		for s := fs.next; s != to; s++ {
+			w, m := b.bit(fi, s)
+			*w &^= m
+		}
+	}
+	fs.next = to
+}
+
+// --- held packets ----------------------------------------------------------------
+
+// locate finds where seq (ahead of fs.next) goes in the flow's sorted list: after
+// the returned node (-1 = at the head), or reports that it is already held. It scans
+// from whichever end is nearer in sequence space; typical reordering appends at the
+// tail (fast path runs ahead) or lands near the head (gap fillers), both O(1).
+func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after int32, dup bool) {
+	if fs.held == 0 {
+		return -1, false
+	}
+	off := seq - fs.next
+	toff := b.nodes[fs.tail].seq - fs.next
+	if off > toff {
+		return fs.tail, false
+	}
+	if off == toff {
+		return 0, true
+	}
+	hoff := b.nodes[fs.head].seq - fs.next
+	if off < hoff {
+		return -1, false
+	}
+	if off == hoff {
+		return 0, true
+	}
+	if off-hoff <= toff-off {
+		cur := fs.head
+		for {
+			n := b.nodes[cur].next
+			noff := b.nodes[n].seq - fs.next
+			if noff == off {
+				return 0, true
+			}
+			if noff > off {
+				return cur, false
+			}
+			cur = n
+		}
+	}
+	cur := fs.tail
+	for {
+		p := b.nodes[cur].prev
+		poff := b.nodes[p].seq - fs.next
+		if poff == off {
+			return 0, true
+		}
+		if poff < off {
+			return p, false
+		}
+		cur = p
+	}
+}
+
+func (b *Buffer[T]) insert(fi uint32, fs *flowState, seq uint32, item T, t int64, after int32) {
+	n := b.free
+	nd := &b.nodes[n]
+	b.free = nd.next
+	nd.item, nd.at, nd.seq = item, t, seq
+	if after < 0 {
+		nd.prev, nd.next = -1, fs.head
+		if fs.head >= 0 {
+			b.nodes[fs.head].prev = n
+		} else {
+			fs.tail = n
+		}
+		fs.head = n
+	} else {
+		nx := b.nodes[after].next
+		nd.prev, nd.next = after, nx
+		b.nodes[after].next = n
+		if nx >= 0 {
+			b.nodes[nx].prev = n
+		} else {
+			fs.tail = n
+		}
+	}
+	fs.held++
+	b.held++
+	if fs.held == 1 {
+		fs.since = t
+		b.heapPush(fi)
+	}
+}
+
+// release delivers the held packets that are now in sequence. When the head gap is
+// resolved and packets remain behind another gap, that gap is taken to have been
+// waited for since its first successor (the new head) arrived — not since now —
+// so several gaps in one flow never add up their hold times.
+func (b *Buffer[T]) release(fi uint32, fs *flowState, out []T) []T {
+	popped := false
+	var zero T
+	for fs.head >= 0 && b.nodes[fs.head].seq == fs.next {
+		n := fs.head
+		nd := &b.nodes[n]
+		out = append(out, nd.item)
+		nd.item = zero // drop the reference for the GC
+		fs.head = nd.next
+		if fs.head >= 0 {
+			b.nodes[fs.head].prev = -1
+		} else {
+			fs.tail = -1
+		}
+		nd.next = b.free
+		b.free = n
+		fs.held--
+		b.held--
+		b.markNext(fi, fs)
+		b.stats.Reordered++
+		popped = true
+	}
+	if fs.held == 0 {
+		if fs.hidx >= 0 {
+			b.heapRemove(fi)
+		}
+	} else if popped {
+		fs.since = b.nodes[fs.head].at
+		b.heapFix(fi)
+	}
+	return out
+}
+
+// giveUp abandons the flow's head gap: the missing packets are presumed lost (if
+// they arrive later they are delivered as late), the held run behind it goes out.
+func (b *Buffer[T]) giveUp(fi uint32, counter *uint64, out []T) []T {
+	if counter != nil {
+		*counter++
+	}
+	fs := &b.flows[fi]
+	b.skipTo(fi, fs, b.nodes[fs.head].seq)
+	return b.release(fi, fs, out)
+}
+
+// expireFlow gives up the flow's gaps whose hold time has passed, so a flow that
+// keeps receiving does not depend on the engine's timer granularity.
+func (b *Buffer[T]) expireFlow(fi uint32, fs *flowState, t int64, out []T) []T {
+	for fs.held > 0 && fs.since+int64(b.hold) <= t {
+		out = b.giveUp(fi, &b.stats.Timeouts, out)
+	}
+	return out
+}
+
+// --- deadline heap (min on flowState.since) ----------------------------------------
+
+func (b *Buffer[T]) heapLess(i, j int) bool {
+	return b.flows[b.heap[i]].since < b.flows[b.heap[j]].since
+}
+
+func (b *Buffer[T]) heapSwap(i, j int) {
+	b.heap[i], b.heap[j] = b.heap[j], b.heap[i]
+	b.flows[b.heap[i]].hidx = int32(i)
+	b.flows[b.heap[j]].hidx = int32(j)
+}
+
+func (b *Buffer[T]) heapUp(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !b.heapLess(i, p) {
+			return
+		}
+		b.heapSwap(i, p)
+		i = p
+	}
+}
+
+func (b *Buffer[T]) heapDown(i int) {
+	n := len(b.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && b.heapLess(r, l) {
+			m = r
+		}
+		if !b.heapLess(m, i) {
+			return
+		}
+		b.heapSwap(i, m)
+		i = m
+	}
+}
+
+func (b *Buffer[T]) heapPush(fi uint32) {
+	b.flows[fi].hidx = int32(len(b.heap))
+	b.heap = append(b.heap, int32(fi)) // capacity is the number of flows: no allocation
+	b.heapUp(len(b.heap) - 1)
+}
+
+func (b *Buffer[T]) heapRemove(fi uint32) {
+	i := int(b.flows[fi].hidx)
+	last := len(b.heap) - 1
+	if i != last {
+		b.heapSwap(i, last)
+	}
+	b.heap = b.heap[:last]
+	b.flows[fi].hidx = -1
+	if i != last {
+		b.heapDown(i)
+		b.heapUp(i)
+	}
+}
+
+func (b *Buffer[T]) heapFix(fi uint32) {
+	i := int(b.flows[fi].hidx)
+	b.heapDown(i)
+	b.heapUp(int(b.flows[fi].hidx))
+}

@@ -1,0 +1,81 @@
+package tunnel
+
+import "net/netip"
+
+// allowedIPs maps inner prefixes to peers with longest-prefix match (cryptokey
+// routing). A binary trie per address family keeps lookups O(address bits) however
+// many clients a server has; lookups do not allocate.
+type allowedIPs struct {
+	v4, v6 *trieNode
+}
+
+type trieNode struct {
+	child [2]*trieNode
+	peer  *peer // non-nil when a prefix ends here
+}
+
+func (a *allowedIPs) root(addr netip.Addr) **trieNode {
+	if addr.Is4() {
+		return &a.v4
+	}
+	return &a.v6
+}
+
+func bitAt(b []byte, i int) int { return int(b[i/8]>>(7-uint(i%8))) & 1 }
+
+// insert adds prefix → p, replacing an existing entry for exactly that prefix.
+func (a *allowedIPs) insert(pfx netip.Prefix, p *peer) {
+	pfx = pfx.Masked()
+	addr := pfx.Addr().Unmap()
+	n := a.root(addr)
+	if *n == nil {
+		*n = &trieNode{}
+	}
+	node := *n
+	raw := addr.AsSlice()
+	for i := 0; i < pfx.Bits(); i++ {
+		b := bitAt(raw, i)
+		if node.child[b] == nil {
+			node.child[b] = &trieNode{}
+		}
+		node = node.child[b]
+	}
+	node.peer = p
+}
+
+// lookup returns the peer owning the longest prefix containing addr.
+func (a *allowedIPs) lookup(addr netip.Addr) *peer {
+	addr = addr.Unmap()
+	node := *a.root(addr)
+	var best *peer
+	var raw [16]byte
+	var n int
+	if addr.Is4() {
+		v := addr.As4()
+		n = copy(raw[:], v[:])
+	} else {
+		v := addr.As16()
+		n = copy(raw[:], v[:])
+	}
+	for i := 0; node != nil; i++ {
+		if node.peer != nil {
+			best = node.peer
+		}
+		if i == n*8 {
+			break
+		}
+		node = node.child[bitAt(raw[:n], i)]
+	}
+	return best
+}
+
+// removePeer drops every prefix of p (used on reload); the trie is rebuilt rather
+// than pruned because reloads are rare.
+func (a *allowedIPs) rebuild(peers []*peer) {
+	a.v4, a.v6 = nil, nil
+	for _, p := range peers {
+		for _, pfx := range p.allowed {
+			a.insert(pfx, p)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package tunnel
+
+import "sync/atomic"
+
+// drop reasons: every datagram or packet the engine discards is counted under one.
+type dropReason int
+
+const (
+	dropMalformed dropReason = iota
+	dropOversized
+	dropUnknownIndex
+	dropForged
+	dropReplayed
+	dropHandshakeInvalid
+	dropHandshakeRateLimited
+	dropHandshakeUnknownPeer
+	dropHandshakeReplayed
+	dropHandshakeStale
+	dropSpoofedSource
+	dropNoRoute
+	dropNoSession
+	dropBadInner
+	dropNoPath
+	dropSendError
+	dropTUNWriteError
+	dropUnvalidatedPath
+	numDropReasons
+)
+
+var dropNames = [numDropReasons]string{
+	dropMalformed:            "malformed",
+	dropOversized:            "oversized",
+	dropUnknownIndex:         "unknown_index",
+	dropForged:               "forged",
+	dropReplayed:             "replayed",
+	dropHandshakeInvalid:     "handshake_invalid",
+	dropHandshakeRateLimited: "handshake_rate_limited",
+	dropHandshakeUnknownPeer: "handshake_unknown_peer",
+	dropHandshakeReplayed:    "handshake_replayed",
+	dropHandshakeStale:       "handshake_stale",
+	dropSpoofedSource:        "spoofed_source",
+	dropNoRoute:              "no_route",
+	dropNoSession:            "no_session",
+	dropBadInner:             "bad_inner_packet",
+	dropNoPath:               "no_usable_path",
+	dropSendError:            "send_error",
+	dropTUNWriteError:        "tun_write_error",
+	dropUnvalidatedPath:      "unvalidated_path",
+}
+
+type counters struct {
+	drops [numDropReasons]atomic.Uint64
+}
+
+func (c *counters) drop(r dropReason) { c.drops[r].Add(1) }
+
+// Drops returns the drop counters by name (zero ones included, so dashboards and
+// tests see every reason).
+func (e *Engine) Drops() map[string]uint64 {
+	m := make(map[string]uint64, numDropReasons)
+	for i := range e.counters.drops {
+		m[dropNames[i]] = e.counters.drops[i].Load()
+	}
+	return m
+}

@@ -1,0 +1,289 @@
+// Package tunnel is braid's engine: it joins the TUN device, the Noise sessions, the
+// path sockets, the schedulers and the reorder buffers.
+//
+// The two directions live in their own files, as in Nebula: inside.go carries
+// packets read from the TUN device out over the paths, outside.go carries datagrams
+// read from the path sockets in to the TUN device. handshake.go sets sessions up,
+// timers.go runs everything that happens on a clock (acks, probes, liveness, rekey,
+// reorder timeouts), paths.go builds and validates the set of paths.
+package tunnel
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/tundev"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Role says which end of the tunnel an engine is.
+type Role uint8
+
+const (
+	Client Role = iota
+	Server
+)
+
+func (r Role) String() string {
+	if r == Server {
+		return "server"
+	}
+	return "client"
+}
+
+// Params say how a session runs. The client sends its Params to the server in the
+// handshake, so one config file chooses the behaviour of both directions.
+type Params struct {
+	Scheduler   string
+	Weights     []float64 // by client path id, for "weighted"
+	Reorder     string
+	ReorderHold time.Duration // 0 = default
+	Congestion  string
+}
+
+// ClientPeer is a server's entry for one client (cryptokey routing).
+type ClientPeer struct {
+	Name       string
+	PublicKey  keys.Key
+	PSK        keys.Key
+	AllowedIPs []netip.Prefix
+	// Params, when Scheduler is set, pin this client's downstream behaviour instead
+	// of what the client asks for.
+	Params Params
+}
+
+// LocalPath is one local way out: an interface, a local address, or neither (the
+// routing table decides).
+type LocalPath struct {
+	Device string
+	Addr   netip.Addr
+}
+
+func (l LocalPath) String() string {
+	switch {
+	case l.Device != "":
+		return l.Device
+	case l.Addr.IsValid():
+		return l.Addr.String()
+	}
+	return "default"
+}
+
+// Config is everything an engine needs. The cmd layer builds it from the config file;
+// tests build it directly with in-memory devices.
+type Config struct {
+	Role       Role
+	PrivateKey keys.Key
+	TUN        tundev.Device
+	// Listen opens a path socket; conn.Listen in production, an in-memory network
+	// in tests.
+	Listen func(conn.Options) (conn.Conn, error)
+	Logger *slog.Logger
+
+	// Client side.
+	ServerPublicKey keys.Key
+	PSK             keys.Key
+	Servers         []netip.AddrPort
+	LocalPaths      []LocalPath // empty: one unbound path
+	Subflows        int         // sockets per local path (distinct source ports)
+	Params          Params
+
+	// Server side.
+	ListenAddrs   []netip.AddrPort
+	Clients       []ClientPeer
+	ServerID      uint32
+	ServerIDBits  int
+	HandshakeRate int // initiations per second per source address; 0 = unlimited
+
+	Tunables Tunables
+}
+
+// Engine is a running tunnel endpoint.
+type Engine struct {
+	cfg    Config
+	tun    tundev.Device
+	log    *slog.Logger
+	role   Role
+	public keys.Key
+	mtu    int
+	epoch  time.Time // origin of the µs clock sent in inner headers
+	tn     Tunables
+
+	responder *noise.Responder // server only
+
+	// mu guards the engine's structure (peers, routing, sockets). Lock order: mu
+	// before any peer's mu; idxMu is a leaf lock that may be taken under either.
+	mu      sync.RWMutex
+	peers   []*peer
+	byKey   map[keys.Key]*peer
+	allowed allowedIPs
+	conns   []*connState
+	server  *peer // client only: the one peer
+
+	idxMu   sync.RWMutex
+	indices map[uint32]indexEntry // receiver session index → peer and keys
+
+	counters counters
+	pool     bufPool
+
+	closing chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// indexEntry resolves a receiver index to its peer and keypair. kp is nil for a
+// client's pending initiation.
+type indexEntry struct {
+	peer *peer
+	kp   *noise.Keypair
+}
+
+// connState is one local path socket.
+type connState struct {
+	c      conn.Conn
+	idx    int
+	local  LocalPath
+	sub    int
+	closed bool
+}
+
+// New builds an engine; Start runs it.
+func New(cfg Config) (*Engine, error) {
+	if cfg.TUN == nil {
+		return nil, errors.New("tunnel: no TUN device")
+	}
+	if cfg.Listen == nil {
+		cfg.Listen = conn.Listen
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Tunables.Tick == 0 {
+		cfg.Tunables = DefaultTunables()
+	}
+	if cfg.Subflows <= 0 {
+		cfg.Subflows = 1
+	}
+	if cfg.PrivateKey.IsZero() {
+		return nil, errors.New("tunnel: no private key")
+	}
+	mtu, err := cfg.TUN.MTU()
+	if err != nil {
+		return nil, fmt.Errorf("tunnel: reading TUN MTU: %w", err)
+	}
+	e := &Engine{
+		cfg:     cfg,
+		tun:     cfg.TUN,
+		log:     cfg.Logger,
+		role:    cfg.Role,
+		public:  cfg.PrivateKey.Public(),
+		mtu:     mtu,
+		epoch:   time.Now(),
+		tn:      cfg.Tunables,
+		byKey:   make(map[keys.Key]*peer),
+		indices: make(map[uint32]indexEntry),
+		closing: make(chan struct{}),
+	}
+	e.pool.init(bufSize(mtu))
+	switch cfg.Role {
+	case Client:
+		if len(cfg.Servers) == 0 {
+			return nil, errors.New("tunnel: client has no server addresses")
+		}
+		p, err := e.newPeer("server", cfg.ServerPublicKey, cfg.PSK, nil, cfg.Params, true)
+		if err != nil {
+			return nil, err
+		}
+		e.server = p
+		e.peers = []*peer{p}
+		e.byKey[p.pub] = p
+	case Server:
+		e.responder = noise.NewResponder(cfg.PrivateKey, noise.ResponderConfig{RatePerSecond: cfg.HandshakeRate, ReplayWindow: cfg.Tunables.ReplayWindow})
+		for _, c := range cfg.Clients {
+			if err := e.addClient(c); err != nil {
+				return nil, err
+			}
+		}
+		e.allowed.rebuild(e.peers)
+	}
+	if err := e.openConns(); err != nil {
+		e.closeConns()
+		return nil, err
+	}
+	return e, nil
+}
+
+// bufSize is the size of every packet buffer: room for the largest inner packet plus
+// the headers in front, the tag behind and a piggybacked ack.
+func bufSize(mtu int) int {
+	n := wire.DataPrefixLen + mtu + wire.AckFrameLen + wire.TagLen + 64
+	if n < 2048 {
+		n = 2048
+	}
+	return n
+}
+
+// Start launches the engine's goroutines.
+func (e *Engine) Start() {
+	e.mu.RLock()
+	conns := append([]*connState(nil), e.conns...)
+	e.mu.RUnlock()
+	for _, cs := range conns {
+		e.startReader(cs)
+	}
+	e.wg.Add(2)
+	go e.routineInside()
+	go e.routineTimers()
+	if e.role == Client {
+		e.server.mu.Lock()
+		e.server.initiateLocked(time.Now(), true)
+		e.server.mu.Unlock()
+	}
+}
+
+func (e *Engine) startReader(cs *connState) {
+	e.wg.Add(1)
+	go e.routineOutside(cs)
+}
+
+// Close ends every session politely (CLOSE frames), stops the goroutines and closes
+// the sockets and the TUN device.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	if e.closed {
+		e.closeMu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.closeMu.Unlock()
+
+	e.sendCloseAll()
+	close(e.closing)
+	e.closeConns()
+	err := e.tun.Close()
+	e.wg.Wait()
+	return err
+}
+
+func (e *Engine) isClosing() bool {
+	select {
+	case <-e.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// now returns the engine clock in µs mod 2^32, the unit of inner-header timestamps.
+func (e *Engine) nowUs(now time.Time) uint32 { return uint32(now.Sub(e.epoch) / time.Microsecond) }
+
+// PublicKey returns the engine's public key.
+func (e *Engine) PublicKey() keys.Key { return e.public }

@@ -1,0 +1,566 @@
+package tunnel
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/tundev/tuntest"
+	"github.com/braid-vpn/braid/wire"
+)
+
+var (
+	srvAddr1 = netip.MustParseAddrPort("198.18.1.2:7000")
+	srvAddr2 = netip.MustParseAddrPort("198.18.2.2:7000")
+	cliAddr1 = netip.MustParseAddr("198.18.1.1")
+	cliAddr2 = netip.MustParseAddr("198.18.2.1")
+	cliBAddr = netip.MustParseAddr("198.18.3.1")
+	inSrv    = netip.MustParseAddr("100.64.0.1")
+	inCliA   = netip.MustParseAddr("100.64.0.2")
+	inCliB   = netip.MustParseAddr("100.64.0.3")
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func mustKey(t *testing.T) keys.Key {
+	k, err := keys.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// rig is a server with up to two clients over an in-memory network. Client A has
+// two paths (198.18.1.1 → 198.18.1.2 and 198.18.2.1 → 198.18.2.2; the cross pairs
+// are down, as with two separate links), client B one.
+type rig struct {
+	t       *testing.T
+	net     *conntest.Network
+	srv     *Engine
+	srvTun  *tuntest.Device
+	cliA    *Engine
+	cliATun *tuntest.Device
+	cliB    *Engine
+	cliBTun *tuntest.Device
+	cfgA    Config
+}
+
+type rigOpts struct {
+	params   Params
+	tunables func(*Tunables)
+	clientB  bool
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
+	t.Helper()
+	r := &rig{t: t, net: conntest.NewNetwork()}
+	t.Cleanup(func() { r.net.Close() })
+	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr2.Addr()}, {cliAddr2, srvAddr1.Addr()}} {
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Down: true})
+		r.net.SetLink(pair[1], pair[0], conntest.LinkOptions{Down: true})
+	}
+	tn := DefaultTunables()
+	if o.tunables != nil {
+		o.tunables(&tn)
+	}
+	srvKey, aKey, bKey := mustKey(t), mustKey(t), mustKey(t)
+	psk, _ := keys.GeneratePreshared()
+
+	r.srvTun = tuntest.New(1380)
+	clients := []ClientPeer{{Name: "a", PublicKey: aKey.Public(), PSK: psk, AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32"), netip.MustParsePrefix("fd00::2/128")}}}
+	if o.clientB {
+		clients = append(clients, ClientPeer{Name: "b", PublicKey: bKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.3/32")}})
+	}
+	var err error
+	r.srv, err = New(Config{
+		Role: Server, PrivateKey: srvKey, TUN: r.srvTun, Listen: r.net.ListenOptions, Logger: testLogger(t),
+		ListenAddrs: []netip.AddrPort{srvAddr1, srvAddr2}, Clients: clients, Tunables: tn,
+		ServerID: 5, ServerIDBits: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cliATun = tuntest.New(1380)
+	r.cfgA = Config{
+		Role: Client, PrivateKey: aKey, TUN: r.cliATun, Listen: r.net.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: srvKey.Public(), PSK: psk, Servers: []netip.AddrPort{srvAddr1, srvAddr2},
+		LocalPaths: []LocalPath{{Addr: cliAddr1}, {Addr: cliAddr2}}, Params: o.params, Tunables: tn,
+	}
+	r.cliA, err = New(r.cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv.Start()
+	r.cliA.Start()
+	t.Cleanup(func() { r.cliA.Close(); r.srv.Close() })
+	if o.clientB {
+		r.cliBTun = tuntest.New(1380)
+		r.cliB, err = New(Config{
+			Role: Client, PrivateKey: bKey, TUN: r.cliBTun, Listen: r.net.ListenOptions, Logger: testLogger(t),
+			ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srvAddr1},
+			LocalPaths: []LocalPath{{Addr: cliBAddr}}, Tunables: tn,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.cliB.Start()
+		t.Cleanup(func() { r.cliB.Close() })
+	}
+	return r
+}
+
+// waitUsable waits until e has n usable paths to its peer `name`.
+func waitUsable(t *testing.T, e *Engine, peerName string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if usablePaths(e.Status(), peerName) >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s: fewer than %d usable paths to %q; status: %+v", e.role, n, peerName, e.Status().Peers)
+}
+
+func usablePaths(st control.Status, peerName string) int {
+	n := 0
+	for _, p := range st.Peers {
+		if p.Name != peerName || !p.Established {
+			continue
+		}
+		for _, pa := range p.Paths {
+			if pa.State == "active" || pa.State == "degraded" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// recvN collects n packets from a TUN double or fails after timeout.
+func recvN(t *testing.T, d *tuntest.Device, n int, timeout time.Duration) [][]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got [][]byte
+	for len(got) < n {
+		p, err := d.Recv(ctx)
+		if err != nil {
+			t.Fatalf("received %d of %d packets: %v", len(got), n, err)
+		}
+		got = append(got, p)
+	}
+	return got
+}
+
+func TestEngineBothDirections(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+
+	const n = 200
+	for i := 0; i < n; i++ {
+		r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, fmt.Appendf(nil, "up %d", i)))
+	}
+	got := recvN(t, r.srvTun, n, 5*time.Second)
+	seen := map[string]bool{}
+	for _, p := range got {
+		seen[string(p[28:])] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("server got %d distinct packets of %d", len(seen), n)
+	}
+	for i := 0; i < n; i++ {
+		r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "down %d", i)))
+	}
+	got = recvN(t, r.cliATun, n, 5*time.Second)
+	// One flow, lossless network: the reorder buffer must deliver it in order.
+	for i, p := range got {
+		if want := fmt.Sprintf("down %d", i); string(p[28:]) != want {
+			t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
+		}
+	}
+	// IPv6 inside works the same way.
+	r.cliATun.Inject(udp6(netip.MustParseAddr("fd00::2"), netip.MustParseAddr("fd00::1"), 1, 2, []byte("six")))
+	if p := recvN(t, r.srvTun, 1, 2*time.Second)[0]; string(p[48:]) != "six" {
+		t.Fatalf("ipv6 payload %q", p[48:])
+	}
+	// Both paths carried traffic in both directions.
+	for _, e := range []*Engine{r.cliA, r.srv} {
+		for _, p := range e.Status().Peers {
+			for _, pa := range p.Paths {
+				if pa.State == "active" && pa.TxBytes == 0 {
+					t.Errorf("%s path %d (%s) is active but carried nothing", e.role, pa.ID, pa.Remote)
+				}
+			}
+		}
+	}
+	// The server's session index carries its server id in the top 4 bits.
+	for _, p := range r.srv.Status().Peers {
+		if p.SessionIndex>>28 != 5 {
+			t.Errorf("session index %08x does not carry server id 5", p.SessionIndex)
+		}
+	}
+}
+
+// stream sends packets from src TUN at a steady rate until stop is closed.
+func stream(d *tuntest.Device, from, to netip.Addr, every time.Duration, stop <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
+	var sent atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				d.Inject(udp4(from, to, 4000, 5000, fmt.Appendf(nil, "pkt %d", i)))
+				sent.Add(1)
+			}
+		}
+	}()
+	return &sent
+}
+
+// pathStateOf returns the state of the path from local address to remote.
+func pathStateOf(st control.Status, peerName string, local netip.Addr, remote string) string {
+	for _, p := range st.Peers {
+		if p.Name != peerName {
+			continue
+		}
+		for _, pa := range p.Paths {
+			lp, err := netip.ParseAddrPort(pa.Local)
+			if err == nil && lp.Addr() == local && pa.Remote == remote {
+				return pa.State
+			}
+		}
+	}
+	return ""
+}
+
+func TestEnginePathFailover(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var delivered atomic.Int64
+	var lastRx atomic.Int64
+	go func() {
+		for range r.srvTun.Outbound() {
+			delivered.Add(1)
+			lastRx.Store(time.Now().UnixNano())
+		}
+	}()
+	stream(r.cliATun, inCliA, inSrv, time.Millisecond, stop, &wg)
+	time.Sleep(300 * time.Millisecond)
+
+	// Cut path 2 in both directions while traffic flows.
+	cut := time.Now()
+	r.net.SetLink(cliAddr2, srvAddr2.Addr(), conntest.LinkOptions{Down: true})
+	r.net.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Down: true})
+	var downAfter time.Duration
+	for time.Since(cut) < 2*time.Second {
+		if pathStateOf(r.cliA.Status(), "server", cliAddr2, srvAddr2.String()) == "down" {
+			downAfter = time.Since(cut)
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if downAfter == 0 || downAfter > 500*time.Millisecond {
+		t.Fatalf("busy path left service after %v, want ≤ 500ms", downAfter)
+	}
+	before := delivered.Load()
+	time.Sleep(300 * time.Millisecond)
+	if got := delivered.Load() - before; got < 200 {
+		t.Fatalf("only %d packets delivered in the 300 ms after failover", got)
+	}
+	// Restore: the path comes back by itself.
+	r.net.SetLink(cliAddr2, srvAddr2.Addr(), conntest.LinkOptions{})
+	r.net.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{})
+	deadline := time.Now().Add(3 * time.Second)
+	for pathStateOf(r.cliA.Status(), "server", cliAddr2, srvAddr2.String()) != "active" {
+		if time.Now().After(deadline) {
+			t.Fatalf("path did not return; state %q", pathStateOf(r.cliA.Status(), "server", cliAddr2, srvAddr2.String()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("busy path down after %v", downAfter)
+}
+
+func TestEngineIdlePathDown(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	cut := time.Now()
+	r.net.SetLink(cliAddr1, srvAddr1.Addr(), conntest.LinkOptions{Down: true})
+	r.net.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Down: true})
+	for pathStateOf(r.cliA.Status(), "server", cliAddr1, srvAddr1.String()) != "down" {
+		if time.Since(cut) > 2*time.Second {
+			t.Fatalf("idle path still %q after 2 s", pathStateOf(r.cliA.Status(), "server", cliAddr1, srvAddr1.String()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("idle path down after %v", time.Since(cut))
+}
+
+func TestEngineCryptokeyRouting(t *testing.T) {
+	r := newRig(t, rigOpts{clientB: true})
+	waitUsable(t, r.srv, "a", 2)
+	waitUsable(t, r.srv, "b", 1)
+
+	// B pretends to be A: dropped and counted, never delivered.
+	spoofed := r.srv.Drops()["spoofed_source"]
+	r.cliBTun.Inject(udp4(inCliA, inSrv, 1, 2, []byte("spoof")))
+	r.cliBTun.Inject(udp4(inCliB, inSrv, 1, 2, []byte("honest")))
+	got := recvN(t, r.srvTun, 1, 2*time.Second)
+	if string(got[0][28:]) != "honest" {
+		t.Fatalf("server delivered %q", got[0][28:])
+	}
+	deadline := time.Now().Add(time.Second)
+	for r.srv.Drops()["spoofed_source"] != spoofed+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("spoofed_source = %d, want %d", r.srv.Drops()["spoofed_source"], spoofed+1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Packets to B's address go to B only, and to A's address to A only.
+	r.srvTun.Inject(udp4(inSrv, inCliB, 1, 2, []byte("for b")))
+	r.srvTun.Inject(udp4(inSrv, inCliA, 1, 2, []byte("for a")))
+	if p := recvN(t, r.cliBTun, 1, 2*time.Second)[0]; string(p[28:]) != "for b" {
+		t.Fatalf("b got %q", p[28:])
+	}
+	if p := recvN(t, r.cliATun, 1, 2*time.Second)[0]; string(p[28:]) != "for a" {
+		t.Fatalf("a got %q", p[28:])
+	}
+	select {
+	case p := <-r.cliBTun.Outbound():
+		t.Fatalf("b got a second packet %q", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// Unroutable destination: counted.
+	r.srvTun.Inject(udp4(inSrv, netip.MustParseAddr("100.64.9.9"), 1, 2, nil))
+	deadline = time.Now().Add(time.Second)
+	for r.srv.Drops()["no_route"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no_route not counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEngineRejectsForgedReplayedMalformed(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	var mu sync.Mutex
+	var captured []byte
+	var capFrom, capTo netip.AddrPort
+	r.net.Capture(func(from, to netip.AddrPort, payload []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if captured == nil && to == srvAddr1 && len(payload) > wire.DataOverhead+40 && payload[0] == wire.TypeData {
+			captured = bytes.Clone(payload)
+			capFrom, capTo = from, to
+		}
+	})
+	waitUsable(t, r.srv, "a", 2)
+	r.cliATun.Inject(udp4(inCliA, inSrv, 1, 2, []byte("original")))
+	recvN(t, r.srvTun, 1, 2*time.Second)
+	mu.Lock()
+	dgram := captured
+	mu.Unlock()
+	if dgram == nil {
+		t.Fatal("no data datagram captured")
+	}
+	before := r.srv.Drops()
+	// Replay from the same source, and from a new source (an attacker elsewhere).
+	r.net.Inject(capFrom, capTo, dgram)
+	r.net.Inject(netip.AddrPortFrom(netip.MustParseAddr("198.18.9.9"), 999), capTo, dgram)
+	// Forgeries must use a fresh counter, or the replay pre-check (rightly) drops
+	// them before any decryption is spent on them.
+	forged := bytes.Clone(dgram)
+	forged[15] += 100 // the counter is authenticated as part of the header
+	r.net.Inject(capFrom, capTo, forged)
+	body := bytes.Clone(forged)
+	body[15]++
+	body[len(body)-20] ^= 1 // ciphertext
+	r.net.Inject(capFrom, capTo, body)
+	// Garbage of every short length and an unknown index.
+	for n := 0; n < 64; n++ {
+		g := make([]byte, n)
+		for i := range g {
+			g[i] = byte(i*7 + n)
+		}
+		if n > 0 {
+			g[0] = byte(n % 6)
+		}
+		r.net.Inject(capFrom, capTo, g)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		d := r.srv.Drops()
+		if d["replayed"]-before["replayed"] == 2 && d["forged"]-before["forged"] == 2 && d["malformed"] > before["malformed"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("drops before %v after %v", before, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case p := <-r.srvTun.Outbound():
+		t.Fatalf("a replayed or forged packet reached the TUN: %q", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	// The forged source never became a path.
+	for _, p := range r.srv.Status().Peers {
+		for _, pa := range p.Paths {
+			if pa.Remote == "198.18.9.9:999" {
+				t.Fatalf("replayed datagram created path %+v", pa)
+			}
+		}
+	}
+	// And the tunnel still works.
+	r.cliATun.Inject(udp4(inCliA, inSrv, 1, 2, []byte("after")))
+	if p := recvN(t, r.srvTun, 1, 2*time.Second)[0]; string(p[28:]) != "after" {
+		t.Fatalf("got %q", p[28:])
+	}
+}
+
+func TestEngineRedundantDeliversOnce(t *testing.T) {
+	r := newRig(t, rigOpts{params: Params{Scheduler: "redundant"}})
+	waitUsable(t, r.srv, "a", 2)
+	waitUsable(t, r.cliA, "server", 2)
+	const n = 300
+	for i := 0; i < n; i++ {
+		r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "r%d", i)))
+	}
+	got := recvN(t, r.cliATun, n, 5*time.Second)
+	for i, p := range got {
+		if want := fmt.Sprintf("r%d", i); string(p[28:]) != want {
+			t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
+		}
+	}
+	select {
+	case p := <-r.cliATun.Outbound():
+		t.Fatalf("duplicate delivered: %q", p[28:])
+	case <-time.After(200 * time.Millisecond):
+	}
+	var dups uint64
+	for _, p := range r.cliA.Status().Peers {
+		dups += p.ReorderStats.Duplicates
+		if p.Scheduler != "redundant" {
+			t.Errorf("client scheduler %q", p.Scheduler)
+		}
+	}
+	if dups < n/2 {
+		t.Fatalf("only %d duplicates seen with two paths", dups)
+	}
+	// The server took the client's scheduler from the handshake.
+	if s := r.srv.Status().Peers[0].Scheduler; s != "redundant" {
+		t.Fatalf("server runs %q", s)
+	}
+}
+
+func TestEngineRekeyKeepsTraffic(t *testing.T) {
+	r := newRig(t, rigOpts{tunables: func(tn *Tunables) {
+		tn.RekeyAfterTime = 400 * time.Millisecond
+		tn.RejectAfterTime = 5 * time.Second
+	}})
+	waitUsable(t, r.srv, "a", 2)
+	firstIdx := r.cliA.Status().Peers[0].SessionIndex
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	sent := stream(r.cliATun, inCliA, inSrv, 2*time.Millisecond, stop, &wg)
+	var delivered atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range r.srvTun.Outbound() {
+			delivered.Add(1)
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
+	if s, d := sent.Load(), delivered.Load(); d != s {
+		t.Fatalf("sent %d, delivered %d across rekeys", s, d)
+	}
+	if idx := r.cliA.Status().Peers[0].SessionIndex; idx == firstIdx {
+		t.Fatal("no rekey happened")
+	}
+}
+
+func TestEngineReloadPaths(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	cfg := r.cfgA
+	cfg.LocalPaths = []LocalPath{{Addr: cliAddr1}}
+	if err := r.cliA.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	st := r.cliA.Status()
+	if n := len(st.Peers[0].Paths); n != 2 { // one local path × two server addresses
+		t.Fatalf("after removing a local path: %d paths", n)
+	}
+	idx := st.Peers[0].SessionIndex
+	r.cliATun.Inject(udp4(inCliA, inSrv, 1, 2, []byte("one path")))
+	recvN(t, r.srvTun, 1, 2*time.Second)
+	cfg.LocalPaths = []LocalPath{{Addr: cliAddr1}, {Addr: cliAddr2}}
+	if err := r.cliA.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitUsable(t, r.cliA, "server", 2)
+	if got := r.cliA.Status().Peers[0].SessionIndex; got != idx {
+		t.Fatalf("reload replaced the session (%x → %x)", idx, got)
+	}
+}
+
+func TestEngineUnknownClientCostsNothing(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	// A stranger who knows the server key handshakes: rejected, no session.
+	strangerTun := tuntest.New(1380)
+	stranger, err := New(Config{
+		Role: Client, PrivateKey: mustKey(t), TUN: strangerTun, Listen: r.net.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: r.srv.PublicKey(), Servers: []netip.AddrPort{srvAddr1},
+		LocalPaths: []LocalPath{{Addr: netip.MustParseAddr("198.18.1.77")}}, Tunables: DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger.Start()
+	defer stranger.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for r.srv.Drops()["handshake_unknown_peer"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stranger not rejected: %v", r.srv.Drops())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(r.srv.Status().Peers); n != 1 {
+		t.Fatalf("server has %d peers", n)
+	}
+	if stranger.Status().Peers[0].Established {
+		t.Fatal("stranger established a session")
+	}
+}

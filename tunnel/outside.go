@@ -1,0 +1,247 @@
+package tunnel
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// tunWriteOffset is the headroom handed to the TUN device in front of each packet
+// (the virtio-net header needs 10 bytes); every opened packet has more than this.
+const tunWriteOffset = 16
+
+// routineOutside reads datagrams from one path socket and delivers their packets to
+// the TUN device.
+func (e *Engine) routineOutside(cs *connState) {
+	defer e.wg.Done()
+	bs := cs.c.BatchSize()
+	pbs := make([]*packetBuf, bs)
+	bufs := make([][]byte, bs)
+	sizes := make([]int, bs)
+	eps := make([]conn.Endpoint, bs)
+	in := &inbound{e: e, w: &writer{e: e}}
+	for {
+		for i := range pbs {
+			if pbs[i] == nil {
+				pbs[i] = e.pool.get()
+			}
+			bufs[i] = pbs[i].b
+		}
+		n, err := cs.c.ReadBatch(bufs, sizes, eps)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || e.isClosing() || cs.closed {
+				return
+			}
+			e.log.Debug("path read", "path", cs.local.String(), "err", err)
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		for i := 0; i < n; i++ {
+			if in.handle(cs, pbs[i], sizes[i], eps[i], now) {
+				pbs[i] = nil
+			}
+		}
+		in.flush()
+	}
+}
+
+// inbound is the per-goroutine state of the receive path.
+type inbound struct {
+	e       *Engine
+	w       *writer
+	toTUN   []*packetBuf
+	scratch [][]byte
+}
+
+func (in *inbound) flush() {
+	in.w.flush()
+	in.e.writeTUN(in.toTUN, &in.scratch)
+	in.toTUN = in.toTUN[:0]
+}
+
+// writeTUN writes packets to the TUN device in one batch and recycles their buffers.
+func (e *Engine) writeTUN(pbs []*packetBuf, scratch *[][]byte) {
+	if len(pbs) == 0 {
+		return
+	}
+	if scratch == nil {
+		scratch = new([][]byte)
+	}
+	bufs := (*scratch)[:0]
+	for _, pb := range pbs {
+		bufs = append(bufs, pb.b[pb.start-tunWriteOffset:pb.end])
+	}
+	if _, err := e.tun.Write(bufs, tunWriteOffset); err != nil && !e.isClosing() {
+		e.counters.drop(dropTUNWriteError)
+		e.log.Debug("tun write", "err", err)
+	}
+	for i, pb := range pbs {
+		e.pool.put(pb)
+		pbs[i] = nil
+	}
+	clear(bufs)
+	*scratch = bufs[:0]
+}
+
+// handle processes one datagram; it returns true if it kept pb.
+func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint, now time.Time) bool {
+	e := in.e
+	if n >= len(pb.b) {
+		e.counters.drop(dropOversized)
+		return false
+	}
+	d := pb.b[:n]
+	switch wire.MessageType(d) {
+	case wire.TypeData:
+		return in.handleData(cs, pb, d, ep, now)
+	case wire.TypeHandshakeInit:
+		if e.role == Server {
+			e.handleInitiation(cs, d, ep, now, in.w)
+			return false
+		}
+	case wire.TypeHandshakeResp:
+		if e.role == Client {
+			e.handleResponse(cs, d, ep, now, in.w)
+			return false
+		}
+	}
+	e.counters.drop(dropMalformed)
+	return false
+}
+
+func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.Endpoint, now time.Time) bool {
+	e := in.e
+	h, err := wire.ParseDataHeader(d)
+	if err != nil {
+		e.counters.drop(dropMalformed)
+		return false
+	}
+	e.idxMu.RLock()
+	ent, ok := e.indices[h.Receiver]
+	e.idxMu.RUnlock()
+	if !ok || ent.kp == nil {
+		e.counters.drop(dropUnknownIndex)
+		return false
+	}
+	plain, _, err := ent.kp.Open(d)
+	switch {
+	case errors.Is(err, noise.ErrReplay):
+		e.counters.drop(dropReplayed)
+		return false
+	case err != nil:
+		e.counters.drop(dropForged)
+		return false
+	}
+	ih, err := wire.ParseInnerHeader(plain)
+	if err != nil {
+		e.counters.drop(dropMalformed)
+		return false
+	}
+	p := ent.peer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next == ent.kp {
+		p.confirmNext(now)
+	}
+	p.lastRx = now
+	ps := p.learnPath(cs, ep, now, in.w)
+	if ps == nil {
+		e.counters.drop(dropUnvalidatedPath)
+		return false
+	}
+	ps.peerID = int(ih.Path)
+	ps.rxBytes += uint64(len(d))
+	ps.rxPackets++
+	p.rxBytes += uint64(len(d))
+	p.rxPackets++
+	rx := p.rxFor(ih.Path)
+	if rx == nil {
+		e.counters.drop(dropMalformed)
+		return false
+	}
+	rx.arrival = ps
+	eliciting := ih.Flags&wire.FlagAckEliciting != 0
+	ackNow := rx.r.OnPacket(ih.Seq, len(d), ih.TxUs, e.nowUs(now), eliciting, now)
+
+	kept := false
+	frames := plain[wire.InnerHeaderLen:]
+	for len(frames) > 0 {
+		frameAt := wire.DataHeaderLen + len(plain) - len(frames)
+		f, rest, err := wire.NextFrame(frames)
+		if err != nil {
+			e.counters.drop(dropMalformed)
+			break
+		}
+		frames = rest
+		switch f.Type {
+		case wire.FrameData:
+			if kept {
+				// One DATA frame per datagram: a second one is a protocol error.
+				e.counters.drop(dropMalformed)
+				continue
+			}
+			kept = in.deliver(p, pb, frameAt+wire.DataFrameHeaderLen, f, now)
+		case wire.FrameAck:
+			if int(f.Ack.Path) < len(p.paths) {
+				if tp := p.paths[f.Ack.Path]; tp != nil {
+					tp.sender.OnAck(fromWireAck(f.Ack), now)
+				}
+			}
+		case wire.FramePing:
+			ackNow = rx.r.OnPing() || ackNow
+		case wire.FrameChallenge:
+			p.sendControl(in.w, ps, now, frameResponse, f.Challenge)
+		case wire.FrameResponse:
+			if !ps.validated && !ps.chalSent.IsZero() && f.Challenge == ps.chal {
+				ps.validated = true
+				e.log.Info("path validated", "peer", p.name, "remote", ps.ep.Remote.String(), "path", ps.id)
+			}
+		case wire.FrameClose:
+			e.log.Info("peer closed the session", "peer", p.name)
+			p.endSession(now)
+			return kept
+		}
+	}
+	if ackNow && ps.validated {
+		p.sendControl(in.w, ps, now, frameAckOnly, [wire.ChallengeLen]byte{})
+	}
+	return kept
+}
+
+// deliver passes an inner packet to the reorder buffer; packets it releases are queued
+// for the TUN device. It returns true if pb was kept.
+func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now time.Time) bool {
+	e := in.e
+	pkt := f.Packet
+	src, ok := innerSrc(pkt)
+	if !ok {
+		e.counters.drop(dropBadInner)
+		return false
+	}
+	if e.role == Server && e.allowed.lookup(src) != p {
+		// Cryptokey routing: a client may only send from its own prefixes.
+		e.counters.drop(dropSpoofedSource)
+		return false
+	}
+	pb.start, pb.end = start, start+len(pkt)
+	var dup bool
+	in.toTUN, dup = p.reorder.Push(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, pb, now, in.toTUN)
+	return !dup
+}
+
+func fromWireAck(a wire.Ack) path.Ack {
+	return path.Ack{
+		Largest:   a.Largest,
+		Bitmap:    a.Bitmap,
+		AckDelay:  time.Duration(a.AckDelayUs) * time.Microsecond,
+		RxPackets: a.RxPackets,
+		RxBytes:   a.RxBytes,
+		OWDRaw:    a.OWDRaw,
+	}
+}

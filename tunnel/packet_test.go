@@ -1,0 +1,40 @@
+package tunnel
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+// udp4 builds an IPv4/UDP packet (checksums are not checked by the engine).
+func udp4(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
+	p := make([]byte, 28+len(payload))
+	p[0] = 0x45
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	p[8] = 64
+	p[9] = 17
+	s, d := src.As4(), dst.As4()
+	copy(p[12:16], s[:])
+	copy(p[16:20], d[:])
+	binary.BigEndian.PutUint16(p[20:], sport)
+	binary.BigEndian.PutUint16(p[22:], dport)
+	binary.BigEndian.PutUint16(p[24:], uint16(8+len(payload)))
+	copy(p[28:], payload)
+	return p
+}
+
+// udp6 builds an IPv6/UDP packet.
+func udp6(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
+	p := make([]byte, 48+len(payload))
+	p[0] = 0x60
+	binary.BigEndian.PutUint16(p[4:], uint16(8+len(payload)))
+	p[6] = 17
+	p[7] = 64
+	s, d := src.As16(), dst.As16()
+	copy(p[8:24], s[:])
+	copy(p[24:40], d[:])
+	binary.BigEndian.PutUint16(p[40:], sport)
+	binary.BigEndian.PutUint16(p[42:], dport)
+	binary.BigEndian.PutUint16(p[44:], uint16(8+len(payload)))
+	copy(p[48:], payload)
+	return p
+}

@@ -1,0 +1,245 @@
+package tunnel
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"sync"
+
+	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/reorder"
+	"github.com/braid-vpn/braid/sched"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// maxPaths bounds path ids on both sides (they index fixed arrays).
+const maxPaths = 256
+
+// peer is the other end of a session: for a client, the server; for a server, one
+// client. Everything under mu is touched per packet.
+type peer struct {
+	e       *Engine
+	name    string
+	pub     keys.Key
+	psk     keys.Key
+	allowed []netip.Prefix
+	pinned  Params // server: operator's override of the client's wishes
+	isSrv   bool   // this peer is the server (we are the client)
+
+	mu sync.Mutex
+
+	params    Params
+	sched     sched.Scheduler
+	reorder   *reorder.Buffer[*packetBuf]
+	weights   []float64
+	cur, prev *noise.Keypair
+	next      *noise.Keypair // server: answered, waiting for the client's first packet
+
+	// client handshake state
+	hs        *noise.Initiation
+	hsIndex   uint32
+	hsSent    time.Time
+	hsRetry   time.Duration
+	lastTS    [wire.TimestampLen]byte // server: newest accepted initiation timestamp
+	lastHS    time.Time
+	lastRx    time.Time
+	lastTx    time.Time
+	estab     time.Time
+	everEstab bool
+
+	paths  []*pathState // by path id; nil = free
+	byKey  map[pathKey]*pathState
+	rx     [maxPaths]*rxPath // by the peer's path id
+	flowSq []uint32
+
+	// scratch for the scheduler, reused per batch
+	infos []sched.PathInfo
+	infoP []*pathState
+	picks []int
+
+	txBytes, rxBytes, txPackets, rxPackets uint64
+}
+
+// rxPath is our receive state for one of the peer's paths.
+type rxPath struct {
+	r       *path.Receiver
+	arrival *pathState // where its datagrams arrive: acks go back there
+}
+
+// pathKey identifies a path by the socket it uses and the remote endpoint (plus, on
+// wildcard server sockets, the local address the client targeted).
+type pathKey struct {
+	conn   int
+	remote netip.AddrPort
+	local  netip.Addr
+}
+
+// pathState is one path we transmit on.
+type pathState struct {
+	id        uint16
+	cs        *connState
+	ep        conn.Endpoint
+	key       pathKey
+	sender    *path.Sender
+	validated bool
+	chal      [wire.ChallengeLen]byte
+	chalSent  time.Time
+	peerID    int // the peer's id for this path's reverse direction; -1 unknown
+	created   time.Time
+	downSince time.Time
+	rxBytes   uint64
+	rxPackets uint64
+}
+
+func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix, params Params, isSrv bool) (*peer, error) {
+	if pub.IsZero() {
+		return nil, fmt.Errorf("tunnel: peer %q has no public key", name)
+	}
+	p := &peer{
+		e:       e,
+		name:    name,
+		pub:     pub,
+		psk:     psk,
+		allowed: allowed,
+		isSrv:   isSrv,
+		byKey:   make(map[pathKey]*pathState),
+		flowSq:  make([]uint32, e.tn.ReorderFlows),
+		infos:   make([]sched.PathInfo, 0, maxPaths),
+		infoP:   make([]*pathState, 0, maxPaths),
+		picks:   make([]int, 0, maxPaths),
+	}
+	if !isSrv {
+		p.pinned = params
+		params = Params{}
+	}
+	if err := p.applyParams(params); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// applyParams sets scheduler, weights and reorder mode. On a server the operator's
+// pinned settings win over the client's wishes; empty fields fall back to defaults.
+func (p *peer) applyParams(want Params) error {
+	if p.pinned.Scheduler != "" {
+		want = p.pinned
+	}
+	if want.Scheduler == "" {
+		want.Scheduler = "earliest-arrival"
+	}
+	if want.Reorder == "" {
+		want.Reorder = "adaptive"
+	}
+	if want.Congestion == "" {
+		want.Congestion = "none"
+	}
+	if want.Congestion != "none" {
+		return fmt.Errorf("tunnel: congestion controller %q is not available (valid: none)", want.Congestion)
+	}
+	s, err := sched.New(want.Scheduler, sched.Options{Weights: want.Weights})
+	if err != nil {
+		return err
+	}
+	mode, err := reorder.ParseMode(want.Reorder)
+	if err != nil {
+		return err
+	}
+	tn := p.e.tn
+	hold := want.ReorderHold
+	if hold == 0 {
+		hold = tn.ReorderMaxHold
+		if mode == reorder.Fixed {
+			hold = tn.ReorderFixedHold
+		}
+	}
+	rcfg := reorder.Config{Mode: mode, Hold: hold, MinHold: min(tn.ReorderMinHold, hold), MaxHeld: tn.ReorderMaxHeld, Flows: tn.ReorderFlows}
+	if p.reorder != nil {
+		// Packets held by the old buffer go out now rather than being lost.
+		var out []*packetBuf
+		out = p.reorder.Flush(out)
+		p.e.writeTUN(out, nil)
+	}
+	p.reorder = reorder.New[*packetBuf](rcfg)
+	p.sched = s
+	p.params = want
+	p.weights = want.Weights
+	return nil
+}
+
+// rxFor returns the receive state of the peer's path id, creating it on first use.
+func (p *peer) rxFor(id uint16) *rxPath {
+	if int(id) >= maxPaths {
+		return nil
+	}
+	r := p.rx[id]
+	if r == nil {
+		r = &rxPath{r: path.NewReceiver(p.e.tn.Path)}
+		p.rx[id] = r
+	}
+	return r
+}
+
+// weightOf maps a path to its configured weight: weights are written in the
+// client's path order, so a server uses the client's id for the path.
+func (p *peer) weightOf(ps *pathState) float64 {
+	id := int(ps.id)
+	if !p.isSrv {
+		id = ps.peerID
+	}
+	if id < 0 || id >= len(p.weights) {
+		return 0
+	}
+	return p.weights[id]
+}
+
+// refreshInfos fills the scheduler's view of the usable paths. One-way delays are
+// made relative to the smallest base delay among paths, since only differences
+// between paths of a session are meaningful.
+func (p *peer) refreshInfos(now time.Time) {
+	p.infos = p.infos[:0]
+	p.infoP = p.infoP[:0]
+	var ref uint32
+	haveRef := false
+	for _, ps := range p.paths {
+		if ps == nil || !ps.validated {
+			continue
+		}
+		st := ps.sender.Stats()
+		if !st.LastAck.IsZero() && (!haveRef || int32(st.OWDMinRaw-ref) < 0) {
+			ref, haveRef = st.OWDMinRaw, true
+		}
+	}
+	for _, ps := range p.paths {
+		if ps == nil || !ps.validated {
+			continue
+		}
+		st := ps.sender.Stats()
+		info := sched.PathInfo{
+			ID:       int(ps.id),
+			Usable:   ps.sender.Usable(),
+			Degraded: st.State == path.Degraded,
+			SRTT:     st.SRTT,
+			MinRTT:   st.MinRTT,
+			Rate:     st.DeliveryRate,
+			InFlight: st.InFlight,
+			CwndRoom: -1,
+			Weight:   p.weightOf(ps),
+		}
+		if haveRef && !st.LastAck.IsZero() {
+			info.OWD = time.Duration(int32(st.OWDRaw-ref)) * time.Microsecond
+			info.BaseOWD = time.Duration(int32(st.OWDMinRaw-ref)) * time.Microsecond
+		} else {
+			info.OWD = st.SRTT / 2
+			info.BaseOWD = st.MinRTT / 2
+		}
+		p.infos = append(p.infos, info)
+		p.infoP = append(p.infoP, ps)
+	}
+}
+
+// session returns the keypair to send with.
+func (p *peer) sendKeypair() *noise.Keypair { return p.cur }

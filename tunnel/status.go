@@ -1,0 +1,112 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/control"
+)
+
+// Status returns a snapshot for `braid status` and the metrics endpoint.
+func (e *Engine) Status() control.Status {
+	now := time.Now()
+	name, _ := e.tun.Name()
+	st := control.Status{
+		Role:      e.role.String(),
+		Interface: name,
+		PublicKey: e.public.String(),
+		Uptime:    now.Sub(e.epoch),
+		Counters:  make(map[string]uint64),
+	}
+	for k, v := range e.Drops() {
+		st.Counters[control.DropPrefix+k] = v
+	}
+	e.mu.RLock()
+	for _, cs := range e.conns {
+		st.Listen = append(st.Listen, cs.c.LocalAddr().String())
+	}
+	peers := append([]*peer(nil), e.peers...)
+	e.mu.RUnlock()
+	for _, p := range peers {
+		st.Peers = append(st.Peers, p.status(now))
+	}
+	return st
+}
+
+func (p *peer) status(now time.Time) control.PeerStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := control.PeerStatus{
+		Name:          p.name,
+		PublicKey:     p.pub.String(),
+		Established:   p.cur != nil,
+		LastHandshake: p.lastHS,
+		Scheduler:     p.params.Scheduler,
+		Reorder:       p.params.Reorder,
+		Congestion:    p.params.Congestion,
+		TxBytes:       p.txBytes,
+		RxBytes:       p.rxBytes,
+		TxPackets:     p.txPackets,
+		RxPackets:     p.rxPackets,
+	}
+	for _, a := range p.allowed {
+		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
+	}
+	if p.cur != nil {
+		ps.SessionIndex = p.cur.LocalIndex
+	}
+	if p.reorder != nil {
+		rs := p.reorder.Stats()
+		ps.ReorderStats = control.ReorderStatus{
+			HoldMs:     ms(p.reorder.Hold()),
+			InOrder:    rs.InOrder,
+			Reordered:  rs.Reordered,
+			Timeouts:   rs.Timeouts,
+			Late:       rs.Late,
+			Duplicates: rs.Duplicates,
+			Held:       uint64(rs.Held),
+		}
+	}
+	var total uint64
+	for _, pa := range p.paths {
+		if pa != nil {
+			total += pa.sender.Stats().TxBytes
+		}
+	}
+	for _, pa := range p.paths {
+		if pa == nil {
+			continue
+		}
+		s := pa.sender.Stats()
+		state := s.State.String()
+		if !pa.validated {
+			state = "validating"
+		}
+		x := control.PathStatus{
+			ID:              int(pa.id),
+			Local:           pa.cs.c.LocalAddr().String(),
+			Remote:          pa.ep.Remote.String(),
+			Device:          pa.cs.local.Device,
+			State:           state,
+			SRTTMs:          ms(s.SRTT),
+			RTTVarMs:        ms(s.RTTVar),
+			MinRTTMs:        ms(s.MinRTT),
+			LossRate:        s.LossRate,
+			DeliveryRateBps: s.DeliveryRate * 8,
+			TxBytes:         s.TxBytes,
+			TxPackets:       s.TxPackets,
+			RxBytes:         pa.rxBytes,
+			RxPackets:       pa.rxPackets,
+			LostPackets:     s.LostPackets,
+			InFlight:        s.InFlight,
+			QueueDelayMs:    ms(s.QueueDelay),
+			OWDTrend:        s.OWDTrend,
+		}
+		if total > 0 {
+			x.Share = float64(s.TxBytes) / float64(total)
+		}
+		ps.Paths = append(ps.Paths, x)
+	}
+	return ps
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

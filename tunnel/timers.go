@@ -1,0 +1,194 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// routineTimers runs everything that happens on a clock: delayed acks, probes of
+// idle and dead paths, liveness, path challenges, reorder timeouts, rekeying.
+func (e *Engine) routineTimers() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.tn.Tick)
+	defer t.Stop()
+	w := &writer{e: e}
+	var toTUN []*packetBuf
+	var scratch [][]byte
+	var peers []*peer
+	for {
+		select {
+		case <-e.closing:
+			return
+		case now := <-t.C:
+			e.mu.RLock()
+			peers = append(peers[:0], e.peers...)
+			e.mu.RUnlock()
+			for _, p := range peers {
+				p.mu.Lock()
+				toTUN = p.tick(now, w, toTUN)
+				p.mu.Unlock()
+				w.flush()
+				e.writeTUN(toTUN, &scratch)
+				toTUN = toTUN[:0]
+			}
+			clear(peers)
+		}
+	}
+}
+
+// tick is one timer step for a peer. Caller holds p.mu.
+func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
+	e := p.e
+	tn := &e.tn
+	if p.cur != nil || p.next != nil {
+		for _, ps := range p.paths {
+			if ps == nil {
+				continue
+			}
+			if !ps.validated {
+				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
+					p.sendChallenge(ps, now, w)
+				}
+				if now.Sub(ps.created) > tn.PathForgetAfter {
+					p.removePath(ps)
+				}
+				continue
+			}
+			wasUsable := ps.sender.Usable()
+			if ps.sender.OnTimer(now) {
+				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
+			}
+			st := ps.sender.State()
+			if wasUsable != ps.sender.Usable() {
+				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
+			}
+			if st == path.Down {
+				if ps.downSince.IsZero() {
+					ps.downSince = now
+				}
+				if !p.isSrv && now.Sub(ps.downSince) > tn.PathForgetAfter {
+					p.removePath(ps)
+					continue
+				}
+			} else {
+				ps.downSince = time.Time{}
+			}
+		}
+		for id := range p.rx {
+			r := p.rx[id]
+			if r == nil || r.arrival == nil || !r.r.AckDue(now) {
+				continue
+			}
+			p.sendControl(w, r.arrival, now, frameAckOnly, [wire.ChallengeLen]byte{})
+		}
+	}
+	if p.reorder != nil {
+		p.updateHold()
+		toTUN = p.reorder.Expire(now, toTUN)
+	}
+	if p.isSrv {
+		p.clientTick(now)
+	} else {
+		p.serverTick(now)
+	}
+	return toTUN
+}
+
+// updateHold sets the adaptive reorder hold from what the receiver measures: the
+// spread of one-way delays between the peer's paths plus their jitter is how long a
+// packet overtaken by a faster path can still be on its way.
+func (p *peer) updateHold() {
+	var lo, hi int32
+	var jit time.Duration
+	var ref uint32
+	n := 0
+	for _, r := range p.rx {
+		if r == nil || r.arrival == nil || r.r.Stats().RxPackets == 0 {
+			continue
+		}
+		if r.arrival.validated && r.arrival.sender.State() == path.Down {
+			continue
+		}
+		v := r.r.OWDRaw()
+		if n == 0 {
+			ref = v
+		}
+		d := int32(v - ref)
+		if n == 0 || d < lo {
+			lo = d
+		}
+		if n == 0 || d > hi {
+			hi = d
+		}
+		jit = max(jit, r.r.OWDJitter())
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	skew := time.Duration(hi-lo)*time.Microsecond + 2*jit + p.e.tn.ReorderMargin
+	p.reorder.SetHold(skew)
+}
+
+// clientTick handles the client's handshake timers.
+func (p *peer) clientTick(now time.Time) {
+	tn := &p.e.tn
+	switch {
+	case p.hs != nil:
+		if now.Sub(p.hsSent) >= p.hsRetry {
+			p.initiateLocked(now, false)
+		}
+	case p.cur == nil:
+		p.initiateLocked(now, true)
+	case now.Sub(p.cur.Created) >= tn.RekeyAfterTime,
+		p.cur.SendCounter() >= tn.RekeyAfterMessages,
+		p.cur.MaxRecvCounter() >= tn.RekeyAfterMessages:
+		p.initiateLocked(now, true)
+	case now.Sub(p.lastRx) >= tn.SessionDeadAfter:
+		// Idle paths are probed, so silence this long means the server lost our
+		// session (restart) or every path is dead: handshake again.
+		p.e.log.Info("no answer from server; handshaking again", "silent", now.Sub(p.lastRx).Round(time.Millisecond).String())
+		p.initiateLocked(now, true)
+	}
+	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
+		p.e.log.Warn("session keys expired")
+		p.endSessionKeysOnly()
+	}
+}
+
+// serverTick expires a client's keys.
+func (p *peer) serverTick(now time.Time) {
+	tn := &p.e.tn
+	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
+		p.e.idxMu.Lock()
+		delete(p.e.indices, p.prev.LocalIndex)
+		p.e.idxMu.Unlock()
+		p.prev = nil
+	}
+	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
+		p.e.log.Info("client session expired", "peer", p.name)
+		p.endSession(now)
+	}
+	if p.next != nil && now.Sub(p.next.Created) >= tn.RejectAfterTime {
+		p.e.idxMu.Lock()
+		delete(p.e.indices, p.next.LocalIndex)
+		p.e.idxMu.Unlock()
+		p.next = nil
+	}
+}
+
+// endSessionKeysOnly drops a client's keys but keeps its configured paths.
+func (p *peer) endSessionKeysOnly() {
+	e := p.e
+	e.idxMu.Lock()
+	if p.cur != nil {
+		delete(e.indices, p.cur.LocalIndex)
+	}
+	if p.prev != nil {
+		delete(e.indices, p.prev.LocalIndex)
+	}
+	e.idxMu.Unlock()
+	p.cur, p.prev = nil, nil
+}

@@ -1,0 +1,85 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/path"
+)
+
+// Tunables gathers every knob of the engine in one documented place. Tests override
+// single fields; DefaultTunables gives what `braid up` runs with.
+type Tunables struct {
+	// Path holds the per-path measurement and liveness settings.
+	Path path.Config
+
+	// ReplayWindow is the replay filter size in packets. Multipath skew means a packet
+	// may arrive long after later-numbered ones on a faster path; 65536 covers about
+	// 750 ms at 1 Gbit/s of 1400-byte packets.
+	ReplayWindow int
+
+	// RekeyAfterTime: the client starts a new handshake when its keys are this old.
+	RekeyAfterTime time.Duration
+	// RejectAfterTime: keys older than this are never used again (either side).
+	RejectAfterTime time.Duration
+	// RekeyAfterMessages: the client rekeys when either direction's counter passes
+	// this, far below the 2^64 nonce space.
+	RekeyAfterMessages uint64
+
+	// HandshakeRetry is the first retransmission interval of an unanswered
+	// initiation; it doubles up to HandshakeRetryMax.
+	HandshakeRetry, HandshakeRetryMax time.Duration
+	// SessionDeadAfter: a client that has heard nothing authenticated from the server
+	// for this long (idle paths are probed, so silence means trouble) handshakes again.
+	SessionDeadAfter time.Duration
+
+	// ChallengeRetry is how often an unanswered path challenge is repeated.
+	ChallengeRetry time.Duration
+	// MaxPathsPerPeer bounds the paths a server keeps for one client (NAT rebinding
+	// creates new ones); the oldest dead path is evicted first.
+	MaxPathsPerPeer int
+	// PathForgetAfter: a server forgets a client path that has been down this long.
+	PathForgetAfter time.Duration
+
+	// Tick is the period of the timer goroutine (acks, probes, liveness, reorder).
+	Tick time.Duration
+
+	// ReorderFlows is the number of flow buckets of the reorder buffer; part of the
+	// protocol in the sense that the sender's flow ids index it.
+	ReorderFlows int
+	// ReorderMaxHeld bounds packets held for reordering per peer.
+	ReorderMaxHeld int
+	// ReorderMinHold and ReorderMaxHold bound the adaptive hold time; ReorderFixedHold
+	// is the hold of mode "fixed" when the config gives none.
+	ReorderMinHold, ReorderMaxHold, ReorderFixedHold time.Duration
+	// ReorderMargin is added to the measured delay skew between paths.
+	ReorderMargin time.Duration
+
+	// OuterMTU is the largest UDP payload + IP/UDP headers braid builds on purpose
+	// (acks are piggybacked only when they fit).
+	OuterMTU int
+}
+
+// DefaultTunables returns the defaults used by `braid up`.
+func DefaultTunables() Tunables {
+	return Tunables{
+		Path:               path.DefaultConfig(),
+		ReplayWindow:       65536,
+		RekeyAfterTime:     120 * time.Second,
+		RejectAfterTime:    180 * time.Second,
+		RekeyAfterMessages: 1 << 60,
+		HandshakeRetry:     time.Second,
+		HandshakeRetryMax:  8 * time.Second,
+		SessionDeadAfter:   5 * time.Second,
+		ChallengeRetry:     250 * time.Millisecond,
+		MaxPathsPerPeer:    64,
+		PathForgetAfter:    60 * time.Second,
+		Tick:               5 * time.Millisecond,
+		ReorderFlows:       4096,
+		ReorderMaxHeld:     4096,
+		ReorderMinHold:     2 * time.Millisecond,
+		ReorderMaxHold:     200 * time.Millisecond,
+		ReorderFixedHold:   50 * time.Millisecond,
+		ReorderMargin:      3 * time.Millisecond,
+		OuterMTU:           1500,
+	}
+}

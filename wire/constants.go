@@ -1,0 +1,119 @@
+// Package wire defines braid's datagram and frame formats.
+//
+// Every constant of the wire format lives in this file so the protocol can be read
+// in one place; docs/protocol.md describes the same layout in prose. All integers
+// are big-endian (network order) except the AEAD nonce, which follows the Noise
+// ChaChaPoly convention (4 zero bytes, then the 64-bit counter little-endian).
+package wire
+
+// Message types: the first byte of every UDP datagram.
+const (
+	TypeHandshakeInit = 1 // Noise IKpsk2 message 1, client → server
+	TypeHandshakeResp = 2 // Noise IKpsk2 message 2, server → client
+	TypeData          = 4 // an AEAD-sealed transport message
+)
+
+// Transport message header, authenticated as associated data.
+//
+//	0      1      2      4              8                      16
+//	| type | flags| rsvd | receiver idx | counter (u64)         | ciphertext … | tag (16)
+const (
+	DataHeaderLen = 16
+	TagLen        = 16 // Poly1305 tag
+	// DataOverhead is what a transport message adds around its plaintext.
+	DataOverhead = DataHeaderLen + TagLen
+)
+
+// Inner header: the first bytes of every transport plaintext.
+//
+//	0            4            8       10      11     12
+//	| path seq   | tx time µs | path  | flags | rsvd | frames …
+//
+// The path sequence number counts datagrams per path (for acks, loss and delivery
+// rate); the sender's microsecond clock lets the receiver measure one-way delay up to
+// a constant offset that is the same on every path of a session.
+const (
+	InnerHeaderLen = 12
+	// FlagAckEliciting marks a datagram the receiver must acknowledge (data, ping,
+	// challenge); pure acks are not, so acks never trigger acks.
+	FlagAckEliciting = 1 << 0
+)
+
+// Frame types inside the plaintext, one byte each, then the body.
+const (
+	FramePadding   = 0x00 // the rest of the plaintext is padding
+	FrameData      = 0x01 // flow u16 | flow seq u32 | len u16 | IP packet
+	FrameAck       = 0x02 // see Ack
+	FramePing      = 0x03 // empty; asks for an immediate ack (RTT probe, keepalive)
+	FrameChallenge = 0x04 // 8 random bytes; the peer must echo them on the same path
+	FrameResponse  = 0x05 // 8 bytes echoed from a challenge
+	FrameClose     = 0x06 // the sender is ending the session (clean shutdown)
+)
+
+// Frame sizes, type byte included.
+const (
+	DataFrameHeaderLen = 1 + 2 + 4 + 2
+	AckFrameLen        = 1 + 2 + 4 + 8 + 4 + 4 + 8 + 4
+	PingFrameLen       = 1
+	ChallengeFrameLen  = 1 + ChallengeLen
+	CloseFrameLen      = 1
+	ChallengeLen       = 8
+)
+
+// DataPrefixLen is the headroom before an IP packet in a buffer that will be sealed in
+// place: outer header, inner header and the DATA frame header.
+const DataPrefixLen = DataHeaderLen + InnerHeaderLen + DataFrameHeaderLen
+
+// Handshake initiation (client → server):
+//
+//	0      1          4            8
+//	| type | rsvd (3) | sender idx | noise msg 1 (e, s, payload) | mac1 (16)
+//
+// Handshake response (server → client):
+//
+//	0      1          4            8              12
+//	| type | rsvd (3) | sender idx | receiver idx | noise msg 2 (e, payload) | mac1 (16)
+//
+// mac1 is a keyed BLAKE2s-128 over everything before it, keyed with a hash of the
+// receiver's static public key: a server drops datagrams from anyone who does not
+// know its public key before spending a Diffie-Hellman on them.
+const (
+	InitHeaderLen = 8
+	RespHeaderLen = 12
+	MACLen        = 16
+	// NoiseInitFixedLen is e (32) + encrypted s (32 + 16) + payload tag (16).
+	NoiseInitFixedLen = 32 + 32 + 16 + 16
+	// NoiseRespFixedLen is e (32) + payload tag (16).
+	NoiseRespFixedLen = 32 + 16
+	// MaxHandshakePayload bounds the plaintext payload of either handshake message.
+	MaxHandshakePayload = 256
+	MinInitLen          = InitHeaderLen + NoiseInitFixedLen + MACLen
+	MaxInitLen          = MinInitLen + MaxHandshakePayload
+	MinRespLen          = RespHeaderLen + NoiseRespFixedLen + MACLen
+	MaxRespLen          = MinRespLen + MaxHandshakePayload
+	TimestampLen        = 12 // TAI64N, first bytes of the initiation payload
+)
+
+// Handshake payload parameters (TLV after the timestamp in message 1): the client
+// states how it wants the session run, so an operator configures one side only.
+const (
+	ParamScheduler   = 1 // string
+	ParamReorder     = 2 // string
+	ParamReorderHold = 3 // u32 microseconds
+	ParamWeights     = 4 // n × u16 per-mille, by client path id
+	ParamCongestion  = 5 // string
+	MaxWeights       = 64
+)
+
+// Receiver session indices carry an optional server id in their top bits so a
+// stateless load balancer can send every path of a session to the same server.
+const MaxServerIDBits = 16
+
+// Limits.
+const (
+	// MaxDatagram bounds what a receiver reads; larger datagrams are dropped as
+	// oversized. 65535 fits any UDP payload.
+	MaxDatagram = 65535
+	// MaxPacket is the largest inner IP packet braid carries.
+	MaxPacket = 65535 - DataPrefixLen - TagLen
+)
