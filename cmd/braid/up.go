@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/tundev"
+	"github.com/braid-vpn/braid/tunnel"
+)
+
+func init() { extraCommands = append(extraCommands, newUpCmd) }
+
+func newUpCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "up -c FILE",
+		Short: "Run a tunnel endpoint in the foreground",
+		Long: `Run a braid client or server in the foreground.
+
+SIGINT and SIGTERM close the sessions, remove the TUN device and its routes and exit.
+SIGHUP re-reads the config file and applies changed paths (client) or clients (server)
+without dropping sessions.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return errors.New("up needs a config file: braid up -c FILE")
+			}
+			return runUp(cmd.Context(), file)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "config file (TOML)")
+	return cmd
+}
+
+func runUp(ctx context.Context, file string) error {
+	cfg, err := config.Load(file)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if !hasNetAdmin() {
+		return errors.New("up needs root or CAP_NET_ADMIN (to create the TUN device and bind paths to interfaces)")
+	}
+	tun, err := tundev.Create(tundev.Options{Name: cfg.Tun.Name, MTU: cfg.Tun.MTU, Addresses: cfg.Tun.Address, Routes: cfg.Tun.Routes})
+	if err != nil {
+		return err
+	}
+	ecfg := engineConfig(cfg, log)
+	ecfg.TUN = tun
+	eng, err := tunnel.New(ecfg)
+	if err != nil {
+		tun.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	eng.Start()
+	name, _ := tun.Name()
+	log.Info("braid up", "role", cfg.Role, "interface", name, "public_key", cfg.PublicKey.String())
+
+	errc := make(chan error, 2)
+	go func() {
+		if err := control.Serve(ctx, cfg.Control.Socket, eng.Status); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("control socket: %w", err)
+		}
+	}()
+	if cfg.Control.Metrics != "" {
+		go func() {
+			if err := control.ServeMetrics(ctx, cfg.Control.Metrics, control.NewCollector(eng.Status)); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var runErr error
+loop:
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				reload(file, eng, log)
+				continue
+			}
+			log.Info("shutting down", "signal", s.String())
+			break loop
+		case err := <-errc:
+			runErr = err
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	cancel()
+	if err := eng.Close(); err != nil {
+		log.Debug("closing", "err", err)
+	}
+	return runErr
+}
+
+// reload applies a re-read config file; a bad file changes nothing.
+func reload(file string, eng *tunnel.Engine, log *slog.Logger) {
+	cfg, err := config.Load(file)
+	if err != nil {
+		log.Error("reload failed; keeping the running configuration", "err", err)
+		return
+	}
+	if err := eng.Reload(engineConfig(cfg, log)); err != nil {
+		log.Error("reload", "err", err)
+		return
+	}
+	log.Info("configuration reloaded")
+}
+
+// engineConfig translates the file's config into the engine's.
+func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
+	tn := tunnel.DefaultTunables()
+	tn.ReplayWindow = cfg.Security.ReplayWindow
+	tn.RekeyAfterTime = cfg.Security.RekeyAfterTime
+	tn.RejectAfterTime = cfg.Security.RejectAfterTime
+	tn.RekeyAfterMessages = cfg.Security.RekeyAfterPackets
+	ec := tunnel.Config{
+		PrivateKey: cfg.PrivateKey,
+		Logger:     log,
+		Tunables:   tn,
+	}
+	if c := cfg.Client; c != nil {
+		ec.Role = tunnel.Client
+		ec.ServerPublicKey = c.ServerPublicKey
+		ec.PSK = cfg.PresharedKey
+		ec.Servers = c.Servers
+		for _, p := range c.Paths {
+			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr})
+		}
+		ec.Subflows = c.SubflowsPerPath
+		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion}
+		if c.HandshakeTimeout > 0 {
+			ec.Tunables.HandshakeRetry = c.HandshakeTimeout
+		}
+	}
+	if s := cfg.Server; s != nil {
+		ec.Role = tunnel.Server
+		ec.ListenAddrs = s.Listen
+		ec.ServerID = s.ServerID
+		ec.ServerIDBits = s.ServerIDBits
+		ec.HandshakeRate = s.HandshakeRate
+		for _, c := range s.Clients {
+			ec.Clients = append(ec.Clients, tunnel.ClientPeer{Name: c.Label(), PublicKey: c.PublicKey, PSK: c.PresharedKey, AllowedIPs: c.AllowedIPs})
+		}
+	}
+	return ec
+}
+
+// hasNetAdmin reports whether the process holds CAP_NET_ADMIN (root normally does),
+// read from /proc so the check needs no extra dependency.
+func hasNetAdmin() bool {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return os.Geteuid() == 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return os.Geteuid() == 0
+			}
+			const capNetAdmin = 12
+			return caps&(1<<capNetAdmin) != 0
+		}
+	}
+	return os.Geteuid() == 0
+}
