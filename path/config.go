@@ -102,6 +102,10 @@ type Config struct {
 
 	// RateWindow (default 5s) is the window of the delivery-rate max filter.
 	RateWindow time.Duration
+	// MinRateInterval (default 10ms) is the shortest interval a delivery-rate
+	// sample spans (it spans at least one SRTT): shorter ones mostly measure how
+	// packets bunch up, not the path's rate.
+	MinRateInterval time.Duration
 	// MinRTTWindow (default 10s) is the window of the min-RTT filter; a
 	// window rather than a lifetime minimum lets the path's base RTT follow
 	// route changes.
@@ -145,6 +149,7 @@ func DefaultConfig() Config {
 		ReorderThreshold: 3,
 		TimeThreshold:    9.0 / 8,
 		RateWindow:       5 * time.Second,
+		MinRateInterval:  10 * time.Millisecond,
 		MinRTTWindow:     10 * time.Second,
 		OWDWindow:        10 * time.Second,
 		AckEvery:         4,
@@ -187,6 +192,7 @@ func (c Config) withDefaults() Config {
 	setI(&c.ReorderThreshold, d.ReorderThreshold)
 	setF(&c.TimeThreshold, d.TimeThreshold)
 	setD(&c.RateWindow, d.RateWindow)
+	setD(&c.MinRateInterval, d.MinRateInterval)
 	setD(&c.MinRTTWindow, d.MinRTTWindow)
 	setD(&c.OWDWindow, d.OWDWindow)
 	setI(&c.AckEvery, d.AckEvery)

@@ -95,8 +95,9 @@ type Sender struct {
 
 	// delivery rate
 	rateValid      bool
-	rateStart      int64
-	rateBytes0     uint64
+	rateStart      int64  // receiver time (ns, own epoch + OWD offset) of the interval start
+	rateBytes0     uint64 // receiver's cumulative RxBytes at rateStart
+	rateOWDRef     uint32 // first OWDRaw seen, keeps receiver times small
 	rateAppLimited bool
 	rate           winFilter
 
@@ -298,7 +299,9 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 		}
 		s.owd.add(t, a.OWDRaw, int64(s.cfg.OWDWindow), sp)
 	}
-	s.updateRate(t)
+	if largestNew {
+		s.updateRate(sentL, a)
+	}
 	s.updateLossRound(t)
 	s.updateState(sampled)
 }
@@ -374,30 +377,38 @@ func (s *Sender) detectLosses(t int64) {
 	s.popResolved()
 }
 
-func (s *Sender) updateRate(t int64) {
+func (s *Sender) updateRate(sentL int64, a Ack) {
+	// The receiver's clock times the interval: the arrival time of Largest there is
+	// its send time here plus its one-way delay (up to the session's constant clock
+	// offset, which cancels in differences). Timing at the receiver keeps ack
+	// compression on the way back — acks arriving in a bunch — out of the estimate;
+	// timed at ack arrival, a 10 Mbit/s link measured 15–19 Mbit/s at times.
+	if !s.rateValid {
+		s.rateOWDRef = a.OWDRaw
+	}
+	rx := sentL + int64(int32(a.OWDRaw-s.rateOWDRef))*int64(time.Microsecond)
 	if !s.rateValid {
 		s.rateValid = true
-		s.rateStart = t
-		s.rateBytes0 = s.ackedBytes
+		s.rateStart = rx
+		s.rateBytes0 = a.RxBytes
 		s.rateAppLimited = false
 		return
 	}
-	iv := s.srtt
-	if iv < int64(Granularity) {
-		iv = int64(Granularity)
-	}
-	el := t - s.rateStart
+	iv := max(s.srtt, int64(s.cfg.MinRateInterval))
+	el := rx - s.rateStart
 	if el < iv {
 		return
 	}
-	v := float64(s.ackedBytes-s.rateBytes0) * 1e9 / float64(el)
-	// An interval that saw the pipe run dry measures the application,
-	// not the path: it may raise the estimate but never lower it.
-	if !s.rateAppLimited || !s.rate.set || v > s.rate.get() {
-		s.rate.update(t, v, int64(s.cfg.RateWindow))
+	v := float64(a.RxBytes-s.rateBytes0) * 1e9 / float64(el)
+	// An interval that saw the pipe run dry measures the application, not the
+	// path: it may raise an estimate but never lower it, and never make the first
+	// one — an idle path's probes would "measure" a few hundred bytes per second,
+	// and a scheduler believing that would never send there again.
+	if !s.rateAppLimited || (s.rate.set && v > s.rate.get()) {
+		s.rate.update(rx, v, int64(s.cfg.RateWindow))
 	}
-	s.rateStart = t
-	s.rateBytes0 = s.ackedBytes
+	s.rateStart = rx
+	s.rateBytes0 = a.RxBytes
 	s.rateAppLimited = false
 }
 

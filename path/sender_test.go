@@ -256,15 +256,23 @@ func TestRingOverwriteIsLoss(t *testing.T) {
 // so srtt = 50 ms. The first ack (t=50) opens the interval; it closes at the
 // first ack ≥ 50 ms later (t=100), with the 50 acks of t=51..100:
 // 50 000 B / 0.05 s = 1 000 000 B/s.
+//
+// The receiver times the intervals: each ack carries its cumulative RxBytes and the
+// raw one-way delay (a constant 25 ms here), so the receiver's clock advances exactly
+// like the send times.
 func TestDeliveryRate(t *testing.T) {
 	s := NewSender(Config{}, base)
+	sizes := map[uint32]int{}
+	var rxBytes uint64
 	feed := func(fromMs, toMs, size int) {
 		for ts := fromMs; ts < toMs; ts++ {
+			sizes[s.NextSeq()] = size
 			s.OnSent(s.NextSeq(), size, true, ms(float64(ts)))
 			if ts >= 50 {
 				// ack the packet sent 50 ms ago (seq = ts-49 here, as seqs start at 1)
 				seq := s.NextSeq() - 51
-				s.OnAck(Ack{Largest: seq, Bitmap: allBelow}, ms(float64(ts)))
+				rxBytes += uint64(sizes[seq])
+				s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rxBytes, OWDRaw: 25000}, ms(float64(ts)))
 			}
 		}
 	}
@@ -298,14 +306,17 @@ func TestDeliveryRate(t *testing.T) {
 func TestDeliveryRateAppLimited(t *testing.T) {
 	s := NewSender(Config{}, base)
 	ts := 0
+	rx := func(seq uint32) uint64 { return uint64(seq) * 1000 } // every packet is 1000 B
 	for ; ts < 1000; ts++ {
 		s.OnSent(s.NextSeq(), 1000, true, ms(float64(ts)))
 		if ts >= 50 {
-			s.OnAck(Ack{Largest: s.NextSeq() - 51, Bitmap: allBelow}, ms(float64(ts)))
+			seq := s.NextSeq() - 51
+			s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rx(seq), OWDRaw: 25000}, ms(float64(ts)))
 		}
 	}
 	for ; ts < 1050; ts++ { // drain
-		s.OnAck(Ack{Largest: s.NextSeq() - 1 - uint32(1049-ts), Bitmap: allBelow}, ms(float64(ts)))
+		seq := s.NextSeq() - 1 - uint32(1049-ts)
+		s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rx(seq), OWDRaw: 25000}, ms(float64(ts)))
 	}
 	if r := s.Stats().DeliveryRate; r != 1e6 {
 		t.Fatalf("rate = %v, want 1e6", r)
@@ -316,7 +327,7 @@ func TestDeliveryRateAppLimited(t *testing.T) {
 	for ; ts < 10000; ts += 200 { // one packet per 200 ms for 9 s
 		seq := s.NextSeq()
 		s.OnSent(seq, 1000, true, ms(float64(ts)))
-		s.OnAck(Ack{Largest: seq, Bitmap: allBelow}, ms(float64(ts+50)))
+		s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rx(seq), OWDRaw: 25000}, ms(float64(ts+50)))
 	}
 	if r := s.Stats().DeliveryRate; r != 1e6 {
 		t.Errorf("app-limited samples lowered the rate to %v", r)
@@ -411,5 +422,41 @@ func TestWinFilter(t *testing.T) {
 	g.update(200, 9, 100) // everything older than the window: reset
 	if g.get() != 9 {
 		t.Fatalf("min after window = %v, want 9", g.get())
+	}
+}
+
+// Acks that arrive in a bunch must not inflate the rate: the receiver's clock, not
+// the ack arrival, times the interval. Packets of 1000 B are sent every 1 ms and
+// arrive 20 ms later (OWD 20 ms); the acks come back in bunches of 20 every 20 ms.
+// Timed at ack arrival the bunches would look like 1000 B per 0 ms; timed at the
+// receiver every interval is exactly 1e6 B/s.
+func TestDeliveryRateAckCompression(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for ts := 0; ts < 2000; ts++ {
+		s.OnSent(s.NextSeq(), 1000, true, ms(float64(ts)))
+		if ts%20 == 19 && ts >= 60 {
+			// one bunch: every packet sent 40..21 ms ago, acked at once
+			last := s.NextSeq() - 21
+			for seq := last - 19; seq <= last; seq++ {
+				s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: uint64(seq) * 1000, OWDRaw: 20000}, ms(float64(ts)))
+			}
+		}
+	}
+	if r := s.Stats().DeliveryRate; r < 0.99e6 || r > 1.01e6 {
+		t.Fatalf("rate = %v under ack compression, want 1e6", r)
+	}
+}
+
+// Probes alone (the pipe runs dry between them) must not create a rate estimate:
+// an idle path stays "unknown" (0) rather than measuring its probes.
+func TestDeliveryRateProbesOnly(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for ts := 0; ts < 5000; ts += 400 {
+		seq := s.NextSeq()
+		s.OnSent(seq, 80, true, ms(float64(ts)))
+		s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: uint64(seq) * 80, OWDRaw: 1000}, ms(float64(ts+2)))
+	}
+	if r := s.Stats().DeliveryRate; r != 0 {
+		t.Fatalf("probes produced a rate estimate of %v B/s", r)
 	}
 }

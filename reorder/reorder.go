@@ -112,6 +112,7 @@ type flowState struct {
 	hidx       int32 // position in the deadline heap; -1 when nothing is held
 	started    bool
 	since      int64 // when waiting for the current head gap began (ns since epoch)
+	skipped    int64 // since of the last gap given up, to measure how late its packets were
 }
 
 // Buffer reorders packets per flow. It is not safe for concurrent use; one Buffer
@@ -131,6 +132,14 @@ type Buffer[T any] struct {
 	free  int32 // free-list head; -1 when MaxHeld packets are held
 	held  int
 	heap  []int32 // flows holding packets, min-heap on since
+
+	// Adaptive mode learns from what it sees: target is what SetHold asked for,
+	// and lateMax the largest lateness observed recently (a gap filled after
+	// waiting, or a packet that came after its gap was given up), kept as a
+	// two-bucket windowed maximum over lateWindow.
+	target          time.Duration
+	lateCur, latePrev int64
+	lateBucket      int64
 
 	epoch   time.Time
 	started bool
@@ -167,6 +176,7 @@ func New[T any](cfg Config) *Buffer[T] {
 	b := &Buffer[T]{
 		mode:     cfg.Mode,
 		hold:     cfg.Hold,
+		target:   cfg.Hold,
 		minHold:  cfg.MinHold,
 		maxHold:  cfg.Hold,
 		flowMask: uint32(nf - 1),
@@ -191,10 +201,49 @@ func New[T any](cfg Config) *Buffer[T] {
 // the one-way delay skew between the paths in use plus a jitter margin: that is how
 // long a packet on the slow path trails the packets sent after it on the fast one.
 // Ignored in Off and Fixed modes.
+//
+// The hold is also never shorter than LateGain × the largest lateness observed in
+// the last lateWindow: the one-way delays the engine feeds are smoothed and lag behind
+// sudden queue changes, while a packet that trails its successors by 30 ms says
+// directly that 30 ms is needed. Giving up a gap too early is the expensive error
+// (the inner TCP sees reordering and cuts its window); holding too long only adds
+// delay after real losses.
 func (b *Buffer[T]) SetHold(d time.Duration) {
 	if b.mode == Adaptive {
-		b.hold = min(max(d, b.minHold), b.maxHold)
+		b.target = d
+		b.adapt()
 	}
+}
+
+// lateWindow is how long an observed lateness keeps the adaptive hold up; LateGain
+// is the margin applied to it.
+const (
+	lateWindow = 2 * time.Second
+	LateGain   = 1.25
+)
+
+func (b *Buffer[T]) adapt() {
+	late := time.Duration(float64(max(b.lateCur, b.latePrev)) * LateGain)
+	b.hold = min(max(b.target, late, b.minHold), b.maxHold)
+}
+
+// observeLate records that a packet arrived lateness ns after the gap it filled had
+// opened.
+func (b *Buffer[T]) observeLate(t, lateness int64) {
+	if b.mode != Adaptive || lateness <= 0 {
+		return
+	}
+	half := int64(lateWindow / 2)
+	if t-b.lateBucket >= half {
+		if t-b.lateBucket >= 2*half {
+			b.latePrev = 0
+		} else {
+			b.latePrev = b.lateCur
+		}
+		b.lateCur, b.lateBucket = 0, t
+	}
+	b.lateCur = max(b.lateCur, lateness)
+	b.adapt()
 }
 
 // Hold returns the hold time in effect.
@@ -239,6 +288,7 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 				return out, true
 			}
 			b.stats.Late++
+			b.observeLate(t, t-fs.skipped)
 			return append(out, item), false
 		}
 		if seq == fs.next {
@@ -246,6 +296,7 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 			b.markNext(fi, fs)
 			out = append(out, item)
 			if fs.held > 0 {
+				b.observeLate(t, t-fs.since)
 				out = b.release(fi, fs, out)
 				out = b.expireFlow(fi, fs, t, out)
 			}
@@ -475,6 +526,7 @@ func (b *Buffer[T]) giveUp(fi uint32, counter *uint64, out []T) []T {
 		*counter++
 	}
 	fs := &b.flows[fi]
+	fs.skipped = fs.since
 	b.skipTo(fi, fs, b.nodes[fs.head].seq)
 	return b.release(fi, fs, out)
 }

@@ -504,3 +504,45 @@ func TestNoPanicOnEdgeConfigs(t *testing.T) {
 		t.Errorf("zero config hold %v", d.Hold())
 	}
 }
+
+// The adaptive hold learns from observed lateness: after a gap that took 30 ms to
+// fill, a SetHold of 5 ms still leaves the hold at 1.25 × 30 ms, until the
+// observation ages out of the two-second window.
+func TestAdaptiveHoldLearnsLateness(t *testing.T) {
+	b := New[int](Config{Mode: Adaptive, Hold: 200 * time.Millisecond, MinHold: time.Millisecond, MaxHeld: 64, Flows: 16})
+	t0 := time.Unix(1000, 0)
+	b.SetHold(5 * time.Millisecond)
+	if b.Hold() != 5*time.Millisecond {
+		t.Fatalf("hold %v", b.Hold())
+	}
+	var out []int
+	out, _ = b.Push(1, 0, 0, t0, out)
+	out, _ = b.Push(1, 2, 2, t0, out)                        // gap at 1 opens at t0
+	out, _ = b.Push(1, 1, 1, t0.Add(4*time.Millisecond), out) // filled after 4 ms
+	if len(out) != 3 {
+		t.Fatalf("delivered %v", out)
+	}
+	if want := 5 * time.Millisecond; b.Hold() != want { // 1.25×4 = 5 ms, equal to target
+		t.Fatalf("hold %v, want %v", b.Hold(), want)
+	}
+	// A packet that comes 30 ms after its gap was given up (at 5 ms).
+	out = out[:0]
+	out, _ = b.Push(1, 4, 4, t0.Add(10*time.Millisecond), out) // gap at 3 opens at 10 ms
+	out = b.Expire(t0.Add(16*time.Millisecond), out)           // given up after 5 ms
+	out, _ = b.Push(1, 3, 3, t0.Add(40*time.Millisecond), out) // 30 ms late
+	if want := time.Duration(1.25 * float64(30*time.Millisecond)); b.Hold() != want {
+		t.Fatalf("hold after a late packet %v, want %v (out %v)", b.Hold(), want, out)
+	}
+	b.SetHold(5 * time.Millisecond)
+	if b.Hold() < 37*time.Millisecond {
+		t.Fatalf("SetHold lowered the learnt hold to %v", b.Hold())
+	}
+	// Two windows later the observation has aged out.
+	out, _ = b.Push(2, 0, 0, t0.Add(5*time.Second), out)
+	out, _ = b.Push(2, 2, 2, t0.Add(5*time.Second), out)
+	out, _ = b.Push(2, 1, 1, t0.Add(5*time.Second+time.Millisecond), out)
+	b.SetHold(5 * time.Millisecond)
+	if b.Hold() != 5*time.Millisecond {
+		t.Fatalf("hold %v after the window, want 5ms", b.Hold())
+	}
+}

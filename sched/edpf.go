@@ -30,7 +30,16 @@ import "time"
 // rate then measures higher and the credit compounds by ~25% per round trip until a
 // queue builds, at which point the path is charged its measured rate again. A path
 // with a real queue is charged exactly its measured rate, so the probing costs at
-// most one ProbeQueue of extra delay.
+// most one ProbeQueue of extra delay. For the same reason an unsaturated path is
+// charged at least InitialRate: an idle path's delivery rate is whatever its probes
+// carried (a few kbit/s), and charging that would keep it idle forever.
+//
+// Shared links. In a full mesh several paths cross the same access link; charging
+// each its own virtual queue and its own rate would count that link's capacity once
+// per path. Paths with the same nonzero Link therefore share one virtual queue, and
+// the link's rate is the largest rate any of its paths measured (each path's
+// delivery rate is at most the link's). Each path keeps its own one-way delay, so
+// within a link the packet still takes the path that arrives first.
 //
 // Congestion window. When a controller exists and has less than size bytes of room,
 // the packet cannot leave before (size-room)/rate, which is added to the wait.
@@ -41,9 +50,20 @@ type edpf struct {
 	cfg     Config
 	epoch   time.Time
 	started bool
-	// busy is, per path ID, the time (ns since epoch) at which the last packet we
-	// scheduled on that path finishes serialising at the bottleneck.
-	busy [MaxPaths]int64
+	// busy is, per link key (see linkKey), the time (ns since epoch) at which the
+	// last packet we scheduled on that link finishes serialising at the bottleneck.
+	busy [2 * MaxPaths]int64
+	// lrate is scratch: per link key, the largest rate of its candidate paths.
+	lrate [2 * MaxPaths]float64
+}
+
+// linkKey indexes the per-link state: a path of its own uses its ID, a shared link
+// MaxPaths+Link.
+func linkKey(p *PathInfo) int {
+	if p.Link > 0 && p.Link < MaxPaths {
+		return MaxPaths + p.Link
+	}
+	return p.ID
 }
 
 func newEDPF(cfg Config) *edpf { return &edpf{cfg: cfg} }
@@ -52,11 +72,12 @@ func (*edpf) Name() string { return EarliestArrival }
 
 // rate returns the rate charged to p given its measured queueing delay mq.
 func (e *edpf) rate(p *PathInfo, mq time.Duration) float64 {
-	r := p.Rate
-	if r <= 0 {
-		r = e.cfg.InitialRate
-	}
+	r := e.lrate[linkKey(p)]
 	if mq < e.cfg.ProbeQueue {
+		// No queue: the path is not saturated, so its delivery rate (which only
+		// measures what we sent, e.g. probes on an idle path) is a lower bound, not
+		// its capacity. Charging that would starve the path for good.
+		r = max(r, e.cfg.InitialRate)
 		r *= e.cfg.ProbeGain
 	}
 	return max(r, e.cfg.MinRate)
@@ -68,6 +89,23 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 	}
 	t := int64(now.Sub(e.epoch))
 	deg := useDegraded(paths)
+	for i := range paths {
+		if uint(paths[i].ID) < MaxPaths {
+			e.lrate[linkKey(&paths[i])] = 0
+		}
+	}
+	for i := range paths {
+		p := &paths[i]
+		if !eligible(p, deg) {
+			continue
+		}
+		r := p.Rate
+		if r <= 0 {
+			r = e.cfg.InitialRate
+		}
+		k := linkKey(p)
+		e.lrate[k] = max(e.lrate[k], r)
+	}
 	best := -1
 	var bestArr, bestEnd int64
 	for i := range paths {
@@ -78,7 +116,7 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 		mq := max(p.OWD-p.BaseOWD, 0)
 		rate := e.rate(p, mq)
 		tx := int64(float64(size) * 1e9 / rate)
-		wait := max(e.busy[p.ID]-t, int64(mq))
+		wait := max(e.busy[linkKey(p)]-t, int64(mq))
 		if p.CwndRoom >= 0 && p.CwndRoom < size {
 			wait = max(wait, int64(float64(size-p.CwndRoom)*1e9/rate))
 		}
@@ -91,6 +129,6 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 	if best < 0 {
 		return dst
 	}
-	e.busy[paths[best].ID] = bestEnd
+	e.busy[linkKey(&paths[best])] = bestEnd
 	return append(dst, best)
 }

@@ -99,12 +99,14 @@ func TestEDPFProbeGain(t *testing.T) {
 	// 100 packets: by 47ms A has 58 (46.4), B 42 (47); next are A 47.2, B 48.
 	// With gain 1, A's k-th arrives at k: by 52ms A 52, B 47 (=99), then A 53 and B 53
 	// tie → first path (A): 53/47.
+	// InitialRate is lowered so that A's measured 1 MB/s is believed (by default an
+	// unsaturated path is charged at least InitialRate, 1.25 MB/s).
 	paths := []PathInfo{owdPath(0, 0, 0, 1e6), owdPath(1, 0, 5*ms, 1e6)}
-	got := burst(t, mustNew(t, EarliestArrival, Options{}), paths, 100, 1000, t0)
+	got := burst(t, mustNew(t, EarliestArrival, Options{Config: Config{InitialRate: 1e5}}), paths, 100, 1000, t0)
 	if a := strings.Count(got, "A"); a != 58 {
 		t.Errorf("with probe gain: A carried %d of 100, want 58", a)
 	}
-	got = burst(t, mustNew(t, EarliestArrival, Options{Config: Config{ProbeGain: 1}}), paths, 100, 1000, t0)
+	got = burst(t, mustNew(t, EarliestArrival, Options{Config: Config{ProbeGain: 1, InitialRate: 1e5}}), paths, 100, 1000, t0)
 	if a := strings.Count(got, "A"); a != 53 {
 		t.Errorf("without probe gain: A carried %d of 100, want 53", a)
 	}
@@ -131,19 +133,21 @@ func TestEDPFUnknownRate(t *testing.T) {
 func TestEDPFCongestionRoom(t *testing.T) {
 	// A: base 0, 125 kB/s (charged 156.25 kB/s: 6.4ms per 1000 B); B: base 10ms,
 	// 1.25 MB/s (0.8ms). Without a controller A arrives at 6.4 < 10.8.
+	// (InitialRate lowered so A's measured rate is believed despite its empty queue.)
 	a := owdPath(0, 0, 0, 125e3)
 	b := owdPath(1, 10*ms, 0, 1.25e6)
-	if got := pick1(t, mustNew(t, EarliestArrival, Options{}), []PathInfo{a, b}, 1000, t0); got != 0 {
+	low := Options{Config: Config{InitialRate: 1e5}}
+	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 0 {
 		t.Fatalf("no controller: picked %d, want 0", got)
 	}
 	// A's controller has no room: 1000 B must be acked first, 6.4ms more → 12.8 > 10.8.
 	a.CwndRoom = 0
-	if got := pick1(t, mustNew(t, EarliestArrival, Options{}), []PathInfo{a, b}, 1000, t0); got != 1 {
+	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 1 {
 		t.Fatalf("full window: picked %d, want 1", got)
 	}
 	// Room for the packet: back to A.
 	a.CwndRoom = 1000
-	if got := pick1(t, mustNew(t, EarliestArrival, Options{}), []PathInfo{a, b}, 1000, t0); got != 0 {
+	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 0 {
 		t.Fatalf("window with room: picked %d, want 0", got)
 	}
 }
@@ -180,5 +184,53 @@ func TestEDPFStateFollowsID(t *testing.T) {
 	var buf [2]int
 	if r := s.Pick(buf[:0], []PathInfo{b, a}, 1250, 0, t0); !slices.Equal(r, []int{0}) {
 		t.Fatalf("reversed slice picked %v, want [0] (path B)", r)
+	}
+}
+
+// Two paths over one access link and a third path over a link of its own, all with
+// equal delay and rate: the shared link must get half the packets, not two thirds.
+// Hand computation: every path has mq = 0 < ProbeQueue, so each link is charged
+// 1.25 × 1.25 MB/s; a 1250-byte packet occupies a link for 0.8 ms. The two links
+// alternate (ties go to the first candidate), so of 60 packets 30 cross each link.
+func TestEDPFSharedLink(t *testing.T) {
+	s, _ := New(EarliestArrival, Options{})
+	paths := []PathInfo{
+		{ID: 0, Usable: true, Rate: 1.25e6, Link: 1},
+		{ID: 1, Usable: true, Rate: 1.25e6, Link: 1},
+		{ID: 2, Usable: true, Rate: 1.25e6},
+	}
+	now := time.Unix(100, 0)
+	var count [3]int
+	var dst []int
+	for i := 0; i < 60; i++ {
+		dst = s.Pick(dst[:0], paths, 1250, 0, now)
+		count[dst[0]]++
+	}
+	if shared := count[0] + count[1]; shared != 30 || count[2] != 30 {
+		t.Fatalf("shared link got %d (%d+%d), own link %d; want 30/30", shared, count[0], count[1], count[2])
+	}
+	// Without the Link annotation each path is its own link: 20 each.
+	s, _ = New(EarliestArrival, Options{})
+	for i := range paths {
+		paths[i].Link = 0
+	}
+	count = [3]int{}
+	for i := 0; i < 60; i++ {
+		dst = s.Pick(dst[:0], paths, 1250, 0, now)
+		count[dst[0]]++
+	}
+	if count != [3]int{20, 20, 20} {
+		t.Fatalf("independent paths: %v, want 20 each", count)
+	}
+}
+
+// An idle path whose delivery rate is only what its probes carried must not be
+// charged that rate: with no queue it is charged at least InitialRate, so a burst
+// spills onto it once the busy path's queue exceeds one packet time there.
+func TestEDPFIdlePathNotStarved(t *testing.T) {
+	busy := owdPath(0, 0, 40*ms, 1.25e6) // saturated: 40ms of queue
+	idle := owdPath(1, 0, 0, 2e3)        // probes only: 2 kB/s "delivered"
+	if got := pick1(t, mustNew(t, EarliestArrival, Options{}), []PathInfo{busy, idle}, 1250, t0); got != 1 {
+		t.Fatalf("picked %d, want the idle path", got)
 	}
 }

@@ -46,6 +46,11 @@ type PathInfo struct {
 	InFlight int     // bytes sent, not yet acked/lost
 	CwndRoom int     // bytes the congestion controller still allows; <0 = no controller
 	Weight   float64 // configured static weight for "weighted" (0 if none)
+	// Link, when nonzero (1..MaxPaths-1), says which paths share a bottleneck: a
+	// full mesh of local paths × server addresses runs several paths over each
+	// access link. Paths with the same Link share one capacity model in
+	// earliest-arrival. 0 = the path is a link of its own.
+	Link int
 }
 
 // Scheduler decides which path(s) carry each packet. Implementations keep state

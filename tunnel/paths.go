@@ -137,13 +137,30 @@ func (p *peer) addPath(cs *connState, ep conn.Endpoint, validated bool, now time
 		validated: validated,
 		peerID:    -1,
 		created:   now,
-	}
-	if p.isSrv {
-		ps.peerID = -1
+		link:      p.linkOf(cs, ep),
 	}
 	p.paths[id] = ps
 	p.byKey[ps.key] = ps
 	return ps, nil
+}
+
+// linkOf numbers the access links paths cross, so the scheduler knows which paths of
+// a full mesh share a bottleneck: on a client, the paths of one local path (interface
+// or address, all its subflows); on a server, the paths from one client address.
+func (p *peer) linkOf(cs *connState, ep conn.Endpoint) int {
+	key := cs.local.String()
+	if !p.isSrv {
+		key = ep.Remote.Addr().Unmap().String()
+	}
+	id, ok := p.links[key]
+	if !ok {
+		id = len(p.links) + 1
+		if id >= maxPaths {
+			return 0
+		}
+		p.links[key] = id
+	}
+	return id
 }
 
 func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {

@@ -53,6 +53,7 @@ type peer struct {
 
 	paths  []*pathState // by path id; nil = free
 	byKey  map[pathKey]*pathState
+	links  map[string]int // access link → sched.PathInfo.Link (1-based)
 	rx     [maxPaths]*rxPath // by the peer's path id
 	flowSq []uint32
 
@@ -89,6 +90,7 @@ type pathState struct {
 	chal      [wire.ChallengeLen]byte
 	chalSent  time.Time
 	peerID    int // the peer's id for this path's reverse direction; -1 unknown
+	link      int // paths over the same access link share a number (see linkOf)
 	created   time.Time
 	downSince time.Time
 	rxBytes   uint64
@@ -107,6 +109,7 @@ func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix,
 		allowed: allowed,
 		isSrv:   isSrv,
 		byKey:   make(map[pathKey]*pathState),
+		links:   make(map[string]int),
 		flowSq:  make([]uint32, e.tn.ReorderFlows),
 		infos:   make([]sched.PathInfo, 0, maxPaths),
 		infoP:   make([]*pathState, 0, maxPaths),
@@ -228,6 +231,7 @@ func (p *peer) refreshInfos(now time.Time) {
 			InFlight: st.InFlight,
 			CwndRoom: -1,
 			Weight:   p.weightOf(ps),
+			Link:     ps.link,
 		}
 		if haveRef && !st.LastAck.IsZero() {
 			info.OWD = time.Duration(int32(st.OWDRaw-ref)) * time.Microsecond

@@ -1,0 +1,530 @@
+package main
+
+// The end-to-end test: real braid processes in network namespaces this test creates,
+// joined by veth pairs shaped to 10 Mbit/s with tbf, carrying a real HTTP download.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/netns"
+)
+
+// When the test binary is started with BRAID_TEST_MAIN=1 it is braid itself: the
+// test runs the daemons as child processes inside the namespaces without having to
+// build a separate binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("BRAID_TEST_MAIN") == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const e2ePrefix = "braid-e2e"
+
+type daemon struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	socket string
+	done   chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startDaemon(t *testing.T, ns *netns.Namespace, name, cfgFile, socket string) *daemon {
+	t.Helper()
+	d := &daemon{name: name, out: &syncBuffer{}, socket: socket, done: make(chan error, 1)}
+	d.cmd = exec.Command(os.Args[0], "up", "-c", cfgFile)
+	d.cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := ns.Start(d.cmd); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		d.stop(t)
+		if t.Failed() {
+			t.Logf("--- %s log ---\n%s", name, d.out.String())
+		}
+	})
+	return d
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) error {
+	if d.cmd.ProcessState != nil {
+		return nil
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return err
+	case <-time.After(5 * time.Second):
+		d.cmd.Process.Kill()
+		return fmt.Errorf("%s did not exit on SIGTERM", d.name)
+	}
+}
+
+func (d *daemon) status(t *testing.T) control.Status {
+	t.Helper()
+	st, err := control.Query(d.socket)
+	if err != nil {
+		t.Fatalf("%s status: %v", d.name, err)
+	}
+	return st
+}
+
+// waitPaths waits until d's peer has n usable paths.
+func (d *daemon) waitPaths(t *testing.T, peer string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if st, err := control.Query(d.socket); err == nil {
+			for _, p := range st.Peers {
+				if (peer == "" || p.Name == peer) && p.Established {
+					k := 0
+					for _, pa := range p.Paths {
+						if pa.State == "active" || pa.State == "degraded" {
+							k++
+						}
+					}
+					if k >= n {
+						return
+					}
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: peer %q never had %d usable paths\n%s", d.name, peer, n, d.out.String())
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newNS(t *testing.T) *netns.Namespace {
+	t.Helper()
+	ns, err := netns.New(e2ePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
+
+func pfx(s string) []netip.Prefix { return []netip.Prefix{netip.MustParsePrefix(s)} }
+
+// ping sends ICMP echo requests from inside ns and returns how many were answered.
+func ping(ns *netns.Namespace, dst string, count int) (int, error) {
+	var c *icmp.PacketConn
+	if err := ns.Do(func() (err error) {
+		c, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0")
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	got := 0
+	for seq := 1; seq <= count; seq++ {
+		msg := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: os.Getpid() & 0xffff, Seq: seq, Data: []byte("braid")}}
+		b, _ := msg.Marshal(nil)
+		if _, err := c.WriteTo(b, &net.IPAddr{IP: net.ParseIP(dst)}); err != nil {
+			return got, fmt.Errorf("ping %s: %w", dst, err)
+		}
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		buf := make([]byte, 1500)
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				break
+			}
+			if m, err := icmp.ParseMessage(1, buf[:n]); err == nil && m.Type == ipv4.ICMPTypeEchoReply {
+				if e, ok := m.Body.(*icmp.Echo); ok && e.Seq == seq {
+					got++
+					break
+				}
+			}
+		}
+	}
+	return got, nil
+}
+
+// dialIn returns a dialer that opens connections inside ns.
+func dialIn(ns *netns.Namespace, cc string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		d := net.Dialer{Control: httpbench.Control(cc)}
+		err = ns.Do(func() error {
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+}
+
+// e2eRig is the namespace topology:
+//
+//	cli  c1 198.18.1.1 ── 10 Mbit/s ── s1 198.18.1.2  srv
+//	cli  c2 198.18.2.1 ── 10 Mbit/s ── s2 198.18.2.2  srv
+//	cliB b1 198.18.3.1 ── unshaped  ── s3 198.18.3.2  srv
+type e2eRig struct {
+	srv, cli, cliB   *netns.Namespace
+	dSrv, dCli, dB   *daemon
+	srvKey, cliKey   keys.Key
+	dir              string
+}
+
+func newE2ERig(t *testing.T) *e2eRig {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip): apt-get install iproute2")
+	}
+	netns.Cleanup(e2ePrefix)
+	r := &e2eRig{dir: t.TempDir()}
+	r.srv, r.cli, r.cliB = newNS(t), newNS(t), newNS(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(netns.AddVeth(netns.VethEnd{NS: r.cli, Name: "c1", Addrs: pfx("198.18.1.1/24")}, netns.VethEnd{NS: r.srv, Name: "s1", Addrs: pfx("198.18.1.2/24")}))
+	must(netns.AddVeth(netns.VethEnd{NS: r.cli, Name: "c2", Addrs: pfx("198.18.2.1/24")}, netns.VethEnd{NS: r.srv, Name: "s2", Addrs: pfx("198.18.2.2/24")}))
+	must(netns.AddVeth(netns.VethEnd{NS: r.cliB, Name: "b1", Addrs: pfx("198.18.3.1/24")}, netns.VethEnd{NS: r.srv, Name: "s3", Addrs: pfx("198.18.3.2/24")}))
+	if os.Getenv("E2E_ARP_IGNORE") == "1" {
+		must(r.srv.SetSysctl("net.ipv4.conf.all.arp_ignore", "1"))
+	}
+	shape := netns.TBF{Rate: 10_000_000}
+	must(r.srv.Shape("s1", shape))
+	must(r.srv.Shape("s2", shape))
+	must(r.cli.Shape("c1", shape))
+	must(r.cli.Shape("c2", shape))
+
+	var err error
+	r.srvKey, err = keys.Generate()
+	must(err)
+	r.cliKey, err = keys.Generate()
+	must(err)
+	bKey, err := keys.Generate()
+	must(err)
+	writeFile(t, r.dir, "srv.key", r.srvKey.String())
+	writeFile(t, r.dir, "cli.key", r.cliKey.String())
+	writeFile(t, r.dir, "b.key", bKey.String())
+
+	srvSock := filepath.Join(r.dir, "srv.sock")
+	srvCfg := writeFile(t, r.dir, "server.toml", fmt.Sprintf(`
+role = "server"
+private_key_file = "srv.key"
+log_level = "debug"
+[tun]
+address = ["100.64.0.1/24"]
+[server]
+listen = ["0.0.0.0:7000"]
+[[server.clients]]
+name = "a"
+public_key = %q
+allowed_ips = ["100.64.0.2/32"]
+[[server.clients]]
+name = "b"
+public_key = %q
+allowed_ips = ["100.64.0.3/32"]
+[control]
+socket = %q
+`, r.cliKey.Public(), bKey.Public(), srvSock))
+	cliSock := filepath.Join(r.dir, "cli.sock")
+	cliCfg := writeFile(t, r.dir, "client.toml", fmt.Sprintf(`
+role = "client"
+private_key_file = "cli.key"
+[tun]
+address = ["100.64.0.2/24"]
+[client]
+server_public_key = %q
+servers = ["198.18.1.2:7000", "198.18.2.2:7000"]
+paths = ["c1", "c2"]
+[control]
+socket = %q
+`, r.srvKey.Public(), cliSock))
+	bSock := filepath.Join(r.dir, "b.sock")
+	bCfg := writeFile(t, r.dir, "b.toml", fmt.Sprintf(`
+role = "client"
+private_key_file = "b.key"
+[tun]
+address = ["100.64.0.3/24"]
+[client]
+server_public_key = %q
+servers = ["198.18.3.2:7000"]
+paths = ["b1"]
+[control]
+socket = %q
+`, r.srvKey.Public(), bSock))
+
+	r.dSrv = startDaemon(t, r.srv, "server", srvCfg, srvSock)
+	r.dCli = startDaemon(t, r.cli, "client a", cliCfg, cliSock)
+	r.dB = startDaemon(t, r.cliB, "client b", bCfg, bSock)
+	r.dCli.waitPaths(t, "", 2)
+	r.dSrv.waitPaths(t, "a", 2)
+	r.dSrv.waitPaths(t, "b", 1)
+
+	// The web server: one listener in the server namespace, reachable directly
+	// (198.18.x.2) and through the tunnel (100.64.0.1).
+	var ln net.Listener
+	must(r.srv.Do(func() (err error) {
+		ln, err = httpbench.Listen("0.0.0.0:8080", "cubic")
+		return err
+	}))
+	hs := &http.Server{Handler: httpbench.Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return r
+}
+
+func (r *e2eRig) fetch(t *testing.T, host string, size int64, onProgress func(int64)) httpbench.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := httpbench.Fetch(ctx, httpbench.URL(host, size), httpbench.Options{Dial: dialIn(r.cli, "cubic"), OnProgress: onProgress})
+	if err != nil {
+		t.Fatalf("download from %s: %v", host, err)
+	}
+	return res
+}
+
+func TestE2ETunnel(t *testing.T) {
+	r := newE2ERig(t)
+	const size = 16 * httpbench.MB
+
+	t.Run("ping", func(t *testing.T) {
+		if got, err := ping(r.cli, "100.64.0.1", 5); err != nil || got < 4 {
+			t.Fatalf("%d of 5 pings answered through the tunnel (%v)", got, err)
+		}
+	})
+
+	t.Run("aggregation", func(t *testing.T) {
+		direct := r.fetch(t, "198.18.1.2:8080", size, nil)
+		tunnel := r.fetch(t, "100.64.0.1:8080", size, nil)
+		ratio := tunnel.GoodputMbps() / direct.GoodputMbps()
+		t.Logf("16 MB download: one path direct %.2f Mbit/s, braid over two paths %.2f Mbit/s, ratio %.2f",
+			direct.GoodputMbps(), tunnel.GoodputMbps(), ratio)
+		logPaths(t, "server", r.dSrv.status(t))
+		logPaths(t, "client", r.dCli.status(t))
+		if ratio <= 1.6 {
+			t.Fatalf("aggregation ratio %.2f ≤ 1.6", ratio)
+		}
+	})
+
+	t.Run("forged-and-replayed", func(t *testing.T) { r.forgedAndReplayed(t) })
+
+	t.Run("spoofing", func(t *testing.T) { r.spoofing(t) })
+
+	t.Run("path-cut", func(t *testing.T) {
+		var once sync.Once
+		res := r.fetch(t, "100.64.0.1:8080", size, func(total int64) {
+			if total >= size/3 {
+				once.Do(func() {
+					// The far end goes down: the client keeps its addresses but
+					// path 2 carries nothing any more, in either direction.
+					if err := r.srv.SetDown("s2"); err != nil {
+						t.Errorf("cutting path: %v", err)
+					}
+				})
+			}
+		})
+		t.Logf("download with a path cut at a third: %.2f Mbit/s, longest stall %v", res.GoodputMbps(), res.MaxStall)
+		if res.MaxStall >= time.Second {
+			t.Fatalf("the download stood still for %v", res.MaxStall)
+		}
+		st := r.dCli.status(t)
+		down := 0
+		for _, pa := range st.Peers[0].Paths {
+			if pa.State == "down" {
+				down++
+			}
+		}
+		if down == 0 {
+			t.Fatalf("no path reported down after the cut: %+v", st.Peers[0].Paths)
+		}
+	})
+
+	t.Run("clean-shutdown", func(t *testing.T) {
+		if err := r.dCli.stop(t); err != nil {
+			t.Fatalf("client exit: %v", err)
+		}
+		if _, err := r.cli.Netlink().LinkByName("braid0"); err == nil {
+			t.Fatal("braid0 still exists after SIGTERM")
+		}
+	})
+}
+
+// forgedAndReplayed captures a real transport datagram on the server's first link,
+// then sends it again (replay) and with a changed counter (forgery) from the client's
+// namespace. Both must be dropped and counted.
+func (r *e2eRig) forgedAndReplayed(t *testing.T) {
+	var fd int
+	if err := r.srv.Do(func() error {
+		var err error
+		fd, err = syscall.Socket(syscall.AF_PACKET, syscall.SOCK_DGRAM, int(htons(syscall.ETH_P_IP)))
+		if err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName("s1")
+		if err != nil {
+			return err
+		}
+		return syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: htons(syscall.ETH_P_IP), Ifindex: ifi.Index})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	tv := syscall.NsecToTimeval(int64(200 * time.Millisecond))
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
+
+	var dgram []byte
+	deadline := time.Now().Add(5 * time.Second)
+	go ping(r.cli, "100.64.0.1", 5)
+	buf := make([]byte, 65536)
+	for dgram == nil && time.Now().Before(deadline) {
+		n, _, err := syscall.Recvfrom(fd, buf, 0)
+		if err != nil || n < 28 {
+			continue
+		}
+		ihl := int(buf[0]&0xf) * 4
+		if buf[9] != syscall.IPPROTO_UDP || n < ihl+8+32 {
+			continue
+		}
+		if binary.BigEndian.Uint16(buf[ihl+2:]) != 7000 || buf[ihl+8] != 4 {
+			continue
+		}
+		dgram = bytes.Clone(buf[ihl+8 : n])
+	}
+	if dgram == nil {
+		t.Fatal("captured no transport datagram")
+	}
+	before := r.dSrv.status(t).Counters
+	var c *net.UDPConn
+	if err := r.cli.Do(func() (err error) {
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP("198.18.1.1")})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dst := &net.UDPAddr{IP: net.ParseIP("198.18.1.2"), Port: 7000}
+	c.WriteToUDP(dgram, dst) // replay
+	forged := bytes.Clone(dgram)
+	forged[8] ^= 0x40 // a counter far ahead: passes the replay pre-check, fails authentication
+	c.WriteToUDP(forged, dst)
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		after := r.dSrv.status(t).Counters
+		rep := after["drop_replayed"] - before["drop_replayed"]
+		forg := after["drop_forged"] - before["drop_forged"]
+		if rep == 1 && forg == 1 {
+			t.Logf("replayed +%d, forged +%d", rep, forg)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replayed +%d, forged +%d; want +1 each (counters %v)", rep, forg, after)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// logPaths logs one line per path and the reorder counters of every peer.
+func logPaths(t *testing.T, who string, st control.Status) {
+	for _, p := range st.Peers {
+		r := p.ReorderStats
+		t.Logf("%s peer %s: reorder hold %.1fms in-order %d reordered %d timeouts %d late %d dups %d",
+			who, p.Name, r.HoldMs, r.InOrder, r.Reordered, r.Timeouts, r.Late, r.Duplicates)
+		for _, pa := range p.Paths {
+			t.Logf("  path %d %s: %s srtt %.1fms queue %.1fms rate %.2f Mbit/s share %.3f lost %d",
+				pa.ID, pa.Remote, pa.State, pa.SRTTMs, pa.QueueDelayMs, pa.DeliveryRateBps/1e6, pa.Share, pa.LostPackets)
+		}
+	}
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// spoofing: client B sends from client A's inner address; the server must drop it,
+// while B's packets from its own address arrive.
+func (r *e2eRig) spoofing(t *testing.T) {
+	var ln *net.UDPConn
+	if err := r.srv.Do(func() (err error) {
+		ln, err = net.ListenUDP("udp4", &net.UDPAddr{Port: 9999})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := r.cliB.AddAddr("braid0", netip.MustParsePrefix("100.64.0.2/32")); err != nil {
+		t.Fatal(err)
+	}
+	before := r.dSrv.status(t).Counters["drop_spoofed_source"]
+	send := func(src, msg string) {
+		var c *net.UDPConn
+		if err := r.cliB.Do(func() (err error) {
+			c, err = net.DialUDP("udp4", &net.UDPAddr{IP: net.ParseIP(src)}, &net.UDPAddr{IP: net.ParseIP("100.64.0.1"), Port: 9999})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(msg))
+	}
+	send("100.64.0.2", "spoofed")
+	time.Sleep(100 * time.Millisecond)
+	send("100.64.0.3", "honest")
+	ln.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 100)
+	n, from, err := ln.ReadFromUDP(buf)
+	if err != nil {
+		t.Fatalf("honest packet from client b not received: %v", err)
+	}
+	if string(buf[:n]) != "honest" || from.IP.String() != "100.64.0.3" {
+		t.Fatalf("received %q from %v", buf[:n], from)
+	}
+	if got := r.dSrv.status(t).Counters["drop_spoofed_source"] - before; got != 1 {
+		t.Fatalf("drop_spoofed_source +%d, want +1", got)
+	}
+}
