@@ -238,25 +238,32 @@ type ResponderConfig struct {
 	LimiterEntries int
 	// ReplayWindow sets the replay window of each Keypair (DefaultReplayWindow).
 	ReplayWindow int
+	// ResponsePayload, if set, is called once an initiation has authenticated
+	// (known peer, fresh timestamp) with the initiator's payload after the
+	// timestamp; what it returns (at most wire.MaxHandshakePayload bytes) is sent
+	// encrypted in message 2.
+	ResponsePayload func(peer keys.Key, initPayload []byte) []byte
 }
 
 // Responder answers handshake initiations with one static key. It keeps no state
 // per initiation, only the rate limiter, and is safe for concurrent use.
 type Responder struct {
-	static fnoise.DHKey
-	pub    keys.Key
-	macKey [32]byte
-	lim    *limiter // nil: unlimited
-	window int
-	random io.Reader // ephemeral keys; nil = crypto/rand (tests make it deterministic)
+	static      fnoise.DHKey
+	pub         keys.Key
+	macKey      [32]byte
+	lim         *limiter // nil: unlimited
+	window      int
+	random      io.Reader // ephemeral keys; nil = crypto/rand (tests make it deterministic)
+	respPayload func(peer keys.Key, initPayload []byte) []byte
 }
 
 // NewResponder returns a Responder for the static private key localPriv.
 func NewResponder(localPriv keys.Key, cfg ResponderConfig) *Responder {
 	r := &Responder{
-		static: dhKey(localPriv),
-		pub:    localPriv.Public(),
-		window: cfg.ReplayWindow,
+		static:      dhKey(localPriv),
+		pub:         localPriv.Public(),
+		window:      cfg.ReplayWindow,
+		respPayload: cfg.ResponsePayload,
 	}
 	r.macKey = mac1Key(r.pub)
 	if cfg.RatePerSecond > 0 {
@@ -342,11 +349,18 @@ func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLoo
 		return Accepted{}, fmt.Errorf("noise: %w", err)
 	}
 	a.RemoteIndex = binary.BigEndian.Uint32(msg[4:])
-	resp := make([]byte, wire.RespHeaderLen, wire.MinRespLen)
+	var rp []byte
+	if r.respPayload != nil {
+		rp = r.respPayload(a.PeerPublic, payload[wire.TimestampLen:])
+		if len(rp) > wire.MaxHandshakePayload {
+			return Accepted{}, ErrPayloadTooLong
+		}
+	}
+	resp := make([]byte, wire.RespHeaderLen, wire.MinRespLen+len(rp))
 	resp[0] = wire.TypeHandshakeResp
 	binary.BigEndian.PutUint32(resp[4:], localIndex)
 	binary.BigEndian.PutUint32(resp[8:], a.RemoteIndex)
-	resp, toResp, toInit, err := hs.WriteMessage(resp, nil)
+	resp, toResp, toInit, err := hs.WriteMessage(resp, rp)
 	if err != nil || toResp == nil || toInit == nil {
 		// A low-order initiator ephemeral fails the ee Diffie-Hellman.
 		return Accepted{}, ErrDecrypt

@@ -472,3 +472,40 @@ func TestRateLimitUnlimited(t *testing.T) {
 		}
 	}
 }
+
+// The responder's payload hook sees the authenticated initiator and its payload, and
+// what it returns reaches the initiator encrypted.
+func TestResponsePayload(t *testing.T) {
+	cli, srv := fixedKey(1), fixedKey(2)
+	var sawPeer keys.Key
+	var sawInit []byte
+	r := NewResponder(srv, ResponderConfig{ResponsePayload: func(peer keys.Key, init []byte) []byte {
+		sawPeer, sawInit = peer, bytes.Clone(init)
+		return []byte("fresh")
+	}})
+	msg, st, err := CreateInitiation(cli, srv.Public(), keys.Key{}, 7, []byte("hello"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }
+	acc, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, 9, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sawPeer != cli.Public() || string(sawInit) != "hello" {
+		t.Fatalf("hook saw %v %q", sawPeer, sawInit)
+	}
+	_, payload, err := st.ConsumeResponse(acc.Response, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(payload) != "fresh" {
+		t.Fatalf("response payload %q", payload)
+	}
+	// Too long a payload is refused rather than sent.
+	r = NewResponder(srv, ResponderConfig{ResponsePayload: func(keys.Key, []byte) []byte { return make([]byte, wire.MaxHandshakePayload+1) }})
+	msg, _, _ = CreateInitiation(cli, srv.Public(), keys.Key{}, 7, nil, t0.Add(time.Second))
+	if _, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, 9, t0); !errors.Is(err, ErrPayloadTooLong) {
+		t.Fatalf("err = %v, want ErrPayloadTooLong", err)
+	}
+}

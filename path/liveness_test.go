@@ -333,3 +333,44 @@ func TestOvertakenPacketIsNotOutage(t *testing.T) {
 		t.Errorf("the lost probe should still be outstanding: inflight %d lost %d", st.InFlight, st.LostPackets)
 	}
 }
+
+// A path in use that the scheduler stops using the moment it breaks (two packets
+// unanswered, nothing sent after) is probed at its PTO and taken Down by the busy
+// rule, not left for the idle timer's 1.4 s. Packets go every 30 ms and are
+// acked 20 ms later, so at most one is in flight when the path breaks.
+func TestAbandonedBusyPathProbed(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	var inflight []uint32
+	ts := 0.0
+	for ; ts < 3000; ts++ {
+		if int(ts)%30 == 0 {
+			seq := s.NextSeq()
+			s.OnSent(seq, 1000, true, ms(ts))
+			inflight = append(inflight, seq)
+		}
+		if int(ts)%30 == 20 {
+			rx += 1000
+			s.OnAck(Ack{Largest: inflight[0], Bitmap: allBelow, RxBytes: rx, OWDRaw: 10000}, ms(ts))
+			inflight = inflight[1:]
+		}
+		s.OnTimer(ms(ts))
+	}
+	// The path breaks now; two more packets go out, then only what OnTimer asks for.
+	cut := ts
+	s.OnSent(s.NextSeq(), 1000, true, ms(ts))
+	for ; ts < 6000 && s.State() != Down; ts++ {
+		if ts == cut+30 {
+			s.OnSent(s.NextSeq(), 1000, true, ms(ts))
+		}
+		if s.OnTimer(ms(ts)) {
+			s.OnSent(s.NextSeq(), 60, true, ms(ts))
+		}
+	}
+	if s.State() != Down {
+		t.Fatal("never Down")
+	}
+	if d := ts - cut; d > 500 {
+		t.Fatalf("Down %v ms after the break, want ≤ 500", d)
+	}
+}

@@ -496,7 +496,9 @@ func (s *Sender) busyThreshold() int64 {
 // checkLiveness applies the Down rules to the ack-eliciting packets that no
 // ack has overtaken yet (seq above the largest acked): a lost packet
 // followed by acked ones is loss, not an outage.
-func (s *Sender) checkLiveness(t int64) {
+// checkLiveness takes the path down when it stops answering, and returns the send
+// time of the oldest unanswered ack-eliciting packet (ok=false when there is none).
+func (s *Sender) checkLiveness(t int64) (oldest int64, unanswered int) {
 	s.popResolved()
 	n := s.cfg.DownBusyPackets
 	var first, nth int64
@@ -520,7 +522,7 @@ func (s *Sender) checkLiveness(t int64) {
 		}
 	}
 	if count == 0 {
-		return
+		return 0, 0
 	}
 	down := t-first >= int64(s.cfg.DownIdle)
 	if !down && count >= n {
@@ -529,7 +531,9 @@ func (s *Sender) checkLiveness(t int64) {
 	}
 	if down {
 		s.goDown()
+		return 0, 0
 	}
+	return first, count
 }
 
 func (s *Sender) goDown() {
@@ -558,7 +562,16 @@ func (s *Sender) OnTimer(now time.Time) (needProbe bool) {
 		s.detectLosses(t)
 	}
 	if s.state != Down {
-		s.checkLiveness(t)
+		// A probe timeout (as QUIC's PTO): packets have gone unanswered for longer
+		// than an ack should take and nothing has been sent since. The scheduler
+		// may have stopped using the path (its delay estimate grew), so without a
+		// probe it would go quiet and only the idle timer would notice the outage.
+		// Only for two or more unanswered packets: an idle path's single lost
+		// probe is the idle timer's business, not evidence of an outage.
+		oldest, n := s.checkLiveness(t)
+		if n >= 2 && (s.state == Active || s.state == Degraded) && t-oldest >= s.pto() && t-s.lastElicSent >= s.pto() {
+			return true
+		}
 	}
 	return s.probeNow || t-s.lastElicSent >= int64(s.cfg.ProbeInterval)
 }

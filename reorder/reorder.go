@@ -46,6 +46,11 @@ func ParseMode(s string) (Mode, error) {
 // the defaults of DefaultConfig.
 type Config struct {
 	Mode Mode
+	// StartAtZero says every flow's first packet has sequence number 0 (the sender
+	// numbers flows from 0 for each session, and Reset is called when a session
+	// starts afresh). Without it a flow starts at whatever arrives first, and a
+	// packet overtaken at the very start of a flow is delivered late.
+	StartAtZero bool
 	// Hold is the hold time in Fixed mode and the upper bound in Adaptive mode; it is
 	// also the adaptive hold until the first SetHold, so that nothing leaks out of
 	// order before the engine has measured the paths. Default 200ms: above the
@@ -137,9 +142,10 @@ type Buffer[T any] struct {
 	// and lateMax the largest lateness observed recently (a gap filled after
 	// waiting, or a packet that came after its gap was given up), kept as a
 	// two-bucket windowed maximum over lateWindow.
-	target          time.Duration
+	target            time.Duration
+	startAtZero       bool
 	lateCur, latePrev int64
-	lateBucket      int64
+	lateBucket        int64
 
 	epoch   time.Time
 	started bool
@@ -187,8 +193,9 @@ func New[T any](cfg Config) *Buffer[T] {
 		nodes:    make([]node[T], cfg.MaxHeld),
 		heap:     make([]int32, 0, nf),
 	}
+	b.startAtZero = cfg.StartAtZero
 	for i := range b.flows {
-		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1}
+		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: cfg.StartAtZero}
 	}
 	for i := range b.nodes {
 		b.nodes[i].next = int32(i + 1)
@@ -244,6 +251,17 @@ func (b *Buffer[T]) observeLate(t, lateness int64) {
 	}
 	b.lateCur = max(b.lateCur, lateness)
 	b.adapt()
+}
+
+// Reset releases every held packet (appended to out, in order per flow) and forgets
+// all flow state, as for a new session whose sender numbers flows from 0 again.
+func (b *Buffer[T]) Reset(out []T) []T {
+	out = b.Flush(out)
+	for i := range b.flows {
+		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+	}
+	clear(b.seen)
+	return out
 }
 
 // Hold returns the hold time in effect.

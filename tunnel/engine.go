@@ -206,7 +206,11 @@ func New(cfg Config) (*Engine, error) {
 		e.peers = []*peer{p}
 		e.byKey[p.pub] = p
 	case Server:
-		e.responder = noise.NewResponder(cfg.PrivateKey, noise.ResponderConfig{RatePerSecond: cfg.HandshakeRate, ReplayWindow: cfg.Tunables.ReplayWindow})
+		e.responder = noise.NewResponder(cfg.PrivateKey, noise.ResponderConfig{
+			RatePerSecond:   cfg.HandshakeRate,
+			ReplayWindow:    cfg.Tunables.ReplayWindow,
+			ResponsePayload: e.responsePayload,
+		})
 		for _, c := range cfg.Clients {
 			if err := e.addClient(c); err != nil {
 				return nil, err

@@ -35,7 +35,9 @@ func (e *Engine) newIndex() uint32 {
 // carry the same timestamp. Caller holds p.mu.
 func (p *peer) initiateLocked(now time.Time, first bool) {
 	e := p.e
-	payload, err := wire.AppendParams(nil, p.wireParams())
+	sp := p.wireParams()
+	sp.Rekey = p.cur != nil
+	payload, err := wire.AppendParams(nil, sp)
 	if err != nil {
 		e.log.Error("handshake parameters", "err", err)
 		return
@@ -112,10 +114,13 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 		e.counters.drop(dropHandshakeStale)
 		return
 	}
-	kp, _, err := p.hs.ConsumeResponse(d, now)
+	kp, rp, err := p.hs.ConsumeResponse(d, now)
 	if err != nil {
 		e.counters.drop(dropHandshakeInvalid)
 		return
+	}
+	if len(rp) > 0 && rp[0]&wire.RespFresh != 0 {
+		p.resetFlows()
 	}
 	p.hs, p.hsIndex = nil, 0
 	e.idxMu.Lock()
@@ -198,11 +203,15 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		return
 	}
 	p.lastTS = acc.Timestamp
-	if sp, err := wire.ParseParams(acc.Payload); err == nil {
+	sp, err := wire.ParseParams(acc.Payload)
+	if err == nil {
 		if err := p.applyParams(paramsFromWire(sp)); err != nil {
 			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)
 			p.applyParams(Params{})
 		}
+	}
+	if p.freshSession(sp.Rekey) {
+		p.resetFlows()
 	}
 	e.idxMu.Lock()
 	if p.next != nil {
@@ -216,6 +225,32 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		e.counters.drop(dropSendError)
 	}
 	e.log.Debug("handshake answered", "peer", p.name, "from", ep.Remote.String())
+}
+
+// freshSession decides whether a server starts a client's session afresh: the client
+// asked for it (it had no session), or there is nothing to continue (we restarted).
+// Caller holds p.mu. The response payload carries the same decision to the client.
+func (p *peer) freshSession(rekey bool) bool {
+	return !rekey || (p.cur == nil && p.next == nil)
+}
+
+// responsePayload is the server's half of that decision, called by the responder
+// once an initiation has authenticated.
+func (e *Engine) responsePayload(pub keys.Key, initPayload []byte) []byte {
+	e.mu.RLock()
+	p := e.byKey[pub]
+	e.mu.RUnlock()
+	if p == nil {
+		return nil
+	}
+	sp, _ := wire.ParseParams(initPayload)
+	p.mu.Lock()
+	fresh := p.freshSession(sp.Rekey)
+	p.mu.Unlock()
+	if fresh {
+		return []byte{wire.RespFresh}
+	}
+	return []byte{0}
 }
 
 func paramsFromWire(sp wire.SessionParams) Params {

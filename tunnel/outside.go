@@ -52,17 +52,42 @@ func (e *Engine) routineOutside(cs *connState) {
 }
 
 // inbound is the per-goroutine state of the receive path.
+//
+// Packets a peer's reorder buffer releases are written to the TUN device before
+// that peer's lock is let go: each path socket has its own reader goroutine, and if
+// two of them wrote their batches after unlocking, a later batch could overtake an
+// earlier one and undo the reordering. Consecutive datagrams of one peer are handled
+// under one lock hold, so batching survives.
 type inbound struct {
 	e       *Engine
 	w       *writer
+	cur     *peer // locked peer, if any
 	toTUN   []*packetBuf
 	scratch [][]byte
 }
 
-func (in *inbound) flush() {
-	in.w.flush()
+func (in *inbound) lockPeer(p *peer) {
+	if in.cur == p {
+		return
+	}
+	in.unlockPeer()
+	p.mu.Lock()
+	in.cur = p
+}
+
+func (in *inbound) unlockPeer() {
+	if in.cur == nil {
+		return
+	}
 	in.e.writeTUN(in.toTUN, &in.scratch)
 	in.toTUN = in.toTUN[:0]
+	in.cur.mu.Unlock()
+	in.cur = nil
+}
+
+func (in *inbound) flush() {
+	in.unlockPeer()
+	in.w.flush()
 }
 
 // writeTUN writes packets to the TUN device in one batch and recycles their buffers.
@@ -101,11 +126,13 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	case wire.TypeData:
 		return in.handleData(cs, pb, d, ep, now)
 	case wire.TypeHandshakeInit:
+		in.unlockPeer()
 		if e.role == Server {
 			e.handleInitiation(cs, d, ep, now, in.w)
 			return false
 		}
 	case wire.TypeHandshakeResp:
+		in.unlockPeer()
 		if e.role == Client {
 			e.handleResponse(cs, d, ep, now, in.w)
 			return false
@@ -144,8 +171,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		return false
 	}
 	p := ent.peer
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	in.lockPeer(p)
 	if p.next == ent.kp {
 		p.confirmNext(now)
 	}

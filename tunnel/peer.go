@@ -32,12 +32,13 @@ type peer struct {
 
 	mu sync.Mutex
 
-	params    Params
-	sched     sched.Scheduler
-	reorder   *reorder.Buffer[*packetBuf]
-	weights   []float64
-	cur, prev *noise.Keypair
-	next      *noise.Keypair // server: answered, waiting for the client's first packet
+	params     Params
+	sched      sched.Scheduler
+	reorder    *reorder.Buffer[*packetBuf]
+	reorderCfg reorder.Config
+	weights    []float64
+	cur, prev  *noise.Keypair
+	next       *noise.Keypair // server: answered, waiting for the client's first packet
 
 	// client handshake state
 	hs        *noise.Initiation
@@ -53,7 +54,7 @@ type peer struct {
 
 	paths  []*pathState // by path id; nil = free
 	byKey  map[pathKey]*pathState
-	links  map[string]int // access link → sched.PathInfo.Link (1-based)
+	links  map[string]int    // access link → sched.PathInfo.Link (1-based)
 	rx     [maxPaths]*rxPath // by the peer's path id
 	flowSq []uint32
 
@@ -159,18 +160,36 @@ func (p *peer) applyParams(want Params) error {
 			hold = tn.ReorderFixedHold
 		}
 	}
-	rcfg := reorder.Config{Mode: mode, Hold: hold, MinHold: min(tn.ReorderMinHold, hold), MaxHeld: tn.ReorderMaxHeld, Flows: tn.ReorderFlows}
-	if p.reorder != nil {
-		// Packets held by the old buffer go out now rather than being lost.
-		var out []*packetBuf
-		out = p.reorder.Flush(out)
-		p.e.writeTUN(out, nil)
+	rcfg := reorder.Config{Mode: mode, Hold: hold, MinHold: min(tn.ReorderMinHold, hold), MaxHeld: tn.ReorderMaxHeld, Flows: tn.ReorderFlows, StartAtZero: true}
+	// Keep the reorder buffer (and its flow positions) unless its settings change:
+	// a rekey re-applies the same parameters and must not disturb the flows.
+	if p.reorder == nil || rcfg != p.reorderCfg {
+		if p.reorder != nil {
+			// Packets held by the old buffer go out now rather than being lost; the
+			// new one starts every flow at 0, so this is followed by a fresh start
+			// of the flow numbering (see resetFlows) only in a new session.
+			var out []*packetBuf
+			out = p.reorder.Flush(out)
+			p.e.writeTUN(out, nil)
+		}
+		p.reorder = reorder.New[*packetBuf](rcfg)
+		p.reorderCfg = rcfg
 	}
-	p.reorder = reorder.New[*packetBuf](rcfg)
 	p.sched = s
 	p.params = want
 	p.weights = want.Weights
 	return nil
+}
+
+// resetFlows starts the session's flow numbering afresh on both sides: our sending
+// flows from 0, our reorder buffer expecting 0. Caller holds p.mu.
+func (p *peer) resetFlows() {
+	clear(p.flowSq)
+	if p.reorder != nil {
+		var out []*packetBuf
+		out = p.reorder.Reset(out)
+		p.e.writeTUN(out, nil)
+	}
 }
 
 // rxFor returns the receive state of the peer's path id, creating it on first use.

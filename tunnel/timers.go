@@ -28,10 +28,12 @@ func (e *Engine) routineTimers() {
 			for _, p := range peers {
 				p.mu.Lock()
 				toTUN = p.tick(now, w, toTUN)
-				p.mu.Unlock()
-				w.flush()
+				// Under the lock, so packets released here cannot be overtaken by
+				// later ones a path reader delivers (see inbound).
 				e.writeTUN(toTUN, &scratch)
 				toTUN = toTUN[:0]
+				p.mu.Unlock()
+				w.flush()
 			}
 			clear(peers)
 		}

@@ -76,7 +76,7 @@ func DefaultTunables() Tunables {
 		Tick:               5 * time.Millisecond,
 		ReorderFlows:       4096,
 		ReorderMaxHeld:     4096,
-		ReorderMinHold:     2 * time.Millisecond,
+		ReorderMinHold:     10 * time.Millisecond,
 		ReorderMaxHold:     200 * time.Millisecond,
 		ReorderFixedHold:   50 * time.Millisecond,
 		ReorderMargin:      3 * time.Millisecond,

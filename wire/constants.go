@@ -102,7 +102,18 @@ const (
 	ParamReorderHold = 3 // u32 microseconds
 	ParamWeights     = 4 // n × u16 per-mille, by client path id
 	ParamCongestion  = 5 // string
-	MaxWeights       = 64
+	// ParamRekey (empty) says the client still holds a session: this handshake only
+	// replaces keys, and per-flow sequence numbers continue.
+	ParamRekey = 6
+	MaxWeights = 64
+)
+
+// Handshake response payload: one flags byte.
+const (
+	// RespFresh tells the client the server starts the session afresh (it had no
+	// session to continue, or the client asked for a new one): both sides number
+	// their flows from 0 again and reset their reorder buffers.
+	RespFresh = 1 << 0
 )
 
 // Receiver session indices carry an optional server id in their top bits so a

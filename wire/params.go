@@ -12,6 +12,7 @@ type SessionParams struct {
 	ReorderHold uint32   // µs; 0 = server default
 	Weights     []uint16 // per-mille by client path id
 	Congestion  string
+	Rekey       bool // ParamRekey
 }
 
 // AppendParams encodes p as TLVs: type u8 | len u8 | value.
@@ -34,6 +35,9 @@ func AppendParams(b []byte, p SessionParams) ([]byte, error) {
 	}
 	if err := str(ParamCongestion, p.Congestion); err != nil {
 		return nil, err
+	}
+	if p.Rekey {
+		b = append(b, ParamRekey, 0)
 	}
 	if p.ReorderHold != 0 {
 		b = append(b, ParamReorderHold, 4)
@@ -72,6 +76,8 @@ func ParseParams(b []byte) (SessionParams, error) {
 			p.Reorder = string(v)
 		case ParamCongestion:
 			p.Congestion = string(v)
+		case ParamRekey:
+			p.Rekey = true
 		case ParamReorderHold:
 			if n != 4 {
 				return p, ErrBadLength

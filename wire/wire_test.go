@@ -244,6 +244,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		ReorderHold: 0x01020304,
 		Weights:     []uint16{1000, 0, 0xfffe},
 		Congestion:  "bbr",
+		Rekey:       true,
 	}
 	b, err := AppendParams([]byte{0xaa}, p)
 	if err != nil {
@@ -253,6 +254,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		ParamScheduler, 6, 'm', 'i', 'n', 'r', 't', 't',
 		ParamReorder, 4, 'f', 'l', 'o', 'w',
 		ParamCongestion, 3, 'b', 'b', 'r',
+		ParamRekey, 0,
 		ParamReorderHold, 4, 1, 2, 3, 4,
 		ParamWeights, 6, 0x03, 0xe8, 0, 0, 0xff, 0xfe,
 	}
