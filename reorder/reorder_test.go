@@ -517,7 +517,7 @@ func TestAdaptiveHoldLearnsLateness(t *testing.T) {
 	}
 	var out []int
 	out, _ = b.Push(1, 0, 0, t0, out)
-	out, _ = b.Push(1, 2, 2, t0, out)                        // gap at 1 opens at t0
+	out, _ = b.Push(1, 2, 2, t0, out)                         // gap at 1 opens at t0
 	out, _ = b.Push(1, 1, 1, t0.Add(4*time.Millisecond), out) // filled after 4 ms
 	if len(out) != 3 {
 		t.Fatalf("delivered %v", out)

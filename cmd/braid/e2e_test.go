@@ -208,10 +208,10 @@ func dialIn(ns *netns.Namespace, cc string) func(ctx context.Context, network, a
 //	cli  c2 198.18.2.1 ── 10 Mbit/s ── s2 198.18.2.2  srv
 //	cliB b1 198.18.3.1 ── unshaped  ── s3 198.18.3.2  srv
 type e2eRig struct {
-	srv, cli, cliB   *netns.Namespace
-	dSrv, dCli, dB   *daemon
-	srvKey, cliKey   keys.Key
-	dir              string
+	srv, cli, cliB *netns.Namespace
+	dSrv, dCli, dB *daemon
+	srvKey, cliKey keys.Key
+	dir            string
 }
 
 func newE2ERig(t *testing.T) *e2eRig {
