@@ -60,15 +60,13 @@ const (
 	MinReorderHold             = time.Millisecond
 	MaxReorderHold             = 5 * time.Second
 
-	// DefaultHandshakeTimeout is WireGuard's REKEY_TIMEOUT: retry an
-	// unanswered handshake initiation after this long.
-	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultHandshakeTimeout is the first retry of an unanswered handshake
+	// initiation; later retries double it up to 8 s. Short, because the first
+	// initiation of a client started before its server is routinely lost.
+	DefaultHandshakeTimeout = time.Second
 	MinHandshakeTimeout     = 100 * time.Millisecond
 	MaxHandshakeTimeout     = time.Minute
 
-	// MinKeepalive and MaxKeepalive bound [client] keepalive when it is not 0.
-	MinKeepalive = time.Second
-	MaxKeepalive = time.Hour
 
 	// DefaultHandshakeRate is the number of handshake initiations per second
 	// the server answers from one source address before it stops doing
@@ -191,8 +189,6 @@ type Client struct {
 	// the hold for "adaptive", and 0 for "off".
 	ReorderHold time.Duration
 	Congestion  string
-	// Keepalive is 0 when path probing alone keeps NAT bindings alive.
-	Keepalive        time.Duration
 	HandshakeTimeout time.Duration
 }
 

@@ -89,8 +89,8 @@ func TestExampleClient(t *testing.T) {
 	if c.SubflowsPerPath != 1 || c.Scheduler != "earliest-arrival" || c.Reorder != "adaptive" || c.Congestion != "none" {
 		t.Errorf("Client = %+v", c)
 	}
-	if c.ReorderHold != 150*time.Millisecond || c.Keepalive != 25*time.Second || c.HandshakeTimeout != 5*time.Second {
-		t.Errorf("durations: hold %v keepalive %v handshake %v", c.ReorderHold, c.Keepalive, c.HandshakeTimeout)
+	if c.ReorderHold != 150*time.Millisecond || c.HandshakeTimeout != 5*time.Second {
+		t.Errorf("durations: hold %v handshake %v", c.ReorderHold, c.HandshakeTimeout)
 	}
 	if c.Weights != nil {
 		t.Errorf("Weights = %v for a non-weighted scheduler", c.Weights)
@@ -211,8 +211,7 @@ func TestDefaults(t *testing.T) {
 		{"reorder", c.Reorder, "adaptive"},
 		{"reorder hold (adaptive cap)", c.ReorderHold, 200 * time.Millisecond},
 		{"congestion", c.Congestion, "none"},
-		{"keepalive", c.Keepalive, time.Duration(0)},
-		{"handshake timeout", c.HandshakeTimeout, 5 * time.Second},
+		{"handshake timeout", c.HandshakeTimeout, time.Second},
 		{"subflow count", c.SubflowCount(), 1},
 		{"replay window", cfg.Security.ReplayWindow, 65536},
 		{"rekey after time", cfg.Security.RekeyAfterTime, 120 * time.Second},
@@ -456,12 +455,12 @@ func TestErrors(t *testing.T) {
 			`client.toml: tun.mtu: 1200 is below 1280, the IPv6 minimum, and tun.address has an IPv6 address`},
 		{"subflows", "client.toml", cl + "subflows_per_path = 0\n",
 			`client.toml: client.subflows_per_path: 0 out of range (1..16)`},
-		{"bad duration", "client.toml", cl + "keepalive = \"25\"\n",
-			`client.toml: client.keepalive: "25" is not a duration (e.g. "500ms", "30s", "2m")`},
+		{"bad duration", "client.toml", cl + "handshake_timeout = \"25\"\n",
+			`client.toml: client.handshake_timeout: "25" is not a duration (e.g. "500ms", "30s", "2m")`},
 		{"negative duration", "client.toml", cl + "handshake_timeout = \"-1s\"\n",
 			`client.toml: client.handshake_timeout: -1s out of range (100ms..1m0s)`},
-		{"keepalive range", "client.toml", cl + "keepalive = \"10ms\"\n",
-			`client.toml: client.keepalive: 10ms out of range (1s..1h0m0s, or 0 for off)`},
+		{"removed keepalive", "client.toml", cl + "keepalive = \"10s\"\n",
+			`client.toml: line 10: unknown key "client.keepalive"`},
 		{"hold with reorder off", "client.toml", cl + "reorder = \"off\"\nreorder_hold = \"10ms\"\n",
 			`client.toml: client.reorder_hold: set, but reorder = "off" holds nothing (remove it or choose "fixed" or "adaptive")`},
 		{"weights without weighted", "client.toml", cl + "weights = [1.0]\n",

@@ -56,7 +56,6 @@ type rawClient struct {
 	Reorder          string    `toml:"reorder"`
 	ReorderHold      string    `toml:"reorder_hold"`
 	Congestion       string    `toml:"congestion"`
-	Keepalive        string    `toml:"keepalive"`
 	HandshakeTimeout string    `toml:"handshake_timeout"`
 }
 
@@ -447,7 +446,6 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 		c.ReorderHold = p.duration("client.reorder_hold", raw.ReorderHold, DefaultAdaptiveReorderHold, MinReorderHold, MaxReorderHold, false)
 	}
 
-	c.Keepalive = p.duration("client.keepalive", raw.Keepalive, 0, MinKeepalive, MaxKeepalive, true)
 	c.HandshakeTimeout = p.duration("client.handshake_timeout", raw.HandshakeTimeout, DefaultHandshakeTimeout, MinHandshakeTimeout, MaxHandshakeTimeout, false)
 	return c
 }
