@@ -30,14 +30,14 @@ var (
 	inCliB   = netip.MustParseAddr("100.64.0.3")
 )
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
 }
 
-func mustKey(t *testing.T) keys.Key {
+func mustKey(t testing.TB) keys.Key {
 	k, err := keys.Generate()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,245 @@
+package tunnel
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// capConn is a path socket that keeps the last datagram written (so a benchmark can
+// hand it to the other side) and never delivers anything to ReadBatch.
+type capConn struct {
+	addr   netip.AddrPort
+	last   []byte
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newCapConn(addr netip.AddrPort) *capConn {
+	return &capConn{addr: addr, last: make([]byte, 0, 2048), closed: make(chan struct{})}
+}
+
+func (c *capConn) ReadBatch([][]byte, []int, []conn.Endpoint) (int, error) {
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *capConn) WriteBatch(bufs [][]byte, _ []conn.Endpoint) error {
+	if len(bufs) > 0 {
+		c.last = append(c.last[:0], bufs[len(bufs)-1]...)
+	}
+	return nil
+}
+
+func (c *capConn) LocalAddr() netip.AddrPort { return c.addr }
+func (c *capConn) BatchSize() int            { return 64 }
+func (c *capConn) Close() error              { c.once.Do(func() { close(c.closed) }); return nil }
+
+// nullTUN discards writes and blocks reads.
+type nullTUN struct {
+	closed  chan struct{}
+	once    sync.Once
+	written int
+}
+
+func (d *nullTUN) Read([][]byte, []int, int) (int, error) { <-d.closed; return 0, errors.New("closed") }
+func (d *nullTUN) Write(bufs [][]byte, _ int) (int, error) {
+	d.written += len(bufs)
+	return len(bufs), nil
+}
+func (d *nullTUN) BatchSize() int        { return 64 }
+func (d *nullTUN) MTU() (int, error)     { return 1380, nil }
+func (d *nullTUN) Name() (string, error) { return "null0", nil }
+func (d *nullTUN) Close() error          { d.once.Do(func() { close(d.closed) }); return nil }
+func newNullTUN() *nullTUN               { return &nullTUN{closed: make(chan struct{})} }
+
+// benchPair is a client and a server engine joined by nothing but the benchmark:
+// no goroutines run; the benchmark moves datagrams from one to the other itself.
+type benchPair struct {
+	cli, srv   *Engine
+	cliConn    []*capConn
+	srvConn    *capConn
+	srvPeer    *peer
+	srvTUN     *nullTUN
+	in         *inbound
+	cliW       *writer
+	pkt        []byte
+	remoteEP   conn.Endpoint
+	serverSock *connState
+}
+
+func newBenchPair(tb testing.TB, paths int) *benchPair {
+	tb.Helper()
+	cliKey, srvKey := mustKey(tb), mustKey(tb)
+	bp := &benchPair{srvConn: newCapConn(srvAddr1), srvTUN: newNullTUN()}
+	var locals []LocalPath
+	for i := 0; i < paths; i++ {
+		locals = append(locals, LocalPath{Addr: netip.AddrFrom4([4]byte{198, 18, byte(10 + i), 1})})
+	}
+	var err error
+	bp.cli, err = New(Config{
+		Role: Client, PrivateKey: cliKey, TUN: newNullTUN(), Logger: testLogger(nil),
+		Listen: func(o conn.Options) (conn.Conn, error) {
+			c := newCapConn(netip.AddrPortFrom(o.Addr.Addr(), 40000))
+			bp.cliConn = append(bp.cliConn, c)
+			return c, nil
+		},
+		ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srvAddr1}, LocalPaths: locals,
+		Tunables: DefaultTunables(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bp.srv, err = New(Config{
+		Role: Server, PrivateKey: srvKey, TUN: bp.srvTUN, Logger: testLogger(nil),
+		Listen:      func(conn.Options) (conn.Conn, error) { return bp.srvConn, nil },
+		ListenAddrs: []netip.AddrPort{srvAddr1},
+		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32")}}},
+		Tunables:    DefaultTunables(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Keys from a real handshake.
+	now := time.Now()
+	msg, st, err := noise.CreateInitiation(cliKey, srvKey.Public(), keys.Key{}, 1, nil, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
+	acc, err := r.ConsumeInitiation(msg, cliAddr1, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, 2, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ikp, _, err := st.ConsumeResponse(acc.Response, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cp := bp.cli.server
+	cp.cur = ikp
+	bp.cli.indices[ikp.LocalIndex] = indexEntry{peer: cp, kp: ikp}
+	bp.srvPeer = bp.srv.peers[0]
+	bp.srvPeer.cur = acc.Keypair
+	bp.srv.indices[acc.Keypair.LocalIndex] = indexEntry{peer: bp.srvPeer, kp: acc.Keypair}
+	// Every client path has been measured (so the scheduler uses it) with equal
+	// delay and rate.
+	for _, ps := range cp.paths {
+		for k := 0; k < 3; k++ {
+			seq := ps.sender.NextSeq()
+			ps.sender.OnSent(seq, 1400, true, now)
+			ps.sender.OnAck(path.Ack{Largest: seq, RxBytes: uint64(1400 * (k + 1)), OWDRaw: 1000}, now.Add(2*time.Millisecond))
+		}
+	}
+	bp.in = &inbound{e: bp.srv, w: &writer{e: bp.srv}}
+	bp.cliW = &writer{e: bp.cli}
+	bp.pkt = udp4(inCliA, inSrv, 4000, 5000, make([]byte, 1300))
+	bp.serverSock = bp.srv.conns[0]
+	return bp
+}
+
+// send runs the client's inside path for one packet; the datagram ends up in the
+// capture of the socket it was sent on.
+func (bp *benchPair) send(now time.Time) *capConn {
+	e := bp.cli
+	p := e.server
+	pb := e.pool.get()
+	n := copy(pb.b[wire.DataPrefixLen:], bp.pkt)
+	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
+	p.mu.Lock()
+	p.refreshInfos(now)
+	if !p.sendPacket(bp.cliW, pb, now) {
+		e.pool.put(pb)
+	}
+	ps := p.infoP[p.picks[0]]
+	p.mu.Unlock()
+	bp.cliW.flush()
+	return bp.cliConn[ps.cs.idx]
+}
+
+// receive runs the server's outside path for the datagram in c.
+func (bp *benchPair) receive(c *capConn, now time.Time) {
+	pb := bp.srv.pool.get()
+	n := copy(pb.b, c.last)
+	ep := conn.Endpoint{Remote: c.addr}
+	if !bp.in.handle(bp.serverSock, pb, n, ep, now) {
+		bp.srv.pool.put(pb)
+	}
+	bp.in.flush()
+}
+
+// validateServerPaths marks the paths the server learnt as answered challenges.
+func (bp *benchPair) validateServerPaths() {
+	for _, ps := range bp.srvPeer.paths {
+		if ps != nil {
+			ps.validated = true
+		}
+	}
+}
+
+func BenchmarkInsideSend(b *testing.B) {
+	for _, paths := range []int{1, 2, 8} {
+		b.Run(map[int]string{1: "1path", 2: "2paths", 8: "8paths"}[paths], func(b *testing.B) {
+			bp := newBenchPair(b, paths)
+			now := time.Now()
+			b.SetBytes(int64(len(bp.pkt)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bp.send(now)
+			}
+		})
+	}
+}
+
+func BenchmarkSendReceive(b *testing.B) {
+	bp := newBenchPair(b, 2)
+	now := time.Now()
+	for i := 0; i < 4; i++ { // the server learns both paths
+		bp.receive(bp.send(now), now)
+	}
+	bp.validateServerPaths()
+	b.SetBytes(int64(len(bp.pkt)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bp.receive(bp.send(now), now)
+	}
+	b.StopTimer()
+	if bp.srvTUN.written < b.N {
+		b.Fatalf("only %d of %d packets reached the TUN", bp.srvTUN.written, b.N)
+	}
+}
+
+// The per-packet path allocates nothing in steady state: TUN packet → schedule →
+// seal → socket batch on one side, datagram → open → reorder → TUN on the other.
+func TestSendReceiveAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	bp := newBenchPair(t, 2)
+	now := time.Now()
+	for i := 0; i < 64; i++ {
+		bp.receive(bp.send(now), now)
+	}
+	bp.validateServerPaths()
+	for i := 0; i < 64; i++ {
+		bp.receive(bp.send(now), now)
+	}
+	before := bp.srvTUN.written
+	allocs := testing.AllocsPerRun(2000, func() { bp.receive(bp.send(now), now) })
+	if allocs != 0 {
+		t.Fatalf("%.2f allocations per packet, want 0", allocs)
+	}
+	if bp.srvTUN.written-before < 2000 {
+		t.Fatalf("only %d packets delivered", bp.srvTUN.written-before)
+	}
+}
