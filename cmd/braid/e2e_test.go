@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,7 +66,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startDaemon(t *testing.T, ns *netns.Namespace, name, cfgFile, socket string) *daemon {
+func startDaemon(t testing.TB, ns *netns.Namespace, name, cfgFile, socket string) *daemon {
 	t.Helper()
 	d := &daemon{name: name, out: &syncBuffer{}, socket: socket, done: make(chan error, 1)}
 	d.cmd = exec.Command(os.Args[0], "up", "-c", cfgFile)
@@ -85,7 +86,7 @@ func startDaemon(t *testing.T, ns *netns.Namespace, name, cfgFile, socket string
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop(t *testing.T) error {
+func (d *daemon) stop(t testing.TB) error {
 	if d.cmd.ProcessState != nil {
 		return nil
 	}
@@ -100,7 +101,7 @@ func (d *daemon) stop(t *testing.T) error {
 	}
 }
 
-func (d *daemon) status(t *testing.T) control.Status {
+func (d *daemon) status(t testing.TB) control.Status {
 	t.Helper()
 	st, err := control.Query(d.socket)
 	if err != nil {
@@ -110,7 +111,7 @@ func (d *daemon) status(t *testing.T) control.Status {
 }
 
 // waitPaths waits until d's peer has n usable paths.
-func (d *daemon) waitPaths(t *testing.T, peer string, n int) {
+func (d *daemon) waitPaths(t testing.TB, peer string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -134,7 +135,7 @@ func (d *daemon) waitPaths(t *testing.T, peer string, n int) {
 	t.Fatalf("%s: peer %q never had %d usable paths\n%s", d.name, peer, n, d.out.String())
 }
 
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
@@ -143,7 +144,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-func newNS(t *testing.T) *netns.Namespace {
+func newNS(t testing.TB) *netns.Namespace {
 	t.Helper()
 	ns, err := netns.New(e2ePrefix)
 	if err != nil {
@@ -214,7 +215,7 @@ type e2eRig struct {
 	dir            string
 }
 
-func newE2ERig(t *testing.T) *e2eRig {
+func newE2ERig(t testing.TB, shaped bool) *e2eRig {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
 	}
@@ -236,11 +237,13 @@ func newE2ERig(t *testing.T) *e2eRig {
 	if os.Getenv("E2E_ARP_IGNORE") == "1" {
 		must(r.srv.SetSysctl("net.ipv4.conf.all.arp_ignore", "1"))
 	}
-	shape := netns.TBF{Rate: 10_000_000}
-	must(r.srv.Shape("s1", shape))
-	must(r.srv.Shape("s2", shape))
-	must(r.cli.Shape("c1", shape))
-	must(r.cli.Shape("c2", shape))
+	if shaped {
+		shape := netns.TBF{Rate: 10_000_000}
+		must(r.srv.Shape("s1", shape))
+		must(r.srv.Shape("s2", shape))
+		must(r.cli.Shape("c1", shape))
+		must(r.cli.Shape("c2", shape))
+	}
 
 	var err error
 	r.srvKey, err = keys.Generate()
@@ -320,7 +323,7 @@ socket = %q
 	return r
 }
 
-func (r *e2eRig) fetch(t *testing.T, host string, size int64, onProgress func(int64)) httpbench.Result {
+func (r *e2eRig) fetch(t testing.TB, host string, size int64, onProgress func(int64)) httpbench.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -332,7 +335,7 @@ func (r *e2eRig) fetch(t *testing.T, host string, size int64, onProgress func(in
 }
 
 func TestE2ETunnel(t *testing.T) {
-	r := newE2ERig(t)
+	r := newE2ERig(t, true)
 	const size = 16 * httpbench.MB
 
 	t.Run("ping", func(t *testing.T) {
@@ -472,7 +475,7 @@ func (r *e2eRig) forgedAndReplayed(t *testing.T) {
 }
 
 // logPaths logs one line per path and the reorder counters of every peer.
-func logPaths(t *testing.T, who string, st control.Status) {
+func logPaths(t testing.TB, who string, st control.Status) {
 	for _, p := range st.Peers {
 		r := p.ReorderStats
 		t.Logf("%s peer %s: reorder hold %.1fms in-order %d reordered %d timeouts %d late %d dups %d",
@@ -526,5 +529,79 @@ func (r *e2eRig) spoofing(t *testing.T) {
 	}
 	if got := r.dSrv.status(t).Counters["drop_spoofed_source"] - before; got != 1 {
 		t.Fatalf("drop_spoofed_source +%d, want +1", got)
+	}
+}
+
+// TestE2EStartupErrors: an unknown interface and a busy port each stop `braid up`
+// with one clear line and exit code 1, and leave no TUN device behind.
+func TestE2EStartupErrors(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces and TUN devices")
+	}
+	ns := newNS(t)
+	dir := t.TempDir()
+	k, _ := keys.Generate()
+	srv, _ := keys.Generate()
+	writeFile(t, dir, "k.key", k.String())
+	var busy *net.UDPConn
+	if err := ns.Do(func() (err error) {
+		busy, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero, Port: 7000})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cases := []struct {
+		name, cfg, want string
+	}{
+		{"unknown interface", fmt.Sprintf(`
+role = "client"
+private_key_file = "k.key"
+[tun]
+address = ["100.64.0.2/24"]
+[client]
+server_public_key = %q
+servers = ["198.18.1.2:7000"]
+paths = ["nope0"]
+[control]
+socket = %q
+`, srv.Public(), filepath.Join(dir, "c.sock")), `interface "nope0" not found`},
+		{"busy port", fmt.Sprintf(`
+role = "server"
+private_key_file = "k.key"
+[tun]
+address = ["100.64.0.1/24"]
+[server]
+listen = ["0.0.0.0:7000"]
+[[server.clients]]
+public_key = %q
+allowed_ips = ["100.64.0.2/32"]
+[control]
+socket = %q
+`, srv.Public(), filepath.Join(dir, "s.sock")), "address already in use"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := writeFile(t, dir, "x.toml", c.cfg)
+			cmd := exec.Command(os.Args[0], "up", "-c", file)
+			cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := ns.Start(cmd); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Fatalf("exit code %d (%v), want 1; output:\n%s", code, err, out.String())
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "braid: ") || !strings.Contains(last, c.want) {
+				t.Fatalf("last line %q, want a \"braid: …%s…\" line; output:\n%s", last, c.want, out.String())
+			}
+			if _, err := ns.Netlink().LinkByName("braid0"); err == nil {
+				t.Fatal("braid0 left behind")
+			}
+		})
 	}
 }

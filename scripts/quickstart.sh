@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# quickstart.sh — braid in two minutes, on one Linux machine.
+#
+# Builds braid, wires a client and a server network namespace together with two
+# veth links shaped to 10 Mbit/s each, brings a braid tunnel up over both, and
+# downloads the same 16 MB file once directly over one link and once through the
+# tunnel. The tunnel should reach nearly twice the single-link goodput.
+#
+#   client ns  c1 198.18.1.1 ── 10 Mbit/s ── s1 198.18.1.2  server ns
+#              c2 198.18.2.1 ── 10 Mbit/s ── s2 198.18.2.2
+#              braid0 100.64.0.2 ═══ tunnel ═══ braid0 100.64.0.1
+#
+# Usage: sudo ./scripts/quickstart.sh
+# Everything it creates (namespaces, processes, temp dir) is removed on exit,
+# on error and on Ctrl-C. Nothing outside its own namespaces is touched.
+set -euo pipefail
+
+prefix=bqs                   # namespace prefix; names are bqs-<PID>-<role>
+size_mb=16                   # download size
+port=8080                    # HTTP port in the server namespace
+
+die() { echo "quickstart: $*" >&2; exit 1; }
+step() { printf '\n==> %s\n' "$*"; }
+
+# --- Preconditions --------------------------------------------------------
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (namespaces, veths and TUN devices need it): sudo $0"
+
+# sudo's secure_path usually lacks the official Go install location.
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+	PATH=$PATH:/usr/local/go/bin
+fi
+need() { # need TOOL DEBIAN-PACKAGE
+	command -v "$1" >/dev/null || die "'$1' not found: apt-get install $2${3:+ $3}"
+}
+need ip iproute2
+need tc iproute2
+need go golang-go "(or, if Go is installed for your user: sudo env PATH=\"\$PATH\" $0)"
+need curl curl
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+srv_ns=$prefix-$$-server
+cli_ns=$prefix-$$-client
+tmp=""
+
+# --- Cleanup --------------------------------------------------------------
+
+# killns NS: stop every process inside namespace NS (TERM, then KILL after 5 s).
+killns() {
+	local pids i
+	pids=$(ip netns pids "$1" 2>/dev/null) || return 0
+	[ -n "$pids" ] || return 0
+	# shellcheck disable=SC2086 # word splitting of the PID list is intended
+	kill -TERM $pids 2>/dev/null || true
+	for i in $(seq 50); do
+		sleep 0.1
+		pids=$(ip netns pids "$1" 2>/dev/null) || return 0
+		[ -n "$pids" ] || return 0
+	done
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null || true
+}
+
+# cleanup runs once, on any exit. Killing the processes first matters: a
+# namespace whose name is deleted lives on while a process is still inside it.
+cleanup() {
+	local rc=$? f
+	trap - EXIT INT TERM
+	set +e
+	if [ "$rc" -ne 0 ] && [ -n "$tmp" ]; then
+		for f in "$tmp"/*.log; do
+			[ -s "$f" ] || continue
+			echo "--- last lines of $(basename "$f") ---" >&2
+			tail -n 15 "$f" >&2
+		done
+	fi
+	killns "$cli_ns"
+	killns "$srv_ns"
+	# A job caught between fork and entering its namespace would escape killns.
+	f=$(jobs -p)
+	# shellcheck disable=SC2086
+	[ -z "$f" ] || kill -KILL $f 2>/dev/null
+	wait 2>/dev/null
+	# Deleting a namespace also deletes its veth ends and braid0.
+	ip netns del "$cli_ns" 2>/dev/null
+	ip netns del "$srv_ns" 2>/dev/null
+	[ -n "$tmp" ] && rm -rf "$tmp"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT  # the EXIT trap does the work
+trap 'exit 143' TERM
+
+# Namespaces left behind by a run that was killed (kill -9, power loss): remove
+# those of our prefix whose creating PID is gone.
+for ns in $(ip netns list | awk '{print $1}'); do
+	[[ $ns =~ ^$prefix-([0-9]+)-(client|server)$ ]] || continue
+	pid=${BASH_REMATCH[1]}
+	if [ "$pid" = $$ ] || kill -0 "$pid" 2>/dev/null; then
+		continue # ours, or its script is still running
+	fi
+	echo "removing stale namespace $ns"
+	killns "$ns"
+	ip netns del "$ns" || true
+done
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/$prefix-$$.XXXXXX")
+braid=$tmp/braid
+
+# --- Build ----------------------------------------------------------------
+
+step "building braid"
+(cd "$repo" && go build -o "$braid" ./cmd/braid)
+"$braid" version
+
+# --- Topology -------------------------------------------------------------
+
+step "creating namespaces $cli_ns and $srv_ns with two 10 Mbit/s links"
+ip netns add "$srv_ns"
+ip netns add "$cli_ns"
+ip -n "$srv_ns" link set lo up
+ip -n "$cli_ns" link set lo up
+for i in 1 2; do
+	ip link add "c$i" netns "$cli_ns" type veth peer name "s$i" netns "$srv_ns"
+	ip -n "$cli_ns" addr add "198.18.$i.1/24" dev "c$i"
+	ip -n "$srv_ns" addr add "198.18.$i.2/24" dev "s$i"
+	ip -n "$cli_ns" link set "c$i" up
+	ip -n "$srv_ns" link set "s$i" up
+	# tbf shapes egress only, so both ends get one: 10 Mbit/s each way.
+	tc -n "$cli_ns" qdisc add dev "c$i" root tbf rate 10mbit burst 32kbit latency 50ms
+	tc -n "$srv_ns" qdisc add dev "s$i" root tbf rate 10mbit burst 32kbit latency 50ms
+done
+# Linux answers ARP for any of its addresses on any interface, so without this
+# c1 would also reach 198.18.2.2 (over link 1) and c2 198.18.1.2 (over link 2):
+# four subflows, two per wire, each looking like an independent path. With
+# arp_ignore=1 the server answers only for the address of the receiving
+# interface, so each client interface reaches only its own server address and
+# braid sees the two real paths.
+ip netns exec "$srv_ns" sysctl -qw net.ipv4.conf.all.arp_ignore=1
+
+# --- Keys and configs -----------------------------------------------------
+
+step "generating keys and configs in $tmp"
+(umask 077 && "$braid" genkey >"$tmp/server.key" && "$braid" genkey >"$tmp/client.key")
+srv_pub=$("$braid" pubkey <"$tmp/server.key")
+cli_pub=$("$braid" pubkey <"$tmp/client.key")
+srv_sock=$tmp/server.sock
+cli_sock=$tmp/client.sock
+
+cat >"$tmp/server.toml" <<EOF
+role = "server"
+private_key_file = "server.key"
+
+[tun]
+address = ["100.64.0.1/24"]
+
+[server]
+listen = ["0.0.0.0:7000"]
+
+[[server.clients]]
+name = "quickstart"
+public_key = "$cli_pub"
+allowed_ips = ["100.64.0.2/32"]
+
+[control]
+socket = "$srv_sock"
+EOF
+
+cat >"$tmp/client.toml" <<EOF
+role = "client"
+private_key_file = "client.key"
+
+[tun]
+address = ["100.64.0.2/24"]
+
+[client]
+server_public_key = "$srv_pub"
+servers = ["198.18.1.2:7000", "198.18.2.2:7000"]
+paths = ["c1", "c2"]
+
+[control]
+socket = "$cli_sock"
+EOF
+
+# --- Tunnel ---------------------------------------------------------------
+
+# wait_for SECONDS WHAT CMD...: poll CMD every 0.2 s until it succeeds.
+wait_for() {
+	local limit=$1 what=$2
+	shift 2
+	local deadline=$((SECONDS + limit))
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || die "timed out after ${limit}s waiting for $what"
+		sleep 0.2
+	done
+}
+# alive PID NAME: fail early, with the logs, if a daemon has exited.
+alive() { kill -0 "$1" 2>/dev/null || die "$2 exited (see its log below)"; }
+
+step "starting braid (logs: $tmp/server.log, $tmp/client.log)"
+ip netns exec "$srv_ns" "$braid" up -c "$tmp/server.toml" >"$tmp/server.log" 2>&1 &
+srv_pid=$!
+server_ready() { alive "$srv_pid" "braid server" && [ -S "$srv_sock" ]; }
+wait_for 10 "the server's control socket" server_ready
+ip netns exec "$cli_ns" "$braid" up -c "$tmp/client.toml" >"$tmp/client.log" 2>&1 &
+cli_pid=$!
+
+# The session counts as up once the client reports it established with both
+# paths usable. The status is captured before grepping it: grep -q stopping
+# early could otherwise fail braid status with a broken pipe.
+established() {
+	local st
+	alive "$cli_pid" "braid client"
+	alive "$srv_pid" "braid server"
+	st=$("$braid" status --socket "$cli_sock" --json 2>/dev/null) || return 1
+	grep -q '"established": true' <<<"$st" &&
+		[ "$(grep -cE '"state": "(active|degraded)"' <<<"$st")" -ge 2 ]
+}
+wait_for 10 "the client's session to be established on two paths" established
+"$braid" status --socket "$cli_sock"
+
+# --- Downloads ------------------------------------------------------------
+
+step "serving a $size_mb MB file from the server namespace on port $port"
+mkdir "$tmp/www"
+head -c $((size_mb * 1024 * 1024)) /dev/urandom >"$tmp/www/file.bin"
+if command -v python3 >/dev/null; then
+	ip netns exec "$srv_ns" python3 -m http.server --bind 0.0.0.0 --directory "$tmp/www" "$port" \
+		>"$tmp/http.log" 2>&1 &
+else
+	# No python3: a ten-line Go file server, built with the Go we already need.
+	mkdir "$tmp/httpd"
+	cat >"$tmp/httpd/main.go" <<'EOF'
+package main
+
+import (
+	"log"
+	"net/http"
+	"os"
+)
+
+func main() { log.Fatal(http.ListenAndServe(os.Args[1], http.FileServer(http.Dir(os.Args[2])))) }
+EOF
+	(cd "$tmp/httpd" && go build -o httpd main.go)
+	ip netns exec "$srv_ns" "$tmp/httpd/httpd" "0.0.0.0:$port" "$tmp/www" >"$tmp/http.log" 2>&1 &
+fi
+http_pid=$!
+http_ready() {
+	alive "$http_pid" "the HTTP server"
+	ip netns exec "$cli_ns" curl -sf -o /dev/null --max-time 1 -r 0-0 "http://198.18.1.2:$port/file.bin"
+}
+wait_for 10 "the HTTP server" http_ready
+
+# fetch URL: download into /dev/null from the client namespace, print Mbit/s.
+fetch() {
+	local bps
+	bps=$(ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 120 -w '%{speed_download}' "$1")
+	awk -v b="$bps" 'BEGIN { printf "%.2f", b * 8 / 1e6 }'
+}
+
+step "downloading directly over one path (198.18.1.2)"
+direct=$(fetch "http://198.18.1.2:$port/file.bin")
+echo "direct, one path:      $direct Mbit/s"
+
+step "downloading through the braid tunnel (100.64.0.1)"
+tunnel=$(fetch "http://100.64.0.1:$port/file.bin")
+echo "braid, two paths:      $tunnel Mbit/s"
+
+step "result"
+awk -v d="$direct" -v t="$tunnel" -v s="$size_mb" 'BEGIN {
+	printf "%d MB download: direct %.2f Mbit/s, braid %.2f Mbit/s, ratio %.2fx\n", s, d, t, t / d
+}'
+
+step "client status after the download (SHARE: each path's part of the traffic)"
+"$braid" status --socket "$cli_sock"
+
+step "cleaning up"
