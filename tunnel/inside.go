@@ -128,27 +128,14 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 }
 
 // innerDst returns the destination address of an IPv4 or IPv6 packet.
-func innerDst(pkt []byte) (netip.Addr, bool) {
-	if len(pkt) < 1 {
-		return netip.Addr{}, false
-	}
-	switch pkt[0] >> 4 {
-	case 4:
-		if len(pkt) < 20 {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom4([4]byte(pkt[16:20])), true
-	case 6:
-		if len(pkt) < 40 {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom16([16]byte(pkt[24:40])), true
-	}
-	return netip.Addr{}, false
-}
+func innerDst(pkt []byte) (netip.Addr, bool) { return innerAddr(pkt, 16, 24) }
 
 // innerSrc returns the source address of an IPv4 or IPv6 packet.
-func innerSrc(pkt []byte) (netip.Addr, bool) {
+func innerSrc(pkt []byte) (netip.Addr, bool) { return innerAddr(pkt, 12, 8) }
+
+// innerAddr reads the address at offset off4 of an IPv4 header or off6 of an IPv6
+// header, after checking the version and that the header is there.
+func innerAddr(pkt []byte, off4, off6 int) (netip.Addr, bool) {
 	if len(pkt) < 1 {
 		return netip.Addr{}, false
 	}
@@ -157,12 +144,12 @@ func innerSrc(pkt []byte) (netip.Addr, bool) {
 		if len(pkt) < 20 {
 			return netip.Addr{}, false
 		}
-		return netip.AddrFrom4([4]byte(pkt[12:16])), true
+		return netip.AddrFrom4([4]byte(pkt[off4 : off4+4])), true
 	case 6:
 		if len(pkt) < 40 {
 			return netip.Addr{}, false
 		}
-		return netip.AddrFrom16([16]byte(pkt[8:24])), true
+		return netip.AddrFrom16([16]byte(pkt[off6 : off6+16])), true
 	}
 	return netip.Addr{}, false
 }
