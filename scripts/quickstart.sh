@@ -247,7 +247,7 @@ fi
 http_pid=$!
 http_ready() {
 	alive "$http_pid" "the HTTP server"
-	ip netns exec "$cli_ns" curl -sf -o /dev/null --max-time 1 -r 0-0 "http://198.18.1.2:$port/file.bin"
+	ip netns exec "$cli_ns" curl -sf -I -o /dev/null --max-time 1 "http://198.18.1.2:$port/file.bin"
 }
 wait_for 10 "the HTTP server" http_ready
 
@@ -271,7 +271,9 @@ awk -v d="$direct" -v t="$tunnel" -v s="$size_mb" 'BEGIN {
 	printf "%d MB download: direct %.2f Mbit/s, braid %.2f Mbit/s, ratio %.2fx\n", s, d, t, t / d
 }'
 
-step "client status after the download (SHARE: each path's part of the traffic)"
+# The client mostly sent ACKs: RX shows how the download was split over the
+# paths, SHARE and TX the client's own sending.
+step "client status after the download (RX: each path's part of the download)"
 "$braid" status --socket "$cli_sock"
 
 step "cleaning up"

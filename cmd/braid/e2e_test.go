@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -209,6 +210,7 @@ func dialIn(ns *netns.Namespace, cc string) func(ctx context.Context, network, a
 //	cli  c2 198.18.2.1 ── 10 Mbit/s ── s2 198.18.2.2  srv
 //	cliB b1 198.18.3.1 ── unshaped  ── s3 198.18.3.2  srv
 type e2eRig struct {
+	srvCfg         string
 	srv, cli, cliB *netns.Namespace
 	dSrv, dCli, dB *daemon
 	srvKey, cliKey keys.Key
@@ -275,7 +277,9 @@ public_key = %q
 allowed_ips = ["100.64.0.3/32"]
 [control]
 socket = %q
+metrics = "127.0.0.1:9273"
 `, r.cliKey.Public(), bKey.Public(), srvSock))
+	r.srvCfg = srvCfg
 	cliSock := filepath.Join(r.dir, "cli.sock")
 	cliCfg := writeFile(t, r.dir, "client.toml", fmt.Sprintf(`
 role = "client"
@@ -387,6 +391,54 @@ func TestE2ETunnel(t *testing.T) {
 		}
 		if down == 0 {
 			t.Fatalf("no path reported down after the cut: %+v", st.Peers[0].Paths)
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		c := http.Client{Transport: &http.Transport{DialContext: dialIn(r.srv, "")}}
+		resp, err := c.Get("http://127.0.0.1:9273/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{"braid_path_srtt_seconds", "braid_drops_total", `reason="replayed"`} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+
+	t.Run("sighup-reload", func(t *testing.T) {
+		// Drop client b from the server's file; SIGHUP applies it without touching
+		// client a's session.
+		before := r.dSrv.status(t)
+		cfg, err := os.ReadFile(r.srvCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.LastIndex(string(cfg), "[[server.clients]]")
+		j := strings.Index(string(cfg), "[control]")
+		if err := os.WriteFile(r.srvCfg, append(cfg[:i:i], cfg[j:]...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r.dSrv.cmd.Process.Signal(syscall.SIGHUP)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st := r.dSrv.status(t)
+			if len(st.Peers) == 1 {
+				if st.Peers[0].Name != "a" || st.Peers[0].SessionIndex != before.Peers[0].SessionIndex {
+					t.Fatalf("after reload: %+v (before: index %x)", st.Peers[0], before.Peers[0].SessionIndex)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reload did not remove client b: %d peers", len(st.Peers))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got, err := ping(r.cli, "100.64.0.1", 3); err != nil || got < 2 {
+			t.Fatalf("after reload %d of 3 pings answered (%v)", got, err)
 		}
 	})
 
