@@ -590,3 +590,52 @@ func TestEngineUnknownClientCostsNothing(t *testing.T) {
 		t.Fatal("stranger established a session")
 	}
 }
+
+// IPv6 outside as well as inside: a client with one IPv6 path and one IPv4 path
+// to a server listening on both families.
+func TestEngineIPv6Outer(t *testing.T) {
+	n := conntest.NewNetwork()
+	defer n.Close()
+	srvKey, cliKey := mustKey(t), mustKey(t)
+	srv6 := netip.MustParseAddrPort("[fd00:18::2]:7000")
+	srvTun, cliTun := tuntest.New(1380), tuntest.New(1380)
+	srv, err := New(Config{
+		Role: Server, PrivateKey: srvKey, TUN: srvTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ListenAddrs: []netip.AddrPort{srv6, srvAddr1},
+		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("fd00::2/128")}}},
+		Tunables:    DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := New(Config{
+		Role: Client, PrivateKey: cliKey, TUN: cliTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srv6, srvAddr1},
+		LocalPaths: []LocalPath{{Addr: netip.MustParseAddr("fd00:18::1")}, {Addr: cliAddr1}},
+		Tunables:   DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	cli.Start()
+	defer srv.Close()
+	defer cli.Close()
+	// Each local address reaches only the server address of its family: 2 paths.
+	if got := len(cli.Status().Peers[0].Paths); got != 2 {
+		t.Fatalf("client has %d paths, want 2", got)
+	}
+	waitUsable(t, srv, "a", 2)
+	cliTun.Inject(udp6(netip.MustParseAddr("fd00::2"), netip.MustParseAddr("fd00::1"), 1, 2, []byte("v6 over v6")))
+	if p := recvN(t, srvTun, 1, 2*time.Second)[0]; string(p[48:]) != "v6 over v6" {
+		t.Fatalf("got %q", p[48:])
+	}
+	remotes := map[bool]bool{}
+	for _, pa := range srv.Status().Peers[0].Paths {
+		ap := netip.MustParseAddrPort(pa.Remote)
+		remotes[ap.Addr().Is6()] = true
+	}
+	if !remotes[true] || !remotes[false] {
+		t.Fatalf("server paths do not cover both families: %v", remotes)
+	}
+}
