@@ -639,3 +639,78 @@ func TestEngineIPv6Outer(t *testing.T) {
 		t.Fatalf("server paths do not cover both families: %v", remotes)
 	}
 }
+
+// Subflows: two sockets (distinct source ports) on one local path make two paths the
+// server tells apart, and both carry traffic.
+func TestEngineSubflows(t *testing.T) {
+	n := conntest.NewNetwork()
+	defer n.Close()
+	srvKey, cliKey := mustKey(t), mustKey(t)
+	srvTun, cliTun := tuntest.New(1380), tuntest.New(1380)
+	srv, err := New(Config{
+		Role: Server, PrivateKey: srvKey, TUN: srvTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ListenAddrs: []netip.AddrPort{srvAddr1},
+		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32")}}},
+		Tunables:    DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := New(Config{
+		Role: Client, PrivateKey: cliKey, TUN: cliTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srvAddr1},
+		LocalPaths: []LocalPath{{Addr: cliAddr1}}, Subflows: 2, Params: Params{Scheduler: "roundrobin"},
+		Tunables: DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	cli.Start()
+	defer srv.Close()
+	defer cli.Close()
+	waitUsable(t, srv, "a", 2)
+	for i := 0; i < 100; i++ {
+		cliTun.Inject(udp4(inCliA, inSrv, uint16(1000+i), 2, []byte("x")))
+	}
+	recvN(t, srvTun, 100, 2*time.Second)
+	ports := map[string]uint64{}
+	for _, pa := range srv.Status().Peers[0].Paths {
+		ports[pa.Remote] += pa.RxPackets
+	}
+	if len(ports) != 2 {
+		t.Fatalf("server sees %d client endpoints, want 2: %v", len(ports), ports)
+	}
+	for ep, rx := range ports {
+		if rx < 30 {
+			t.Errorf("subflow %s carried only %d datagrams", ep, rx)
+		}
+	}
+}
+
+// Rekeying by message count: with a tiny limit the client rekeys while traffic
+// flows, and nothing is lost.
+func TestEngineRekeyByCount(t *testing.T) {
+	r := newRig(t, rigOpts{tunables: func(tn *Tunables) { tn.RekeyAfterMessages = 300 }})
+	waitUsable(t, r.srv, "a", 2)
+	first := r.cliA.Status().Peers[0].SessionIndex
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	sent := stream(r.cliATun, inCliA, inSrv, time.Millisecond, stop, &wg)
+	var delivered atomic.Int64
+	go func() {
+		for range r.srvTun.Outbound() {
+			delivered.Add(1)
+		}
+	}()
+	time.Sleep(800 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
+	if s, d := sent.Load(), delivered.Load(); d != s {
+		t.Fatalf("sent %d, delivered %d", s, d)
+	}
+	if r.cliA.Status().Peers[0].SessionIndex == first {
+		t.Fatal("no rekey after 300 messages")
+	}
+}
