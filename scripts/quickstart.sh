@@ -67,7 +67,8 @@ cleanup() {
 	local rc=$? f
 	trap - EXIT INT TERM
 	set +e
-	if [ "$rc" -ne 0 ] && [ -n "$tmp" ]; then
+	# On a failure (not on Ctrl-C/TERM) show the logs before they are deleted.
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ] && [ "$rc" -ne 143 ] && [ -n "$tmp" ]; then
 		for f in "$tmp"/*.log; do
 			[ -s "$f" ] || continue
 			echo "--- last lines of $(basename "$f") ---" >&2
@@ -252,18 +253,22 @@ http_ready() {
 wait_for 10 "the HTTP server" http_ready
 
 # fetch URL: download into /dev/null from the client namespace, print Mbit/s.
+# It gives up after 10 s below 10 kB/s, so a broken tunnel fails fast.
 fetch() {
 	local bps
-	bps=$(ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 120 -w '%{speed_download}' "$1")
+	bps=$(ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 60 \
+		--speed-limit 10000 --speed-time 10 -w '%{speed_download}' "$1") || return 1
 	awk -v b="$bps" 'BEGIN { printf "%.2f", b * 8 / 1e6 }'
 }
 
 step "downloading directly over one path (198.18.1.2)"
-direct=$(fetch "http://198.18.1.2:$port/file.bin")
+url=http://198.18.1.2:$port/file.bin
+direct=$(fetch "$url") || die "download of $url failed"
 echo "direct, one path:      $direct Mbit/s"
 
 step "downloading through the braid tunnel (100.64.0.1)"
-tunnel=$(fetch "http://100.64.0.1:$port/file.bin")
+url=http://100.64.0.1:$port/file.bin
+tunnel=$(fetch "$url") || die "download of $url failed"
 echo "braid, two paths:      $tunnel Mbit/s"
 
 step "result"

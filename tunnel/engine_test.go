@@ -714,3 +714,41 @@ func TestEngineRekeyByCount(t *testing.T) {
 		t.Fatal("no rekey after 300 messages")
 	}
 }
+
+// A client that crashes and restarts (new sockets, new handshake without the rekey
+// flag; its CLOSE never arrived) gets a fresh session: its old paths are dropped at
+// once and traffic flows.
+func TestEngineClientRestart(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	direct := [][2]netip.Addr{{cliAddr1, srvAddr1.Addr()}, {cliAddr2, srvAddr2.Addr()}}
+	for _, pair := range direct { // the crash: nothing more gets out
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Down: true})
+	}
+	r.cliA.Close()
+	for _, pair := range direct {
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{})
+	}
+	cfg := r.cfgA
+	cfg.TUN = tuntest.New(1380)
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Start()
+	defer again.Close()
+	waitUsable(t, again, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	if n := len(r.srv.Status().Peers[0].Paths); n != 2 {
+		t.Fatalf("server keeps %d paths for the restarted client, want 2", n)
+	}
+	for i := 0; i < 20; i++ {
+		r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "after %d", i)))
+	}
+	got := recvN(t, cfg.TUN.(*tuntest.Device), 20, 3*time.Second)
+	for i, p := range got {
+		if want := fmt.Sprintf("after %d", i); string(p[28:]) != want {
+			t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
+		}
+	}
+}

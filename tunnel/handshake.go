@@ -212,6 +212,9 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 	}
 	if p.freshSession(sp.Rekey) {
 		p.resetFlows()
+		// A fresh session from a client that had one means the client restarted:
+		// its old sockets are gone, so are the paths to them.
+		p.dropPaths()
 	}
 	e.idxMu.Lock()
 	if p.next != nil {
@@ -296,17 +299,22 @@ func (p *peer) endSession(now time.Time) {
 	p.cur, p.prev, p.next = nil, nil, nil
 	if !p.isSrv {
 		// A server relearns a client's paths when it comes back.
-		for _, ps := range p.paths {
-			if ps != nil {
-				p.removePath(ps)
-			}
-		}
-		for i := range p.rx {
-			p.rx[i] = nil
-		}
+		p.dropPaths()
 	} else {
 		p.hsRetry = 0
 		p.initiateLocked(now, true)
+	}
+}
+
+// dropPaths forgets every path and receive state of a client (server side).
+func (p *peer) dropPaths() {
+	for _, ps := range p.paths {
+		if ps != nil {
+			p.removePath(ps)
+		}
+	}
+	for i := range p.rx {
+		p.rx[i] = nil
 	}
 }
 
