@@ -611,14 +611,3 @@ func TestWeightsAndV6(t *testing.T) {
 		t.Errorf("Paths = %v", c.Paths)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"shceduler", "scheduler", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"mtu", "mtu", 0}, {"alowed_ips", "allowed_ips", 1}} {
-		if got := editDistance(tc.a, tc.b); got != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
-		}
-	}
-}

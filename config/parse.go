@@ -1,10 +1,8 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"math/bits"
@@ -17,8 +15,7 @@ import (
 	"strings"
 	"time"
 
-	toml "github.com/pelletier/go-toml/v2"
-
+	"github.com/braid-vpn/braid/internal/tomlerr"
 	"github.com/braid-vpn/braid/keys"
 )
 
@@ -135,20 +132,13 @@ func SocketPath(path string) (string, error) {
 }
 
 func fileError(path string, err error) error {
-	msg := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg = pe.Err.Error()
-	}
-	return &Error{File: path, Msg: msg, Err: err}
+	return tomlerr.FileError(path, err)
 }
 
 func decode(path string, data []byte) (*rawFile, error) {
 	var raw rawFile
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, translateDecodeError(path, err)
+	if err := tomlerr.Decode(path, data, &raw); err != nil {
+		return nil, err
 	}
 	return &raw, nil
 }
@@ -472,8 +462,8 @@ func (p *parser) weights(c *Client, w []float64) {
 			paths = 1
 		}
 		p.fail(key, "%d %s for %d subflows (%d %s × %d %s × %d per path; order: path, then server, then subflow)",
-			len(w), plural(len(w), "weight", "weights"), n,
-			paths, plural(paths, "path", "paths"), len(c.Servers), plural(len(c.Servers), "server", "servers"), c.SubflowsPerPath)
+			len(w), tomlerr.Plural(len(w), "weight", "weights"), n,
+			paths, tomlerr.Plural(paths, "path", "paths"), len(c.Servers), tomlerr.Plural(len(c.Servers), "server", "servers"), c.SubflowsPerPath)
 		return
 	}
 	sum := 0.0

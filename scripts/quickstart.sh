@@ -92,17 +92,26 @@ trap cleanup EXIT
 trap 'exit 130' INT  # the EXIT trap does the work
 trap 'exit 143' TERM
 
-# Namespaces left behind by a run that was killed (kill -9, power loss): remove
-# those of our prefix whose creating PID is gone.
+# stale NAME REGEX: NAME matches REGEX, whose first group is a PID that is
+# neither this script nor any live process.
+stale() {
+	[[ $1 =~ $2 ]] || return 1
+	[ "${BASH_REMATCH[1]}" != $$ ] && ! kill -0 "${BASH_REMATCH[1]}" 2>/dev/null
+}
+
+# What a killed run (kill -9, power loss) left behind: namespaces and temp
+# dirs of our prefix whose creating PID is gone.
 for ns in $(ip netns list | awk '{print $1}'); do
-	[[ $ns =~ ^$prefix-([0-9]+)-(client|server)$ ]] || continue
-	pid=${BASH_REMATCH[1]}
-	if [ "$pid" = $$ ] || kill -0 "$pid" 2>/dev/null; then
-		continue # ours, or its script is still running
-	fi
+	stale "$ns" "^$prefix-([0-9]+)-(client|server)\$" || continue
 	echo "removing stale namespace $ns"
 	killns "$ns"
 	ip netns del "$ns" || true
+done
+for d in "${TMPDIR:-/tmp}/$prefix"-*; do
+	stale "${d##*/}" "^$prefix-([0-9]+)\\.[A-Za-z0-9]{6}\$" || continue
+	[ -d "$d" ] || continue
+	echo "removing stale directory $d"
+	rm -rf "$d"
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/$prefix-$$.XXXXXX")
@@ -252,23 +261,25 @@ http_ready() {
 }
 wait_for 10 "the HTTP server" http_ready
 
-# fetch URL: download into /dev/null from the client namespace, print Mbit/s.
-# It gives up after 10 s below 10 kB/s, so a broken tunnel fails fast.
+# fetch URL: download into /dev/null from the client namespace and set mbps to
+# the goodput. It gives up after 10 s below 10 kB/s, so a broken tunnel fails
+# fast. curl runs in the background because bash runs a TERM trap only after a
+# foreground command ends, but interrupts `wait` at once.
 fetch() {
-	local bps
-	bps=$(ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 60 \
-		--speed-limit 10000 --speed-time 10 -w '%{speed_download}' "$1") || return 1
-	awk -v b="$bps" 'BEGIN { printf "%.2f", b * 8 / 1e6 }'
+	ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 60 \
+		--speed-limit 10000 --speed-time 10 -w '%{speed_download}' "$1" >"$tmp/speed" &
+	wait "$!" || die "download of $1 failed"
+	mbps=$(awk '{ printf "%.2f", $1 * 8 / 1e6 }' "$tmp/speed")
 }
 
 step "downloading directly over one path (198.18.1.2)"
-url=http://198.18.1.2:$port/file.bin
-direct=$(fetch "$url") || die "download of $url failed"
+fetch "http://198.18.1.2:$port/file.bin"
+direct=$mbps
 echo "direct, one path:      $direct Mbit/s"
 
 step "downloading through the braid tunnel (100.64.0.1)"
-url=http://100.64.0.1:$port/file.bin
-tunnel=$(fetch "$url") || die "download of $url failed"
+fetch "http://100.64.0.1:$port/file.bin"
+tunnel=$mbps
 echo "braid, two paths:      $tunnel Mbit/s"
 
 step "result"

@@ -152,6 +152,7 @@ type connState struct {
 	idx    int
 	local  LocalPath
 	sub    int
+	spec   socketSpec // client sockets
 	closed bool
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -751,4 +752,42 @@ func TestEngineClientRestart(t *testing.T) {
 			t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
 		}
 	}
+}
+
+// Weights are written in the config's path order (local path, server, subflow) and
+// apply to both directions: the client sends its weights to the server by path id.
+func TestEngineWeightedSplit(t *testing.T) {
+	// Order: (1.1→1.2), (1.1→2.2, down), (2.1→1.2, down), (2.1→2.2).
+	r := newRig(t, rigOpts{params: Params{Scheduler: "weighted", Weights: []float64{3, 0, 0, 1}}})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	const n = 2000
+	for i := 0; i < n; i += 500 { // batches the TUN doubles' queues can hold
+		for j := 0; j < 500; j++ {
+			r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, []byte("u")))
+		}
+		recvN(t, r.srvTun, 500, 5*time.Second)
+		for j := 0; j < 500; j++ {
+			r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, []byte("d")))
+		}
+		recvN(t, r.cliATun, 500, 5*time.Second)
+	}
+	check := func(who string, st control.Status, local1 func(control.PathStatus) bool) {
+		var on1, total uint64
+		for _, pa := range st.Peers[0].Paths {
+			total += pa.TxPackets
+			if local1(pa) {
+				on1 += pa.TxPackets
+			}
+		}
+		share := float64(on1) / float64(total)
+		// Probes and acks ride along, so allow a few points around 0.75.
+		if share < 0.68 || share > 0.82 {
+			t.Errorf("%s: path 1 carried %.3f of %d datagrams, want ≈ 0.75", who, share, total)
+		}
+	}
+	check("client", r.cliA.Status(), func(pa control.PathStatus) bool {
+		return strings.HasPrefix(pa.Local, "198.18.1.1:") && pa.Remote == srvAddr1.String()
+	})
+	check("server", r.srv.Status(), func(pa control.PathStatus) bool { return strings.HasPrefix(pa.Remote, "198.18.1.1:") })
 }

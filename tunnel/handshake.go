@@ -80,12 +80,13 @@ func (p *peer) wireParams() wire.SessionParams {
 		ReorderHold: uint32(p.params.ReorderHold / time.Microsecond),
 		Congestion:  p.params.Congestion,
 	}
+	// Weights travel by client path id, the ids the server sees in inner headers.
 	var sum float64
-	for _, w := range p.params.Weights {
+	for _, w := range p.weights {
 		sum += w
 	}
-	for i, w := range p.params.Weights {
-		if i == wire.MaxWeights {
+	for i, w := range p.weights {
+		if i == wire.MaxWeights || sum <= 0 {
 			break
 		}
 		sp.Weights = append(sp.Weights, uint16(w/sum*1000+0.5))

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -13,8 +14,7 @@ import (
 // openConns opens the path sockets: on a client one per local path, subflow and
 // address family in use; on a server one per listen address.
 func (e *Engine) openConns() error {
-	switch e.role {
-	case Server:
+	if e.role == Server {
 		for _, a := range e.cfg.ListenAddrs {
 			c, err := e.cfg.Listen(conn.Options{Addr: a})
 			if err != nil {
@@ -23,22 +23,20 @@ func (e *Engine) openConns() error {
 			e.conns = append(e.conns, &connState{c: c, idx: len(e.conns)})
 		}
 		return nil
-	default:
-		return e.openClientPaths(e.cfg.LocalPaths, e.cfg.Subflows, e.cfg.Servers, time.Now())
 	}
+	_, err := e.syncClientPaths(e.cfg.LocalPaths, e.cfg.Subflows, e.cfg.Servers, time.Now())
+	return err
 }
 
-// clientSocketSpecs lists the sockets a client needs for its local paths.
+// socketSpec identifies a client socket: local path, subflow, address family.
 type socketSpec struct {
 	local LocalPath
 	sub   int
 	v6    bool
 }
 
+// clientSockets lists the sockets a client needs for its local paths.
 func clientSockets(locals []LocalPath, subflows int, servers []netip.AddrPort) []socketSpec {
-	if len(locals) == 0 {
-		locals = []LocalPath{{}}
-	}
 	var need4, need6 bool
 	for _, s := range servers {
 		if s.Addr().Unmap().Is4() {
@@ -65,51 +63,94 @@ func clientSockets(locals []LocalPath, subflows int, servers []netip.AddrPort) [
 	return specs
 }
 
-// openClientPaths opens sockets for the local paths and builds the full mesh of paths
-// (every local path × every server address × every subflow). Path ids follow that
-// order — local path, then server, then subflow — which is the order weights are
-// written in the config. Caller holds e.mu and the server peer's mu, or owns e.
-func (e *Engine) openClientPaths(locals []LocalPath, subflows int, servers []netip.AddrPort, now time.Time) error {
+// syncClientPaths makes the client's sockets and paths match a configuration, at
+// start and on reload: sockets and paths still wanted are kept (with their
+// measurements), the others closed, the missing ones opened. The paths are the full
+// mesh local path × server address × subflow; each remembers its position in that
+// order, which is how weights are written in the config. It returns the sockets it
+// opened (their readers must be started). Caller holds e.mu and the server peer's
+// mu, or owns e.
+func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []netip.AddrPort, now time.Time) ([]*connState, error) {
 	p := e.server
-	socks := make(map[socketSpec]*connState)
-	for _, spec := range clientSockets(locals, subflows, servers) {
-		opt := conn.Options{Device: spec.local.Device, Network: "udp4"}
-		if spec.v6 {
-			opt.Network = "udp6"
-		}
-		if spec.local.Addr.IsValid() {
-			opt.Addr = netip.AddrPortFrom(spec.local.Addr, 0)
-		} else if spec.v6 {
-			opt.Addr = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-		} else {
-			opt.Addr = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-		}
-		c, err := e.cfg.Listen(opt)
-		if err != nil {
-			return fmt.Errorf("path %s: %w", spec.local, err)
-		}
-		cs := &connState{c: c, idx: len(e.conns), local: spec.local, sub: spec.sub}
-		e.conns = append(e.conns, cs)
-		socks[spec] = cs
-	}
 	if len(locals) == 0 {
 		locals = []LocalPath{{}}
 	}
-	for _, l := range locals {
-		for _, srv := range servers {
+	if subflows <= 0 {
+		subflows = 1
+	}
+	want := clientSockets(locals, subflows, servers)
+	socks := make(map[socketSpec]*connState)
+	for _, cs := range e.conns {
+		if cs.closed {
+			continue
+		}
+		if slices.Contains(want, cs.spec) && socks[cs.spec] == nil {
+			socks[cs.spec] = cs
+			continue
+		}
+		for _, ps := range p.paths {
+			if ps != nil && ps.cs == cs {
+				p.removePath(ps)
+			}
+		}
+		cs.closed = true
+		cs.c.Close()
+	}
+	var opened []*connState
+	var firstErr error
+	for _, spec := range want {
+		if socks[spec] != nil {
+			continue
+		}
+		opt := conn.Options{Device: spec.local.Device, Network: "udp4", Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), 0)}
+		if spec.v6 {
+			opt.Network, opt.Addr = "udp6", netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+		}
+		if spec.local.Addr.IsValid() {
+			opt.Addr = netip.AddrPortFrom(spec.local.Addr, 0)
+		}
+		c, err := e.cfg.Listen(opt)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("path %s: %w", spec.local, err)
+			}
+			continue
+		}
+		cs := &connState{c: c, idx: len(e.conns), local: spec.local, sub: spec.sub, spec: spec}
+		e.conns = append(e.conns, cs)
+		socks[spec] = cs
+		opened = append(opened, cs)
+	}
+	wanted := make(map[pathKey]bool)
+	for li, l := range locals {
+		for si, srv := range servers {
 			v6 := !srv.Addr().Unmap().Is4()
 			for sub := 0; sub < subflows; sub++ {
 				cs := socks[socketSpec{l, sub, v6}]
 				if cs == nil {
-					continue // a local address of the other family
+					continue // a local address of the other family, or a failed socket
 				}
-				if _, err := p.addPath(cs, conn.Endpoint{Remote: srv}, true, now); err != nil {
-					return err
+				ep := conn.Endpoint{Remote: srv}
+				key := p.keyFor(cs, ep)
+				ps := p.byKey[key]
+				if ps == nil {
+					var err error
+					if ps, err = p.addPath(cs, ep, true, now); err != nil {
+						return opened, err
+					}
 				}
+				ps.weightIdx = (li*len(servers)+si)*subflows + sub
+				wanted[key] = true
 			}
 		}
 	}
-	return nil
+	for _, ps := range p.paths {
+		if ps != nil && !wanted[ps.key] {
+			p.removePath(ps)
+		}
+	}
+	p.resolveWeights()
+	return opened, firstErr
 }
 
 // addPath registers a path; the caller holds p.mu or owns p exclusively.

@@ -91,6 +91,7 @@ type pathState struct {
 	chal      [wire.ChallengeLen]byte
 	chalSent  time.Time
 	peerID    int // the peer's id for this path's reverse direction; -1 unknown
+	weightIdx int // client: position in the config's path order (local, server, subflow)
 	link      int // paths over the same access link share a number (see linkOf)
 	created   time.Time
 	downSince time.Time
@@ -144,9 +145,14 @@ func (p *peer) applyParams(want Params) error {
 	if want.Congestion != "none" {
 		return fmt.Errorf("tunnel: congestion controller %q is not available (valid: none)", want.Congestion)
 	}
-	s, err := sched.New(want.Scheduler, sched.Options{Weights: want.Weights})
-	if err != nil {
-		return err
+	// The scheduler keeps state (virtual queues, round-robin position): a rekey
+	// that re-applies the same parameters keeps it.
+	s := p.sched
+	if s == nil || want.Scheduler != p.params.Scheduler {
+		var err error
+		if s, err = sched.New(want.Scheduler, sched.Options{}); err != nil {
+			return err
+		}
 	}
 	mode, err := reorder.ParseMode(want.Reorder)
 	if err != nil {
@@ -177,8 +183,30 @@ func (p *peer) applyParams(want Params) error {
 	}
 	p.sched = s
 	p.params = want
-	p.weights = want.Weights
+	p.resolveWeights()
 	return nil
+}
+
+// resolveWeights turns the configured weights into weights by path id. A client's
+// are written in its config's path order (local path, server, subflow); a server's
+// arrive from the client already by the client's path ids.
+func (p *peer) resolveWeights() {
+	if !p.isSrv {
+		p.weights = p.params.Weights
+		return
+	}
+	p.weights = p.weights[:0]
+	for _, ps := range p.paths {
+		if ps == nil {
+			continue
+		}
+		for len(p.weights) <= int(ps.id) {
+			p.weights = append(p.weights, 0)
+		}
+		if ps.weightIdx < len(p.params.Weights) {
+			p.weights[ps.id] = p.params.Weights[ps.weightIdx]
+		}
+	}
 }
 
 // resetFlows starts the session's flow numbering afresh on both sides: our sending
@@ -205,8 +233,8 @@ func (p *peer) rxFor(id uint16) *rxPath {
 	return r
 }
 
-// weightOf maps a path to its configured weight: weights are written in the
-// client's path order, so a server uses the client's id for the path.
+// weightOf returns a path's weight from the weights by client path id: a server
+// uses the client's id for the path (learnt from its datagrams).
 func (p *peer) weightOf(ps *pathState) float64 {
 	id := int(ps.id)
 	if !p.isSrv {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/wire"
 )
 
@@ -42,81 +41,24 @@ func (e *Engine) Reload(cfg Config) error {
 }
 
 func (e *Engine) reloadClient(cfg Config, now time.Time) error {
-	if cfg.Subflows <= 0 {
-		cfg.Subflows = 1
-	}
 	p := e.server
-	want := clientSockets(cfg.LocalPaths, cfg.Subflows, cfg.Servers)
 	e.mu.Lock()
 	p.mu.Lock()
-	// Close sockets no longer wanted, and paths to servers no longer listed.
-	var keep []socketSpec
-	for _, cs := range e.conns {
-		if cs.closed {
-			continue
-		}
-		spec := socketSpec{cs.local, cs.sub, !cs.c.LocalAddr().Addr().Unmap().Is4()}
-		if slices.Contains(want, spec) {
-			keep = append(keep, spec)
-			continue
-		}
-		for _, ps := range p.paths {
-			if ps != nil && ps.cs == cs {
-				p.removePath(ps)
-			}
-		}
-		cs.closed = true
-		cs.c.Close()
-	}
-	for _, ps := range p.paths {
-		if ps != nil && !slices.Contains(cfg.Servers, ps.ep.Remote) {
-			p.removePath(ps)
-		}
-	}
-	// Open what is new: sockets for new local paths, and for kept sockets the paths
-	// to new server addresses.
-	var fresh []LocalPath
-	for _, spec := range want {
-		if !slices.Contains(keep, spec) && !slices.Contains(fresh, spec.local) {
-			fresh = append(fresh, spec.local)
-		}
-	}
-	var err error
-	before := len(e.conns)
-	for _, cs := range e.conns {
-		if cs.closed {
-			continue
-		}
-		for _, srv := range cfg.Servers {
-			if srv.Addr().Unmap().Is4() != cs.c.LocalAddr().Addr().Unmap().Is4() {
-				continue
-			}
-			if _, ok := p.byKey[pathKey{conn: cs.idx, remote: srv}]; !ok {
-				if _, err2 := p.addPath(cs, conn.Endpoint{Remote: srv}, true, now); err2 != nil {
-					err = err2
-				}
-			}
-		}
-	}
-	if len(fresh) > 0 {
-		if err2 := e.openClientPaths(fresh, cfg.Subflows, cfg.Servers, now); err2 != nil {
-			err = err2
-		}
-	}
-	newConns := append([]*connState(nil), e.conns[before:]...)
+	opened, err := e.syncClientPaths(cfg.LocalPaths, cfg.Subflows, cfg.Servers, now)
 	e.cfg.LocalPaths, e.cfg.Subflows, e.cfg.Servers = cfg.LocalPaths, cfg.Subflows, cfg.Servers
+	w := &writer{e: e}
 	if p.cur != nil {
-		w := &writer{e: e}
+		// New paths make themselves known to the server (which challenges them).
 		for _, ps := range p.paths {
-			if ps != nil && ps.cs.idx >= before {
+			if ps != nil && slices.Contains(opened, ps.cs) {
 				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
 			}
 		}
-		defer w.flush()
 	}
 	p.mu.Unlock()
 	e.mu.Unlock()
-	for _, cs := range newConns {
+	w.flush()
+	for _, cs := range opened {
 		e.startReader(cs)
 	}
 	return err

@@ -1,0 +1,321 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Rate is a link rate in bits per second; 0 means unshaped.
+type Rate uint64
+
+// Rate units, decimal as in tc and on network equipment.
+const (
+	Kbit Rate = 1000
+	Mbit Rate = 1000 * Kbit
+	Gbit Rate = 1000 * Mbit
+)
+
+// MinRate and MaxRate bound a shaped link: below 8 kbit/s a 1500-byte frame
+// takes 1.5 s to serialize, which is a mistake, not an experiment; above
+// 100 Gbit/s no emulator here keeps up.
+const (
+	MinRate = 8 * Kbit
+	MaxRate = 100 * Gbit
+)
+
+// ParseRate reads tc-style rates: "10mbit", "1gbit", "500kbit", "2.5Mbit/s",
+// case-insensitive, decimal units. "unlimited" is 0 (unshaped). tc's "mbps"
+// means megabytes per second, which almost nobody intends, so the byte
+// units are refused rather than guessed.
+func ParseRate(s string) (Rate, error) {
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	if t == "unlimited" {
+		return 0, nil
+	}
+	t = strings.TrimSuffix(t, "/s")
+	num, unit := splitNumber(t)
+	if num == "" {
+		return 0, fmt.Errorf("%q is not a rate (e.g. \"10mbit\", \"1gbit\", \"500kbit\")", s)
+	}
+	var mult float64
+	switch unit {
+	case "bit":
+		mult = 1
+	case "kbit":
+		mult = 1e3
+	case "mbit":
+		mult = 1e6
+	case "gbit":
+		mult = 1e9
+	case "":
+		return 0, fmt.Errorf("%q has no unit (e.g. \"%smbit\")", s, num)
+	case "bps", "kbps", "mbps", "gbps", "b", "kb", "mb", "gb":
+		return 0, fmt.Errorf("%q is ambiguous (tc reads %q as bytes per second); write bits, e.g. \"%smbit\"", s, unit, num)
+	default:
+		return 0, fmt.Errorf("%q has unknown unit %q (valid: bit, kbit, mbit, gbit)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a rate", s)
+	}
+	r := v * mult
+	if r < float64(MinRate) || r > float64(MaxRate) {
+		return 0, fmt.Errorf("%q out of range (%v..%v; omit the key or write \"unlimited\" for an unshaped link)", s, MinRate, MaxRate)
+	}
+	return Rate(math.Round(r)), nil
+}
+
+// String writes the rate in the largest unit that keeps it short:
+// "10Mbit/s", "1Gbit/s", "2.5Mbit/s", "unlimited".
+func (r Rate) String() string {
+	switch {
+	case r == 0:
+		return "unlimited"
+	case r >= Gbit:
+		return strconv.FormatFloat(float64(r)/float64(Gbit), 'g', -1, 64) + "Gbit/s"
+	case r >= Mbit:
+		return strconv.FormatFloat(float64(r)/float64(Mbit), 'g', -1, 64) + "Mbit/s"
+	case r >= Kbit:
+		return strconv.FormatFloat(float64(r)/float64(Kbit), 'g', -1, 64) + "kbit/s"
+	}
+	return strconv.FormatUint(uint64(r), 10) + "bit/s"
+}
+
+// Mbps is the rate in Mbit/s, the unit of the paper's plots.
+func (r Rate) Mbps() float64 { return float64(r) / 1e6 }
+
+// BytesPerSecond is the rate as the emulator's token bucket counts it.
+func (r Rate) BytesPerSecond() float64 { return float64(r) / 8 }
+
+func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+func (r *Rate) UnmarshalText(b []byte) error {
+	v, err := ParseRate(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// MaxSize bounds the download size: larger files only make a campaign longer.
+const MaxSize = 64 << 30
+
+// ParseSize reads a byte count: "16MiB", "16MB", "500kB", "1GiB", "4096B".
+// Units are case-insensitive; "k", "M", "G" are decimal and "Ki", "Mi", "Gi"
+// binary, so the file says which one the paper's "16 MB" was taken to be.
+func ParseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
+	num, unit := splitNumber(t)
+	if num == "" {
+		return 0, fmt.Errorf("%q is not a size (e.g. \"16MiB\", \"500kB\")", s)
+	}
+	mults := map[string]float64{
+		"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+	}
+	mult, ok := mults[unit]
+	if !ok {
+		if unit == "" {
+			return 0, fmt.Errorf("%q has no unit (e.g. \"%sMiB\" or \"%sB\")", s, num, num)
+		}
+		return 0, fmt.Errorf("%q has unknown unit %q (valid: B, kB, MB, GB, KiB, MiB, GiB)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	n := math.Round(v * mult)
+	if n < 1 || n > MaxSize {
+		return 0, fmt.Errorf("%q out of range (1B..64GiB)", s)
+	}
+	return int64(n), nil
+}
+
+// FormatSize writes a byte count with a binary unit when it is a whole
+// number of them ("16MiB"), else in bytes.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}
+
+// splitNumber splits "10.5mbit" into "10.5" and "mbit".
+func splitNumber(s string) (num, unit string) {
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+// LossModel says how a direction of a link drops packets.
+type LossModel uint8
+
+const (
+	LossNone LossModel = iota
+	// LossUniform drops each packet independently (netem "loss random").
+	LossUniform
+	// LossGE is the Gilbert-Elliott chain of netem's "loss gemodel".
+	LossGE
+)
+
+func (m LossModel) String() string {
+	switch m {
+	case LossUniform:
+		return "random"
+	case LossGE:
+		return "gemodel"
+	}
+	return "none"
+}
+
+// Loss is a loss model with its parameters in percent, exactly as netem
+// takes them, so that the netem backend passes them on unchanged and the
+// userspace emulator matches it.
+//
+// Gilbert-Elliott (netem "loss gemodel p r 1-h 1-k"): the chain starts in
+// the good state. For each packet, the drop decision uses the state the
+// chain is in before this packet's transition: in the good state the packet
+// is dropped with probability 1-k, in the bad state with 1-h; then the chain
+// moves good→bad with probability p, bad→good with probability r.
+type Loss struct {
+	Model LossModel
+	// Percent is the drop probability of LossUniform.
+	Percent float64
+	// P, R, OneMinusH and OneMinusK are the gemodel parameters.
+	P, R, OneMinusH, OneMinusK float64
+}
+
+// ParseLoss reads a loss model in netem's words:
+//
+//	"none"                      no loss ("0%" too)
+//	"1%" or "random 1%"         uniform
+//	"gemodel 1% 75% 50% 0.5%"   Gilbert-Elliott: p r 1-h 1-k
+//
+// As in netem, numbers are percent with or without the % sign, and gemodel's
+// trailing parameters may be left out: r defaults to 100%-p, 1-h to 100%,
+// 1-k to 0% (which makes "gemodel p" a Bernoulli loss of p).
+func ParseLoss(s string) (Loss, error) {
+	f := strings.Fields(strings.ToLower(s))
+	if len(f) == 0 || (len(f) == 1 && f[0] == "none") {
+		return Loss{}, nil
+	}
+	switch f[0] {
+	case "random":
+		if len(f) != 2 {
+			return Loss{}, fmt.Errorf("%q: random takes one percentage (e.g. \"random 1%%\")", s)
+		}
+		return uniformLoss(s, f[1])
+	case "gemodel":
+		args := f[1:]
+		if len(args) < 1 || len(args) > 4 {
+			return Loss{}, fmt.Errorf("%q: gemodel takes 1 to 4 percentages: p [r [1-h [1-k]]]", s)
+		}
+		var v [4]float64
+		names := [4]string{"p", "r", "1-h", "1-k"}
+		for i, a := range args {
+			x, err := percent(a)
+			if err != nil {
+				return Loss{}, fmt.Errorf("%q: gemodel %s: %v", s, names[i], err)
+			}
+			v[i] = x
+		}
+		l := Loss{Model: LossGE, P: v[0], R: 100 - v[0], OneMinusH: 100, OneMinusK: 0}
+		if len(args) > 1 {
+			l.R = v[1]
+		}
+		if len(args) > 2 {
+			l.OneMinusH = v[2]
+		}
+		if len(args) > 3 {
+			l.OneMinusK = v[3]
+		}
+		return l, nil
+	}
+	if len(f) == 1 {
+		if _, err := percent(f[0]); err == nil {
+			return uniformLoss(s, f[0])
+		}
+	}
+	return Loss{}, fmt.Errorf("%q is not a loss model (e.g. \"none\", \"1%%\", \"random 1%%\", \"gemodel 1%% 75%% 50%% 0.5%%\")", s)
+}
+
+func uniformLoss(s, arg string) (Loss, error) {
+	x, err := percent(arg)
+	if err != nil {
+		return Loss{}, fmt.Errorf("%q: %v", s, err)
+	}
+	if x == 0 {
+		return Loss{}, nil
+	}
+	return Loss{Model: LossUniform, Percent: x}, nil
+}
+
+// percent reads a netem percentage: "0.5%" or "0.5", both meaning 0.5%.
+func percent(s string) (float64, error) {
+	t := strings.TrimSuffix(s, "%")
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(x) {
+		return 0, fmt.Errorf("%q is not a percentage", s)
+	}
+	if x < 0 || x > 100 {
+		return 0, fmt.Errorf("%q is outside 0%%..100%%", s)
+	}
+	return x, nil
+}
+
+// String writes the model as netem's loss arguments, which ParseLoss reads
+// back: "none", "random 1%", "gemodel 1% 75% 50% 0.5%".
+func (l Loss) String() string {
+	switch l.Model {
+	case LossUniform:
+		return "random " + pct(l.Percent)
+	case LossGE:
+		return "gemodel " + pct(l.P) + " " + pct(l.R) + " " + pct(l.OneMinusH) + " " + pct(l.OneMinusK)
+	}
+	return "none"
+}
+
+func pct(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) + "%" }
+
+// MeanLoss is the long-run fraction (0..1) of packets dropped in one
+// direction. For gemodel it is the stationary mix of the two states:
+// π_bad = p/(p+r), loss = (1-π_bad)(1-k) + π_bad(1-h).
+func (l Loss) MeanLoss() float64 {
+	switch l.Model {
+	case LossUniform:
+		return l.Percent / 100
+	case LossGE:
+		p, r := l.P/100, l.R/100
+		if p+r == 0 {
+			// The chain never leaves the good state it starts in.
+			return l.OneMinusK / 100
+		}
+		bad := p / (p + r)
+		return (1-bad)*l.OneMinusK/100 + bad*l.OneMinusH/100
+	}
+	return 0
+}
+
+// IsZero reports whether the model never drops a packet.
+func (l Loss) IsZero() bool { return l.MeanLoss() == 0 }
+
+func (l Loss) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+func (l *Loss) UnmarshalText(b []byte) error {
+	v, err := ParseLoss(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
