@@ -94,9 +94,9 @@ const (
 	// 64-bit counter space even if the timer were disabled by a huge value.
 	DefaultRekeyAfterPackets = 1 << 32
 	MinRekeyAfterPackets     = 1 << 16
-	// RejectAfterPackets is not configurable: a key is never used for more
-	// than 2^60 packets (WireGuard's REKEY_AFTER_MESSAGES), whatever the file
-	// says. rekey_after_packets must be below it.
+	// RejectAfterPackets bounds rekey_after_packets (it must be below 2^60,
+	// WireGuard's REKEY_AFTER_MESSAGES). The keys themselves refuse to seal at
+	// noise.RejectAfterMessages (2^64 − 2^32), far beyond it.
 	RejectAfterPackets = 1 << 60
 
 	DefaultLogLevel = "info"

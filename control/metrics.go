@@ -47,7 +47,7 @@ var (
 	descPathLoss       = desc("braid_path_loss_ratio", "Recent fraction of packets lost.", pathLabels...)
 	descPathRate       = desc("braid_path_delivery_rate_bits", "Recent delivery rate in bits per second.", pathLabels...)
 	descPathShare      = desc("braid_path_share_ratio", "Fraction of the peer's transmitted bytes sent on this path.", pathLabels...)
-	descPathInFlight   = desc("braid_path_in_flight_packets", "Packets sent and neither acknowledged nor declared lost.", pathLabels...)
+	descPathInFlight   = desc("braid_path_in_flight_bytes", "Bytes sent and neither acknowledged nor declared lost.", pathLabels...)
 	descPathQueueDelay = desc("braid_path_queue_delay_seconds", "Estimated standing queue: one-way delay above its minimum.", pathLabels...)
 	descPathOWDTrend   = desc("braid_path_owd_trend", "Slope of the one-way delay over time (s/s); positive means a queue is building.", pathLabels...)
 	descPathTxBytes    = desc("braid_path_tx_bytes_total", "Bytes sent on the path.", pathLabels...)

@@ -137,7 +137,7 @@ type PathStatus struct {
 	RxPackets   uint64  `json:"rx_packets"`
 	LostPackets uint64  `json:"lost_packets"`
 	// InFlight is packets sent and neither acknowledged nor declared lost.
-	InFlight int `json:"in_flight"`
+	InFlight int `json:"in_flight"` // bytes
 	// QueueDelayMs is the estimated standing queue: one-way delay above its minimum.
 	QueueDelayMs float64 `json:"queue_delay_ms"`
 	// OWDTrend is the slope of the one-way delay over time (seconds per

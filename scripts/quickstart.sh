@@ -12,7 +12,7 @@
 #
 # Usage: sudo ./scripts/quickstart.sh
 # Everything it creates (namespaces, processes, temp dir) is removed on exit,
-# on error and on Ctrl-C. Nothing outside its own namespaces is touched.
+# on error and on Ctrl-C. All network changes stay inside its own namespaces.
 set -euo pipefail
 
 prefix=bqs                   # namespace prefix; names are bqs-<PID>-<role>
@@ -234,11 +234,12 @@ wait_for 10 "the client's session to be established on two paths" established
 step "serving a $size_mb MB file from the server namespace on port $port"
 mkdir "$tmp/www"
 head -c $((size_mb * 1024 * 1024)) /dev/urandom >"$tmp/www/file.bin"
-if command -v python3 >/dev/null; then
+# python3-minimal alone lacks http.server, hence the import check.
+if python3 -c 'import http.server' 2>/dev/null; then
 	ip netns exec "$srv_ns" python3 -m http.server --bind 0.0.0.0 --directory "$tmp/www" "$port" \
 		>"$tmp/http.log" 2>&1 &
 else
-	# No python3: a ten-line Go file server, built with the Go we already need.
+	# No usable python3: a tiny Go file server, built with the Go we already need.
 	mkdir "$tmp/httpd"
 	cat >"$tmp/httpd/main.go" <<'EOF'
 package main

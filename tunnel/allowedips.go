@@ -69,13 +69,15 @@ func (a *allowedIPs) lookup(addr netip.Addr) *peer {
 	return best
 }
 
-// removePeer drops every prefix of p (used on reload); the trie is rebuilt rather
-// than pruned because reloads are rare.
-func (a *allowedIPs) rebuild(peers []*peer) {
-	a.v4, a.v6 = nil, nil
+// buildAllowedIPs makes a new trie of every peer's prefixes. Reloads build a new one
+// and swap it in (Engine.allowed is an atomic pointer), so the per-packet lookups
+// never lock and never see a half-built trie.
+func buildAllowedIPs(peers []*peer) *allowedIPs {
+	a := &allowedIPs{}
 	for _, p := range peers {
 		for _, pfx := range p.allowed {
 			a.insert(pfx, p)
 		}
 	}
+	return a
 }

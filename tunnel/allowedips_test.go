@@ -10,8 +10,7 @@ func TestAllowedIPsLongestPrefix(t *testing.T) {
 	a.allowed = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/24"), netip.MustParsePrefix("fd00::/64")}
 	b.allowed = []netip.Prefix{netip.MustParsePrefix("100.64.0.7/32")}
 	c.allowed = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}
-	var t4 allowedIPs
-	t4.rebuild([]*peer{a, b, c})
+	t4 := buildAllowedIPs([]*peer{a, b, c})
 	cases := []struct {
 		addr string
 		want *peer

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -123,7 +124,7 @@ type Engine struct {
 	mu      sync.RWMutex
 	peers   []*peer
 	byKey   map[keys.Key]*peer
-	allowed allowedIPs
+	allowed atomic.Pointer[allowedIPs]
 	conns   []*connState
 	server  *peer // client only: the one peer
 
@@ -217,7 +218,7 @@ func New(cfg Config) (*Engine, error) {
 				return nil, err
 			}
 		}
-		e.allowed.rebuild(e.peers)
+		e.allowed.Store(buildAllowedIPs(e.peers))
 	}
 	if err := e.openConns(); err != nil {
 		e.closeConns()

@@ -81,7 +81,7 @@ func (e *Engine) routeOut(pkt []byte) *peer {
 	if e.role == Client {
 		p = e.server
 	} else {
-		p = e.allowed.lookup(dst)
+		p = e.allowed.Load().lookup(dst)
 	}
 	if p == nil {
 		e.counters.drop(dropNoRoute)
@@ -120,7 +120,7 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 			copy(out.b[dataAt+wire.DataFrameHeaderLen:], pkt)
 		}
 		wire.PutDataFrameHeader(out.b[dataAt:], flow, seq, n)
-		b := p.appendAcks(out.b[dataAt+frameLen:dataAt+frameLen], ps, now, false)
+		b := p.appendAcks(out.b[dataAt+frameLen:dataAt+frameLen], frameLen, ps, now)
 		p.infos[idx].InFlight += n
 		p.sealAndQueue(w, ps, out, frameLen+len(b), true, now)
 	}

@@ -250,7 +250,7 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 		e.counters.drop(dropBadInner)
 		return false
 	}
-	if e.role == Server && e.allowed.lookup(src) != p {
+	if e.role == Server && e.allowed.Load().lookup(src) != p {
 		// Cryptokey routing: a client may only send from its own prefixes.
 		e.counters.drop(dropSpoofedSource)
 		return false

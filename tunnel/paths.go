@@ -281,6 +281,7 @@ func (p *peer) sendChallenge(ps *pathState, now time.Time, w *writer) {
 		}
 	}
 	ps.chalSent = now
+	ps.chalTries++
 	p.sendControl(w, ps, now, frameChallenge, ps.chal)
 }
 

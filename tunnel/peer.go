@@ -90,6 +90,7 @@ type pathState struct {
 	validated bool
 	chal      [wire.ChallengeLen]byte
 	chalSent  time.Time
+	chalTries int
 	peerID    int // the peer's id for this path's reverse direction; -1 unknown
 	weightIdx int // client: position in the config's path order (local, server, subflow)
 	link      int // paths over the same access link share a number (see linkOf)

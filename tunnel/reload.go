@@ -112,7 +112,7 @@ func (e *Engine) reloadServer(cfg Config) error {
 			e.log.Info("client added", "peer", e.peers[len(e.peers)-1].name)
 		}
 	}
-	e.allowed.rebuild(e.peers)
+	e.allowed.Store(buildAllowedIPs(e.peers))
 	e.cfg.Clients = cfg.Clients
 	return nil
 }

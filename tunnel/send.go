@@ -93,7 +93,7 @@ func (p *peer) sendControl(w *writer, ps *pathState, now time.Time, kind control
 	case frameClose:
 		b = wire.AppendClose(b)
 	}
-	b = p.appendAcks(b, ps, now, kind == frameAckOnly)
+	b = p.appendAcks(b, 0, ps, now)
 	if len(b) == 0 {
 		p.e.pool.put(pb)
 		return
@@ -101,20 +101,25 @@ func (p *peer) sendControl(w *writer, ps *pathState, now time.Time, kind control
 	p.sealAndQueue(w, ps, pb, len(b), eliciting, now)
 }
 
-// appendAcks adds ACK frames for the peer paths whose datagrams arrive on ps. With
-// force, every such path with anything to acknowledge is included; otherwise only
-// those with an ack pending.
-func (p *peer) appendAcks(b []byte, ps *pathState, now time.Time, force bool) []byte {
+// appendAcks adds ACK frames for the peer paths whose datagrams arrive on ps, as many
+// as fit: used is what the plaintext already holds before b (frames of this
+// datagram), and the datagram must stay within the outer MTU of ps's address family
+// and within the buffer.
+func (p *peer) appendAcks(b []byte, used int, ps *pathState, now time.Time) []byte {
 	if !ps.validated {
 		return b
 	}
-	limit := p.e.tn.OuterMTU - 48 - wire.DataOverhead - wire.InnerHeaderLen
+	ipUDP := 48 // IPv6 + UDP
+	if ps.ep.Remote.Addr().Unmap().Is4() {
+		ipUDP = 28
+	}
+	limit := p.e.tn.OuterMTU - ipUDP - wire.DataOverhead - wire.InnerHeaderLen
 	for id := range p.rx {
 		r := p.rx[id]
 		if r == nil || r.arrival != ps || !r.r.Pending() {
 			continue
 		}
-		if len(b)+wire.AckFrameLen > limit {
+		if used+len(b)+wire.AckFrameLen > limit || cap(b)-len(b) < wire.AckFrameLen+wire.TagLen {
 			break
 		}
 		b = appendAck(b, uint16(id), r.r.BuildAck(now))

@@ -21,8 +21,10 @@ func (e *Engine) Status() control.Status {
 		st.Counters[control.DropPrefix+k] = v
 	}
 	e.mu.RLock()
-	for _, cs := range e.conns {
-		st.Listen = append(st.Listen, cs.c.LocalAddr().String())
+	if e.role == Server {
+		for _, cs := range e.conns {
+			st.Listen = append(st.Listen, cs.c.LocalAddr().String())
+		}
 	}
 	peers := append([]*peer(nil), e.peers...)
 	e.mu.RUnlock()

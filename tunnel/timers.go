@@ -50,11 +50,12 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				continue
 			}
 			if !ps.validated {
-				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
-					p.sendChallenge(ps, now, w)
-				}
-				if now.Sub(ps.created) > tn.PathForgetAfter {
+				// A source that does not answer a few challenges is forgotten: it
+				// may be spoofed, and we must not keep sending to it.
+				if ps.chalTries >= tn.ChallengeTries {
 					p.removePath(ps)
+				} else if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
+					p.sendChallenge(ps, now, w)
 				}
 				continue
 			}
@@ -153,6 +154,12 @@ func (p *peer) clientTick(now time.Time) {
 		// session (restart) or every path is dead: handshake again.
 		p.e.log.Info("no answer from server; handshaking again", "silent", now.Sub(p.lastRx).Round(time.Millisecond).String())
 		p.initiateLocked(now, true)
+	}
+	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
+		p.e.idxMu.Lock()
+		delete(p.e.indices, p.prev.LocalIndex)
+		p.e.idxMu.Unlock()
+		p.prev = nil
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
 		p.e.log.Warn("session keys expired")

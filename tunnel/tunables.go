@@ -32,8 +32,11 @@ type Tunables struct {
 	// for this long (idle paths are probed, so silence means trouble) handshakes again.
 	SessionDeadAfter time.Duration
 
-	// ChallengeRetry is how often an unanswered path challenge is repeated.
+	// ChallengeRetry is how often an unanswered path challenge is repeated, and
+	// ChallengeTries how many challenges a new source gets before it is forgotten
+	// (a spoofed source must not become a reflector).
 	ChallengeRetry time.Duration
+	ChallengeTries int
 	// MaxPathsPerPeer bounds the paths a server keeps for one client (NAT rebinding
 	// creates new ones); the oldest dead path is evicted first.
 	MaxPathsPerPeer int
@@ -71,6 +74,7 @@ func DefaultTunables() Tunables {
 		HandshakeRetryMax:  8 * time.Second,
 		SessionDeadAfter:   5 * time.Second,
 		ChallengeRetry:     250 * time.Millisecond,
+		ChallengeTries:     8,
 		MaxPathsPerPeer:    64,
 		PathForgetAfter:    60 * time.Second,
 		Tick:               5 * time.Millisecond,

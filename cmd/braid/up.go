@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -53,6 +54,20 @@ func runUp(ctx context.Context, file string) error {
 	if !hasNetAdmin() {
 		return errors.New("up needs root or CAP_NET_ADMIN (to create the TUN device and bind paths to interfaces)")
 	}
+	// Claim the control socket and the metrics address before touching the
+	// network, so a second instance fails without disturbing the first.
+	ctl, err := control.Listen(cfg.Control.Socket)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	var metricsLn net.Listener
+	if cfg.Control.Metrics != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.Control.Metrics); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		defer metricsLn.Close()
+	}
 	tun, err := tundev.Create(tundev.Options{Name: cfg.Tun.Name, MTU: cfg.Tun.MTU, Addresses: cfg.Tun.Address, Routes: cfg.Tun.Routes})
 	if err != nil {
 		return err
@@ -72,13 +87,13 @@ func runUp(ctx context.Context, file string) error {
 
 	errc := make(chan error, 2)
 	go func() {
-		if err := control.Serve(ctx, cfg.Control.Socket, eng.Status); err != nil && ctx.Err() == nil {
+		if err := control.ServeListener(ctx, ctl, eng.Status); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("control socket: %w", err)
 		}
 	}()
-	if cfg.Control.Metrics != "" {
+	if metricsLn != nil {
 		go func() {
-			if err := control.ServeMetrics(ctx, cfg.Control.Metrics, control.NewCollector(eng.Status)); err != nil && ctx.Err() == nil {
+			if err := control.ServeMetricsOn(ctx, metricsLn, control.NewCollector(eng.Status)); err != nil && ctx.Err() == nil {
 				errc <- fmt.Errorf("metrics: %w", err)
 			}
 		}()
@@ -93,7 +108,7 @@ loop:
 		select {
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				reload(file, eng, log)
+				reload(file, cfg.Role, eng, log)
 				continue
 			}
 			log.Info("shutting down", "signal", s.String())
@@ -113,10 +128,14 @@ loop:
 }
 
 // reload applies a re-read config file; a bad file changes nothing.
-func reload(file string, eng *tunnel.Engine, log *slog.Logger) {
+func reload(file string, role config.Role, eng *tunnel.Engine, log *slog.Logger) {
 	cfg, err := config.Load(file)
 	if err != nil {
 		log.Error("reload failed; keeping the running configuration", "err", err)
+		return
+	}
+	if cfg.Role != role {
+		log.Error("reload failed; keeping the running configuration", "err", fmt.Sprintf("%s: role changed from %s to %s (restart to change roles)", file, role, cfg.Role))
 		return
 	}
 	if err := eng.Reload(engineConfig(cfg, log)); err != nil {
@@ -150,6 +169,7 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion}
 		if c.HandshakeTimeout > 0 {
 			ec.Tunables.HandshakeRetry = c.HandshakeTimeout
+			ec.Tunables.HandshakeRetryMax = max(ec.Tunables.HandshakeRetryMax, c.HandshakeTimeout)
 		}
 	}
 	if s := cfg.Server; s != nil {

@@ -118,3 +118,56 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyLines(t *testing.T) {
+	doc := `name = "x"            # 1
+[[links]]                    # 2
+name = "a"                   # 3
+[links.a_to_b]               # 4
+delay = "5ms"                # 5
+[[links]]                    # 6
+name = "b"                   # 7
+rtt = "20ms"                 # 8
+[sweep]                      # 9
+rtt = [                      # 10
+  "1ms",                     # 11
+  # a comment                # 12
+  "10ms",                    # 13
+]                            # 14
+opt = { a = 1, b.c = 2 }     # 15
+[[transports]]               # 16
+weights = [1, 2]             # 17
+`
+	l := KeyLines([]byte(doc))
+	for key, want := range map[string]int{
+		"name":                  1,
+		"links[0]":              2,
+		"links[0].name":         3,
+		"links[0].a_to_b":       4,
+		"links[0].a_to_b.delay": 5,
+		"links[1]":              6,
+		"links[1].rtt":          8,
+		"sweep":                 9,
+		"sweep.rtt":             10,
+		"sweep.rtt[0]":          11,
+		"sweep.rtt[1]":          13,
+		"sweep.opt.b.c":         15,
+		"transports[0].weights": 17,
+	} {
+		if got := l[key]; got != want {
+			t.Errorf("line of %s = %d, want %d", key, got, want)
+		}
+	}
+	// Missing keys fall back to their table; array elements of a key
+	// without per-element positions to the key.
+	for key, want := range map[string]int{
+		"links[1].b_to_a.loss":     6,
+		"links[0].a_to_b.jitter":   4,
+		"transports[0].weights[1]": 17,
+		"experiment.reps":          0,
+	} {
+		if got := l.Line(key); got != want {
+			t.Errorf("Line(%s) = %d, want %d", key, got, want)
+		}
+	}
+}

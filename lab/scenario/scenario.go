@@ -1,0 +1,446 @@
+// Package scenario reads the lab's scenario files: the emulated testbed (nodes
+// in network namespaces and the links between them, with rate, delay, jitter,
+// loss and queue limit per direction), the experiment run on it (download
+// size, repetitions, TCP settings, transports under test) and the sweeps that
+// turn one file into a campaign of points.
+//
+// Files are strict TOML, like braid's config: an unknown key, a value of the
+// wrong type or a value out of range is a one-line error naming the file, the
+// line where the decoder knows it, and the key. A campaign that silently ran
+// with a default because of a misspelt "rtt_ratio" would cost hours and prove
+// nothing.
+//
+// Everything is resolved here, once: each Point carries a complete Topology
+// (every link's shaping in both directions, every node's TCP settings) and a
+// complete Transport, so the emulator and the runner never interpret the file.
+//
+// The format is documented in docs/lab.md.
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults and limits, in one block so that docs/lab.md, the validation and
+// the tests point at the same numbers.
+const (
+	// DefaultSize is the paper's 16 MB wget download, read as 16 MiB (a file
+	// made with dd bs=1M count=16); write "16MB" for 16 000 000 bytes.
+	DefaultSize = 16 << 20
+	// DefaultReps is the paper's 20 downloads per configuration, enough for a
+	// Student-t interval that is not dominated by its t quantile.
+	DefaultReps = 20
+	MaxReps     = 10000
+
+	// DefaultTimeout bounds one download. A 16 MiB file at 10 Mbit/s takes
+	// 13.4 s unimpeded; 7% loss at 100 ms RTT can make it ten times slower.
+	DefaultTimeout = 5 * time.Minute
+	MinTimeout     = time.Second
+	MaxTimeout     = 24 * time.Hour
+
+	// DefaultQueueLimit is netem's default limit, and the txqueuelen of the
+	// paper's Ethernet NICs whose queue held packets at the 10 Mbit/s
+	// bottleneck.
+	DefaultQueueLimit = 1000
+	MaxQueueLimit     = 1_000_000
+
+	// MaxDelay bounds one-way delay and jitter: the paper stops at 100 ms
+	// RTT, satellite paths reach 600 ms; seconds are a typo.
+	MaxDelay = 10 * time.Second
+
+	// MaxNameLen keeps node and link names short enough that the runner can
+	// build interface names (at most 15 bytes) from them.
+	MaxNameLen = 10
+
+	// MaxPoints stops an accidental cartesian explosion before a campaign
+	// of weeks starts.
+	MaxPoints = 10000
+
+	// MaxLinks bounds automatic /24 subnet assignment (198.18.1.0/24,
+	// 198.18.2.0/24, …).
+	MaxLinks = 64
+)
+
+// LabPrefix is where every emulated link takes its subnet: the benchmarking
+// range of RFC 2544, which no real network routes.
+var LabPrefix = netip.MustParsePrefix("198.18.0.0/15")
+
+// Role is what a node does in the testbed.
+type Role string
+
+const (
+	// RoleClient is the VPN client; the download runs here.
+	RoleClient Role = "client"
+	// RoleLink is a link node: a bump in the wire between client and server
+	// whose two interfaces the emulator joins, shaping each direction.
+	RoleLink Role = "link"
+	// RoleServer is the VPN server (and the router to the web server).
+	RoleServer Role = "server"
+	// RoleWeb serves the file, behind the server, as the paper's intranet host.
+	RoleWeb Role = "web"
+)
+
+// Roles lists the valid roles in the order the testbed is drawn.
+var Roles = []Role{RoleClient, RoleLink, RoleServer, RoleWeb}
+
+// Scenario is a parsed, validated scenario file with every default applied.
+type Scenario struct {
+	// File names the source, as given to Parse or Load.
+	File string
+	// Name defaults to the file's base name without ".toml".
+	Name        string
+	Description string
+
+	// Topology is the testbed before any sweep is applied.
+	Topology *Topology
+	// Experiment holds what every point shares.
+	Experiment Experiment
+	// Transports are the [[transports]] entries (the transport axis) before
+	// the scheduler axis expands them.
+	Transports []Transport
+	Sweep      Sweep
+
+	points []Point
+}
+
+// Experiment is the measurement done at every point.
+type Experiment struct {
+	// Size of the downloaded file in bytes.
+	Size int64
+	// Reps is the number of downloads per point.
+	Reps int
+	// Timeout bounds one download; a timed-out download is a failed sample.
+	Timeout time.Duration
+	// Seed seeds the emulators' random loss and jitter; 0 lets the runner
+	// choose (and record) one.
+	Seed uint64
+}
+
+// Node is one network namespace of the testbed.
+type Node struct {
+	Name string
+	Role Role
+	// TCP is applied inside this node's namespace (sysctls, and the
+	// congestion control of the sockets the lab opens there).
+	TCP TCP
+}
+
+// Link joins nodes A and B. A path link (client–server) may pass through a
+// link node (Via), whose emulator applies AB and BA; a link without Via is a
+// plain veth pair and can only be rate-shaped (by the kernel's tbf).
+//
+// Orientation is fixed so that directions mean something: A is the end
+// nearer the client (client–server: A = client; server–web: A = server). A
+// download therefore flows B→A.
+type Link struct {
+	Name string
+	A, B string
+	// Via is the link node carrying the emulator, "" for a plain veth pair.
+	Via string
+	// Subnet is shared by both ends: a link node forwards frames and has no
+	// address of its own.
+	Subnet netip.Prefix
+	// AddrA and AddrB are the interface addresses (the first and second
+	// host of Subnet) with Subnet's prefix length.
+	AddrA, AddrB netip.Prefix
+	// AB shapes frames from A to B (upload), BA from B to A (download).
+	AB, BA Shaping
+}
+
+// RTT is the link's round-trip propagation delay (without queueing or
+// serialization): the sum of both directions' delays.
+func (l *Link) RTT() time.Duration { return l.AB.Delay + l.BA.Delay }
+
+// Emulated reports whether the link passes through a link node.
+func (l *Link) Emulated() bool { return l.Via != "" }
+
+// Shaping is what one direction of a link does to frames.
+type Shaping struct {
+	// Rate in bits/s; 0 = unshaped.
+	Rate Rate
+	// Delay is the one-way propagation delay added to every frame.
+	Delay time.Duration
+	// Jitter spreads the delay uniformly over [Delay-Jitter, Delay+Jitter]
+	// (netem's jitter without a distribution table). Jitter ≤ Delay.
+	Jitter time.Duration
+	Loss   Loss
+	// QueueLimit is the most frames waiting in this direction; more are
+	// tail-dropped.
+	QueueLimit int
+}
+
+// Topology is a complete testbed: nodes and the links between them.
+type Topology struct {
+	Nodes []Node
+	Links []Link
+}
+
+// Node returns the node named name, or nil.
+func (t *Topology) Node(name string) *Node {
+	for i := range t.Nodes {
+		if t.Nodes[i].Name == name {
+			return &t.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Link returns the link named name, or nil.
+func (t *Topology) Link(name string) *Link {
+	for i := range t.Links {
+		if t.Links[i].Name == name {
+			return &t.Links[i]
+		}
+	}
+	return nil
+}
+
+func (t *Topology) byRole(r Role) *Node {
+	for i := range t.Nodes {
+		if t.Nodes[i].Role == r {
+			return &t.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Client, Server and Web return the one node of each of those roles.
+func (t *Topology) Client() *Node { return t.byRole(RoleClient) }
+func (t *Topology) Server() *Node { return t.byRole(RoleServer) }
+func (t *Topology) Web() *Node    { return t.byRole(RoleWeb) }
+
+// Paths returns the client–server links in file order. The first is the
+// primary path: rtt_ratio and rate_ratio scale the others relative to it,
+// and the "direct" transport uses it unless told otherwise.
+func (t *Topology) Paths() []*Link {
+	c, s := t.Client(), t.Server()
+	var out []*Link
+	for i := range t.Links {
+		l := &t.Links[i]
+		if c != nil && s != nil && l.A == c.Name && l.B == s.Name {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// WebLink returns the server–web link.
+func (t *Topology) WebLink() *Link {
+	s, w := t.Server(), t.Web()
+	for i := range t.Links {
+		l := &t.Links[i]
+		if s != nil && w != nil && l.A == s.Name && l.B == w.Name {
+			return l
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy, so that a sweep can change one point's links
+// without touching another's.
+func (t *Topology) Clone() *Topology {
+	c := &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links)}
+	return c
+}
+
+// TCP holds the TCP settings of one namespace: the paper's Table 3.
+type TCP struct {
+	// Congestion is the congestion control algorithm. This machine's
+	// default is bbr and a namespace only accepts what the host allows, so
+	// the runner sets it per socket (TCP_CONGESTION) as well as by sysctl.
+	Congestion string
+	// Rmem and Wmem are net.ipv4.tcp_rmem / tcp_wmem: min, default, max.
+	Rmem, Wmem [3]int
+	// net.core.{r,w}mem_{max,default}.
+	CoreRmemMax, CoreRmemDefault, CoreWmemMax, CoreWmemDefault int
+	// NoMetricsSave is net.ipv4.tcp_no_metrics_save: without it, a
+	// download would start with the cwnd and ssthresh the previous one
+	// ended with, and the 20 repetitions would not be independent.
+	NoMetricsSave bool
+}
+
+// DefaultTCP returns the paper's Table 3 with cubic, Linux's default
+// congestion control (the paper also ran MPTCP's BALIA, which mainline Linux
+// does not have).
+func DefaultTCP() TCP {
+	return TCP{
+		Congestion:      "cubic",
+		Rmem:            [3]int{4096, 87380, 6291456},
+		Wmem:            [3]int{4096, 16384, 4194304},
+		CoreRmemMax:     212992,
+		CoreRmemDefault: 212992,
+		CoreWmemMax:     212992,
+		CoreWmemDefault: 212992,
+		NoMetricsSave:   true,
+	}
+}
+
+// CongestionControls are the algorithms of mainline Linux a scenario may
+// name; whether a given kernel has one built is the runner's to find out.
+var CongestionControls = []string{"cubic", "reno", "bbr", "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv", "scalable", "vegas", "veno", "westwood", "yeah"}
+
+// Sysctl is one key and value as sysctl(8) writes them.
+type Sysctl struct{ Key, Value string }
+
+// Sysctls returns the settings as sysctl keys and values, the congestion
+// control first.
+func (t TCP) Sysctls() []Sysctl {
+	triple := func(v [3]int) string {
+		return strconv.Itoa(v[0]) + " " + strconv.Itoa(v[1]) + " " + strconv.Itoa(v[2])
+	}
+	nms := "0"
+	if t.NoMetricsSave {
+		nms = "1"
+	}
+	return []Sysctl{
+		{"net.ipv4.tcp_congestion_control", t.Congestion},
+		{"net.ipv4.tcp_rmem", triple(t.Rmem)},
+		{"net.ipv4.tcp_wmem", triple(t.Wmem)},
+		{"net.core.rmem_max", strconv.Itoa(t.CoreRmemMax)},
+		{"net.core.rmem_default", strconv.Itoa(t.CoreRmemDefault)},
+		{"net.core.wmem_max", strconv.Itoa(t.CoreWmemMax)},
+		{"net.core.wmem_default", strconv.Itoa(t.CoreWmemDefault)},
+		{"net.ipv4.tcp_no_metrics_save", nms},
+	}
+}
+
+// Transport is one transport under test with its options resolved.
+type Transport struct {
+	// Name is the transport kind ("direct", "mptcp-direct", "braid", or one
+	// registered later).
+	Name string
+	// Label names this transport in tables, plots and JSON; unique within a
+	// scenario. Defaults to Name plus the options set explicitly.
+	Label string
+	// Path is the path link a single-path transport uses.
+	Path string
+	// Scheduler, Reorder and Congestion are braid's client options.
+	Scheduler, Reorder, Congestion string
+	// Weights holds one weight per path (Topology.Paths order) for the
+	// "weighted" scheduler.
+	Weights []float64
+}
+
+// Axis names one sweep dimension, as its key in [sweep].
+type Axis string
+
+const (
+	AxisRTT       Axis = "rtt"
+	AxisRTTRatio  Axis = "rtt_ratio"
+	AxisRate      Axis = "rate"
+	AxisRateRatio Axis = "rate_ratio"
+	AxisLoss      Axis = "loss"
+	// AxisTransport is the [[transports]] list; every scenario has it.
+	AxisTransport Axis = "transport"
+	AxisScheduler Axis = "scheduler"
+)
+
+// Sweep holds the declared axes; a nil slice is an axis not declared.
+type Sweep struct {
+	// RTT sets every path's RTT (each direction's delay to half of it).
+	RTT []time.Duration
+	// RTTRatio sets every path after the first to the first path's RTT
+	// times the ratio (Table 2's 1:1 … 1:5 are 1 … 5).
+	RTTRatio []float64
+	// Rate sets every path's rate in both directions.
+	Rate []Rate
+	// RateRatio sets every path after the first to the first path's rate
+	// times the ratio, per direction.
+	RateRatio []float64
+	// Loss sets every path's loss model in both directions.
+	Loss []Loss
+	// Scheduler expands every transport that takes a scheduler and does not
+	// set one itself.
+	Scheduler []string
+}
+
+// Axes returns the axes of the scenario in the order Points nests them
+// (outermost first); the transport axis is always present.
+func (s *Scenario) Axes() []Axis {
+	var out []Axis
+	sw := &s.Sweep
+	if sw.RTT != nil {
+		out = append(out, AxisRTT)
+	}
+	if sw.RTTRatio != nil {
+		out = append(out, AxisRTTRatio)
+	}
+	if sw.Rate != nil {
+		out = append(out, AxisRate)
+	}
+	if sw.RateRatio != nil {
+		out = append(out, AxisRateRatio)
+	}
+	if sw.Loss != nil {
+		out = append(out, AxisLoss)
+	}
+	out = append(out, AxisTransport)
+	if sw.Scheduler != nil {
+		out = append(out, AxisScheduler)
+	}
+	return out
+}
+
+// Param is one axis value of a point.
+type Param struct {
+	Axis Axis
+	// Text is the value as tables and legends show it: "20ms", "1:3",
+	// "10Mbit/s", "gemodel 1% 75% 50% 0.5%", "braid 75/25", "rtt-aware".
+	Text string
+	// Value is the value as a plot's x axis takes it: milliseconds for
+	// rtt, the ratio, Mbit/s for rate, the expected one-way loss in
+	// percent for loss; 0 for transport and scheduler.
+	Value float64
+}
+
+// Point is one fully resolved configuration to measure.
+type Point struct {
+	// Index is the point's position in Points().
+	Index int
+	// Network numbers the distinct network configurations in order; points
+	// with the same Network share one Topology (same pointer), so a runner
+	// can build the testbed once and run every transport on it.
+	Network int
+	// Params are the point's axis values in Axes() order. A transport that
+	// the scheduler axis does not apply to has no scheduler param.
+	Params []Param
+	// Topology is read-only: it is shared with the other points of the
+	// same Network.
+	Topology  *Topology
+	Transport Transport
+}
+
+// Param returns the point's value on axis a.
+func (p *Point) Param(a Axis) (Param, bool) {
+	for _, q := range p.Params {
+		if q.Axis == a {
+			return q, true
+		}
+	}
+	return Param{}, false
+}
+
+// String lists the point's params: "rtt=20ms loss=random 1% transport=braid".
+func (p *Point) String() string {
+	var b strings.Builder
+	for i, q := range p.Params {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", q.Axis, q.Text)
+	}
+	return b.String()
+}
+
+// Points returns the scenario's points: the cartesian product of the
+// declared axes, network axes outermost so that consecutive points share a
+// testbed, then the transports in file order, then schedulers. A scenario
+// without [sweep] has one point per transport.
+func (s *Scenario) Points() []Point {
+	return slices.Clone(s.points)
+}

@@ -1,0 +1,118 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Transport option keys, as written in a [[transports]] entry. Their meaning
+// and validation are the same for every kind that accepts them.
+const (
+	// OptPath names the path link a single-path transport uses (default:
+	// the first path).
+	OptPath = "path"
+	// OptScheduler, OptReorder and OptCongestion take braid's config names
+	// (config.Schedulers, config.Reorders, config.Congestions).
+	OptScheduler  = "scheduler"
+	OptReorder    = "reorder"
+	OptCongestion = "congestion"
+	// OptWeights gives one weight per path; scheduler = "weighted" only.
+	OptWeights = "weights"
+)
+
+// TransportKind describes a transport the lab can measure. The scenario
+// package registers the built-in kinds; the packages that implement more
+// (single-path tunnels, an MPTCP tunnel, OpenVPN) register theirs in an
+// init function, so that a scenario naming them parses.
+type TransportKind struct {
+	Name string
+	// Summary is one line for help text.
+	Summary string
+	// Options lists the option keys (Opt*) the kind accepts; any other
+	// option set in the file is an error naming the ones it takes.
+	Options []string
+	// Check, if set, validates a transport of this kind once its options
+	// are resolved, against the topology it will run on. Its error text
+	// becomes the message of the entry's error.
+	Check func(t *Transport, top *Topology) error
+}
+
+// Accepts reports whether the kind takes option opt.
+func (k *TransportKind) Accepts(opt string) bool { return slices.Contains(k.Options, opt) }
+
+var registry struct {
+	sync.RWMutex
+	kinds []TransportKind
+}
+
+// Built-in transport kinds.
+const (
+	TransportDirect      = "direct"
+	TransportMPTCPDirect = "mptcp-direct"
+	TransportBraid       = "braid"
+)
+
+func init() {
+	RegisterTransport(TransportKind{
+		Name:    TransportDirect,
+		Summary: "no tunnel: the download runs over one path with plain TCP",
+		Options: []string{OptPath},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportMPTCPDirect,
+		Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path",
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportBraid,
+		Summary: "the download runs through a braid tunnel over every path",
+		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion},
+	})
+}
+
+// RegisterTransport adds a kind. It panics on an empty or duplicate name or
+// an unknown option key: those are programming errors, found at start-up.
+func RegisterTransport(k TransportKind) {
+	if k.Name == "" {
+		panic("scenario: RegisterTransport with empty name")
+	}
+	for _, o := range k.Options {
+		if !slices.Contains(optionKeys, o) {
+			panic(fmt.Sprintf("scenario: transport %q: unknown option %q", k.Name, o))
+		}
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	for _, e := range registry.kinds {
+		if e.Name == k.Name {
+			panic(fmt.Sprintf("scenario: transport %q registered twice", k.Name))
+		}
+	}
+	k.Options = slices.Clone(k.Options)
+	registry.kinds = append(registry.kinds, k)
+}
+
+var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion}
+
+// TransportNames lists the registered kinds in registration order.
+func TransportNames() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, len(registry.kinds))
+	for i, k := range registry.kinds {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// LookupTransport returns the kind registered as name.
+func LookupTransport(name string) (TransportKind, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	for _, k := range registry.kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return TransportKind{}, false
+}
