@@ -67,7 +67,6 @@ const (
 	MinHandshakeTimeout     = 100 * time.Millisecond
 	MaxHandshakeTimeout     = time.Minute
 
-
 	// DefaultHandshakeRate is the number of handshake initiations per second
 	// the server answers from one source address before it stops doing
 	// Diffie-Hellman work for it. 0 in the file disables the limit.
@@ -187,8 +186,8 @@ type Client struct {
 	Reorder string
 	// ReorderHold is the fixed hold for reorder = "fixed", the upper bound of
 	// the hold for "adaptive", and 0 for "off".
-	ReorderHold time.Duration
-	Congestion  string
+	ReorderHold      time.Duration
+	Congestion       string
 	HandshakeTimeout time.Duration
 }
 
