@@ -240,17 +240,27 @@ func (b *Buffer[T]) observeLate(t, lateness int64) {
 	if b.mode != Adaptive || lateness <= 0 {
 		return
 	}
-	half := int64(lateWindow / 2)
-	if t-b.lateBucket >= half {
-		if t-b.lateBucket >= 2*half {
-			b.latePrev = 0
-		} else {
-			b.latePrev = b.lateCur
-		}
-		b.lateCur, b.lateBucket = 0, t
-	}
+	b.rotateLate(t)
 	b.lateCur = max(b.lateCur, lateness)
 	b.adapt()
+}
+
+// rotateLate ages the lateness window: observations older than lateWindow drop
+// out even when nothing new is observed.
+func (b *Buffer[T]) rotateLate(t int64) {
+	half := int64(lateWindow / 2)
+	if t-b.lateBucket < half {
+		return
+	}
+	if t-b.lateBucket >= 2*half {
+		b.latePrev = 0
+	} else {
+		b.latePrev = b.lateCur
+	}
+	b.lateCur, b.lateBucket = 0, t
+	if b.mode == Adaptive {
+		b.adapt()
+	}
 }
 
 // Reset releases every held packet (appended to out, in order per flow) and forgets
@@ -345,10 +355,11 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 // Expire releases, in order, packets whose gap has been waited for at least the
 // hold time. The engine calls it from its timer, at NextDeadline or earlier.
 func (b *Buffer[T]) Expire(now time.Time, out []T) []T {
+	t := b.clock(now)
+	b.rotateLate(t)
 	if len(b.heap) == 0 {
 		return out
 	}
-	t := b.clock(now)
 	for len(b.heap) > 0 {
 		fi := uint32(b.heap[0])
 		if b.flows[fi].since+int64(b.hold) > t {

@@ -44,6 +44,9 @@ func (e *Engine) reloadClient(cfg Config, now time.Time) error {
 	p := e.server
 	e.mu.Lock()
 	p.mu.Lock()
+	// Weights follow the paths, so they reload with them (scheduler, reorder and
+	// congestion settings do not).
+	p.params.Weights = cfg.Params.Weights
 	opened, err := e.syncClientPaths(cfg.LocalPaths, cfg.Subflows, cfg.Servers, now)
 	e.cfg.LocalPaths, e.cfg.Subflows, e.cfg.Servers = cfg.LocalPaths, cfg.Subflows, cfg.Servers
 	w := &writer{e: e}

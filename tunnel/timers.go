@@ -52,10 +52,12 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if !ps.validated {
 				// A source that does not answer a few challenges is forgotten: it
 				// may be spoofed, and we must not keep sending to it.
-				if ps.chalTries >= tn.ChallengeTries {
-					p.removePath(ps)
-				} else if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
-					p.sendChallenge(ps, now, w)
+				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
+					if ps.chalTries >= tn.ChallengeTries {
+						p.removePath(ps)
+					} else {
+						p.sendChallenge(ps, now, w)
+					}
 				}
 				continue
 			}

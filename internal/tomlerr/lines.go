@@ -31,15 +31,19 @@ func KeyLines(data []byte) Lines {
 				path = join(path, part)
 				if i == len(parts)-1 && e.Kind == unstable.ArrayTable {
 					x.arrays[path]++
+					// The array as a whole is reported at its first element.
+					x.set(path, line)
 				}
 				// A header naming an array of tables refers to its last
 				// element, both as [[a]] and as the parent in [a.b].
 				if n := x.arrays[path]; n > 0 {
 					path += "[" + strconv.Itoa(n-1) + "]"
 				}
+				// Tables a header defines implicitly ([a.b.c] defines
+				// a and a.b) are reported at it unless defined earlier.
+				x.set(path, line)
 			}
 			cur = path
-			x.set(path, line)
 		case unstable.KeyValue:
 			x.keyValue(cur, e)
 		}

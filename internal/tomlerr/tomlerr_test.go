@@ -141,6 +141,7 @@ weights = [1, 2]             # 17
 	l := KeyLines([]byte(doc))
 	for key, want := range map[string]int{
 		"name":                  1,
+		"links":                 2,
 		"links[0]":              2,
 		"links[0].name":         3,
 		"links[0].a_to_b":       4,

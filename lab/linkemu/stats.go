@@ -32,15 +32,22 @@ type Stats struct {
 	Queued                    int    // frames held right now (queue and delay line)
 
 	// Delay is the time each forwarded frame spent in the emulator, from
-	// the moment its read returned to the moment its write returned: the
+	// the moment its read returned to the moment its write began: the
 	// added delay as the emulator itself sees it (serialization, queueing,
 	// Delay, jitter and its own scheduling lateness).
 	Delay DelayStats
+
+	// Lateness is how much later than scheduled each frame's write began:
+	// the emulator's own timing error (timer and wake-up latency, earlier
+	// writes of the same batch, CPU contention). Its mean is the bias the
+	// emulator adds to Delay.
+	Lateness DelayStats
 }
 
 // DelayStats summarises added delays. Percentiles come from a log-linear
-// histogram with 64 buckets per power of two (within 1.6% of the true
-// value); Mean, Min and Max are exact.
+// histogram with 128 buckets per power of two and are reported as the
+// bucket's midpoint, within 0.4% of the true value (80 µs at 20 ms); Count,
+// Sum, Mean, Min and Max are exact.
 type DelayStats struct {
 	Count         uint64
 	Sum           time.Duration
@@ -50,8 +57,8 @@ type DelayStats struct {
 }
 
 // histogram is a fixed-size log-linear histogram of non-negative
-// nanosecond values: exact below 64 ns, then 64 sub-buckets per octave.
-// Recording never allocates.
+// nanosecond values: exact below 128 ns, then 128 sub-buckets per octave
+// (58 KB). Recording never allocates.
 type histogram struct {
 	counts   [histBuckets]uint64
 	n        uint64
@@ -60,8 +67,8 @@ type histogram struct {
 }
 
 const (
-	histSub     = 64
-	histSubBits = 6
+	histSub     = 128
+	histSubBits = 7
 	histBuckets = histSub + (64-histSubBits)*histSub
 )
 

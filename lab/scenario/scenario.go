@@ -241,11 +241,10 @@ func (t *Topology) WebLink() *Link {
 	return nil
 }
 
-// Clone returns a deep copy, so that a sweep can change one point's links
-// without touching another's.
+// Clone returns a deep copy (nodes and links hold no references), so that
+// a sweep can change one point's links without touching another's.
 func (t *Topology) Clone() *Topology {
-	c := &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links)}
-	return c
+	return &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links)}
 }
 
 // TCP holds the TCP settings of one namespace: the paper's Table 3.

@@ -241,10 +241,8 @@ func ParseLoss(s string) (Loss, error) {
 		}
 		return l, nil
 	}
-	if len(f) == 1 {
-		if _, err := percent(f[0]); err == nil {
-			return uniformLoss(s, f[0])
-		}
+	if len(f) == 1 && f[0] != "" && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9') {
+		return uniformLoss(s, f[0])
 	}
 	return Loss{}, fmt.Errorf("%q is not a loss model (e.g. \"none\", \"1%%\", \"random 1%%\", \"gemodel 1%% 75%% 50%% 0.5%%\")", s)
 }
@@ -252,6 +250,9 @@ func ParseLoss(s string) (Loss, error) {
 func uniformLoss(s, arg string) (Loss, error) {
 	x, err := percent(arg)
 	if err != nil {
+		if strings.TrimSpace(s) == arg {
+			return Loss{}, err
+		}
 		return Loss{}, fmt.Errorf("%q: %v", s, err)
 	}
 	if x == 0 {

@@ -1,0 +1,266 @@
+package linkemu
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestPipeDelayAndRate(t *testing.T) {
+	p := newPipe(Shape{Delay: 20 * ms}, AtoB)
+	if at, v := p.admit(3*ms, 1500); v != Forward || at != 23*ms {
+		t.Errorf("delay only: (%v, %v), want (23ms, Forward)", at, v)
+	}
+	// 10 Mbit/s: 1250 B = 1 ms on the wire, then 20 ms of propagation.
+	p = newPipe(Shape{Rate: 10_000_000, Delay: 20 * ms}, AtoB)
+	want := []time.Duration{21 * ms, 22 * ms, 23 * ms}
+	for i, w := range want {
+		if at, v := p.admit(0, 1250); v != Forward || at != w {
+			t.Errorf("frame %d: (%v, %v), want (%v, Forward)", i, at, v, w)
+		}
+	}
+}
+
+func TestPipeDefaultQueue(t *testing.T) {
+	p := newPipe(Shape{Rate: 1_000_000}, AtoB)
+	fwd := 0
+	for i := 0; i < DefaultQueuePackets+10; i++ {
+		if _, v := p.admit(0, 100); v == Forward {
+			fwd++
+		} else if v != DropQueue {
+			t.Fatalf("verdict %v", v)
+		}
+	}
+	if fwd != DefaultQueuePackets {
+		t.Errorf("forwarded %d of a burst, want the default limit %d", fwd, DefaultQueuePackets)
+	}
+	p = newPipe(Shape{Rate: 1_000_000, QueueBytes: 1000}, AtoB) // explicit byte limit replaces the default
+	fwd = 0
+	for i := 0; i < 20; i++ {
+		if _, v := p.admit(0, 100); v == Forward {
+			fwd++
+		}
+	}
+	if fwd != 10 {
+		t.Errorf("forwarded %d with a 1000-byte limit, want 10", fwd)
+	}
+}
+
+// A lost frame is dropped before the queue, as in netem: it neither takes
+// queue space nor line time.
+func TestPipeLossBeforeQueue(t *testing.T) {
+	p := newPipe(Shape{Rate: 8_000_000, QueuePackets: 1, Loss: UniformLoss(1)}, AtoB)
+	for i := 0; i < 10; i++ {
+		if _, v := p.admit(0, 1000); v != DropLoss {
+			t.Fatalf("frame %d: verdict %v, want DropLoss", i, v)
+		}
+	}
+	if b, n := p.ser.Backlog(0); b != 0 || n != 0 {
+		t.Errorf("lost frames left a backlog of %d B / %d", b, n)
+	}
+	p.loss = noLoss{}
+	if at, v := p.admit(0, 1000); v != Forward || at != 1*ms {
+		t.Errorf("after loss-free: (%v, %v), want (1ms, Forward)", at, v)
+	}
+}
+
+func jitterSamples(t *testing.T, s Shape, n int) []time.Duration {
+	t.Helper()
+	p := newPipe(s, AtoB)
+	out := make([]time.Duration, n)
+	for i := range out {
+		at, v := p.admit(0, 100)
+		if v != Forward {
+			t.Fatalf("verdict %v", v)
+		}
+		out[i] = at
+	}
+	return out
+}
+
+func meanSD(xs []time.Duration) (mean, sd float64) {
+	for _, x := range xs {
+		mean += float64(x)
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (float64(x) - mean) * (float64(x) - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+func TestPipeJitterUniform(t *testing.T) {
+	const n = 100_000
+	xs := jitterSamples(t, Shape{Delay: 10 * ms, Jitter: 4 * ms, Seed: 1}, n)
+	for _, x := range xs {
+		if x < 6*ms || x >= 14*ms {
+			t.Fatalf("uniform jitter sample %v outside [6ms, 14ms)", x)
+		}
+	}
+	mean, sd := meanSD(xs)
+	wantSD := float64(4*ms) / math.Sqrt(3)
+	if math.Abs(mean-float64(10*ms)) > 4*wantSD/math.Sqrt(n) {
+		t.Errorf("mean %v, want 10ms", time.Duration(mean))
+	}
+	if math.Abs(sd-wantSD)/wantSD > 0.02 {
+		t.Errorf("sd %v, want %v", time.Duration(sd), time.Duration(wantSD))
+	}
+}
+
+func TestPipeJitterNormal(t *testing.T) {
+	const n = 100_000
+	xs := jitterSamples(t, Shape{Delay: 50 * ms, Jitter: 5 * ms, JitterDist: JitterNormal, Seed: 2}, n)
+	mean, sd := meanSD(xs)
+	if math.Abs(mean-float64(50*ms)) > 4*float64(5*ms)/math.Sqrt(n) {
+		t.Errorf("mean %v, want 50ms", time.Duration(mean))
+	}
+	if math.Abs(sd-float64(5*ms))/float64(5*ms) > 0.02 {
+		t.Errorf("sd %v, want 5ms", time.Duration(sd))
+	}
+	// Jitter larger than the delay: totals below zero are clamped.
+	xs = jitterSamples(t, Shape{Delay: 1 * ms, Jitter: 5 * ms, JitterDist: JitterNormal, Seed: 3}, 10_000)
+	zeros := 0
+	for _, x := range xs {
+		if x < 0 {
+			t.Fatalf("negative send time %v", x)
+		}
+		if x == 0 {
+			zeros++
+		}
+	}
+	// P(N(1ms, 5ms) < 0) = Φ(-0.2) ≈ 0.42.
+	if f := float64(zeros) / 10_000; math.Abs(f-0.42) > 0.03 {
+		t.Errorf("clamped fraction %.3f, want ≈0.42", f)
+	}
+}
+
+// Same seed, same decisions; the two directions and loss vs jitter use
+// different streams.
+func TestPipeSeeds(t *testing.T) {
+	s := Shape{Delay: 10 * ms, Jitter: 5 * ms, Loss: UniformLoss(0.3), Seed: 77}
+	run := func(dir Direction, seed uint64) []time.Duration {
+		s := s
+		s.Seed = seed
+		p := newPipe(s, dir)
+		var out []time.Duration
+		for i := 0; i < 200; i++ {
+			at, v := p.admit(0, 100)
+			if v != Forward {
+				at = -1
+			}
+			out = append(out, at)
+		}
+		return out
+	}
+	a, b := run(AtoB, 77), run(AtoB, 77)
+	if !slices.Equal(a, b) {
+		t.Error("same seed gave different decisions")
+	}
+	if slices.Equal(a, run(BtoA, 77)) {
+		t.Error("the two directions drew the same stream")
+	}
+	if slices.Equal(a, run(AtoB, 78)) {
+		t.Error("different seeds gave the same decisions")
+	}
+	// The loss stream does not depend on whether jitter is drawn.
+	l1, l2 := newRNG(77, streamLoss, AtoB), newRNG(77, streamJitter, AtoB)
+	if l1.Uint64() == l2.Uint64() {
+		t.Error("loss and jitter streams coincide")
+	}
+}
+
+func TestShapeValidate(t *testing.T) {
+	bad := []Shape{
+		{Delay: -1}, {Jitter: -1}, {JitterDist: 7}, {QueueBytes: -1}, {QueuePackets: -2},
+		{Loss: UniformLoss(2)},
+	}
+	for _, s := range bad {
+		if s.Validate() == nil {
+			t.Errorf("%+v accepted", s)
+		}
+	}
+	if err := (Shape{Rate: 1e7, Delay: ms, Jitter: ms, Loss: GELoss(0.01, 0.3, 0.5, 0)}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// ---- delay line ----
+
+func TestDelayLineFIFOOnTies(t *testing.T) {
+	var l delayLine
+	for i := 0; i < 100; i++ {
+		l.Push(time.Duration(i/10), int32(i)) // ten frames per instant
+	}
+	for i := 0; i < 100; i++ {
+		if e := l.Pop(); e.slot != int32(i) {
+			t.Fatalf("pop %d: slot %d", i, e.slot)
+		}
+	}
+}
+
+func TestDelayLineOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var l delayLine
+	type item struct {
+		at   time.Duration
+		slot int32
+	}
+	var want []item
+	next := int32(0)
+	for round := 0; round < 50; round++ {
+		for i := rng.IntN(40); i > 0; i-- {
+			at := time.Duration(rng.IntN(30))
+			l.Push(at, next)
+			want = append(want, item{at, next})
+			next++
+		}
+		slices.SortStableFunc(want, func(a, b item) int { return int(a.at - b.at) })
+		for i := rng.IntN(40); i > 0 && l.Len() > 0; i-- {
+			e := l.Pop()
+			if e.at != want[0].at || e.slot != want[0].slot {
+				t.Fatalf("popped (%v, %d), want (%v, %d)", e.at, e.slot, want[0].at, want[0].slot)
+			}
+			want = want[1:]
+		}
+	}
+}
+
+// ---- histogram ----
+
+func TestHistogramBuckets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := 0; i < 100_000; i++ {
+		v := int64(rng.Uint64() >> uint(rng.IntN(64)+1))
+		lo, hi := histRange(histIndex(v))
+		if v < lo || v > hi {
+			t.Fatalf("value %d in bucket [%d, %d]", v, lo, hi)
+		}
+		if v >= histSub && float64(hi-lo) > float64(lo)/histSub {
+			t.Fatalf("bucket [%d, %d] wider than 1/%d of its value", lo, hi, histSub)
+		}
+	}
+}
+
+func TestHistogramStats(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Microsecond)
+	}
+	st := h.stats()
+	if st.Count != 1000 || st.Min != time.Microsecond || st.Max != ms || st.Mean != 500500*time.Nanosecond {
+		t.Fatalf("stats %+v", st)
+	}
+	for _, c := range []struct {
+		got, want time.Duration
+	}{{st.P50, 500 * time.Microsecond}, {st.P90, 900 * time.Microsecond}, {st.P99, 990 * time.Microsecond}} {
+		if math.Abs(float64(c.got-c.want))/float64(c.want) > 0.004 {
+			t.Errorf("percentile %v, want %v ± 0.4%%", c.got, c.want)
+		}
+	}
+	var empty histogram
+	if empty.stats() != (DelayStats{}) {
+		t.Error("empty histogram has stats")
+	}
+}

@@ -1,0 +1,196 @@
+package scenario
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The committed scenarios and what each must expand to. Adding a file to
+// lab/scenarios without listing it here fails the test, so every file is
+// both parsed and looked at.
+var committed = map[string]struct {
+	points, networks, reps int
+	size                   int64
+}{
+	"smoke.toml":       {points: 3, networks: 1, reps: 3, size: 4 << 20},
+	"demo.toml":        {points: 4, networks: 1, reps: 3, size: 8 << 20},
+	"rtt-uniform.toml": {points: 7 * 3 * 3, networks: 21, reps: 20, size: 16 << 20},
+	"rtt-ge.toml":      {points: 7 * 4 * 3, networks: 28, reps: 20, size: 16 << 20},
+	"rtt-ratio.toml":   {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
+	"splits.toml":      {points: 5 * 4 * 4, networks: 20, reps: 20, size: 16 << 20},
+	"schedulers.toml":  {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
+	"rate-ratio.toml":  {points: 4 * 6, networks: 4, reps: 20, size: 16 << 20},
+}
+
+func loadCommitted(t *testing.T, name string) *Scenario {
+	t.Helper()
+	s, err := Load(filepath.Join("..", "scenarios", name))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return s
+}
+
+func TestCommittedScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "scenarios", "*.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	for name := range committed {
+		if !slices.Contains(names, name) {
+			t.Errorf("lab/scenarios/%s is missing", name)
+		}
+	}
+	for _, name := range names {
+		want, ok := committed[name]
+		if !ok {
+			t.Errorf("lab/scenarios/%s is not listed in this test", name)
+			continue
+		}
+		s := loadCommitted(t, name)
+		if s.Name+".toml" != name {
+			t.Errorf("%s: name = %q", name, s.Name)
+		}
+		if s.Description == "" {
+			t.Errorf("%s: no description", name)
+		}
+		pts := s.Points()
+		if len(pts) != want.points || pts[len(pts)-1].Network+1 != want.networks {
+			t.Errorf("%s: %d points in %d networks, want %d in %d", name, len(pts), pts[len(pts)-1].Network+1, want.points, want.networks)
+		}
+		if s.Experiment.Reps != want.reps || s.Experiment.Size != want.size {
+			t.Errorf("%s: reps %d size %d, want %d, %d", name, s.Experiment.Reps, s.Experiment.Size, want.reps, want.size)
+		}
+		for _, n := range s.Topology.Nodes {
+			if n.TCP.Congestion != "cubic" {
+				t.Errorf("%s: node %s runs %s, not Table 3's cubic", name, n.Name, n.TCP.Congestion)
+			}
+		}
+	}
+}
+
+// idealSeconds is the transfer time of every download of s if each
+// transport filled the rates of the paths it uses: a floor under the real
+// run time, used to keep the quick scenarios quick.
+func idealSeconds(s *Scenario) float64 {
+	total := 0.0
+	for _, p := range s.Points() {
+		var bps float64
+		if p.Transport.Path != "" {
+			bps = float64(p.Topology.Link(p.Transport.Path).BA.Rate)
+		} else {
+			for _, l := range p.Topology.Paths() {
+				bps += float64(l.BA.Rate)
+			}
+		}
+		total += float64(s.Experiment.Reps) * float64(s.Experiment.Size) * 8 / bps
+	}
+	return total
+}
+
+func TestSmokeScenario(t *testing.T) {
+	s := loadCommitted(t, "smoke.toml")
+	var labels []string
+	for _, tr := range s.Transports {
+		labels = append(labels, tr.Label)
+	}
+	if !slices.Equal(labels, []string{"direct", "mptcp-direct", "braid"}) {
+		t.Errorf("transports = %v", labels)
+	}
+	paths := s.Topology.Paths()
+	if len(paths) != 2 || paths[0].AB != paths[1].AB || paths[0].BA != paths[1].BA || !paths[0].AB.Loss.IsZero() {
+		t.Errorf("paths are not two equal loss-free paths: %+v", paths)
+	}
+	// 3 × (4 MiB at 10, 20, 20 Mbit/s) = 3 × (3.36 + 1.68 + 1.68) s.
+	if got := idealSeconds(s); math.Abs(got-20.13) > 0.01 {
+		t.Errorf("ideal transfer time %.2f s, want 20.13 s", got)
+	}
+}
+
+func TestDemoScenario(t *testing.T) {
+	s := loadCommitted(t, "demo.toml")
+	top := s.Topology
+	if p, q := top.Link("primary"), top.Link("secondary"); p.RTT() != 10*time.Millisecond || q.RTT() != 40*time.Millisecond {
+		t.Errorf("RTTs %v and %v, want 10ms and 40ms", p.RTT(), q.RTT())
+	}
+	var names []string
+	for _, tr := range s.Transports {
+		names = append(names, tr.Name)
+	}
+	for _, n := range []string{"direct", "mptcp-direct", "braid"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("demo lacks %s", n)
+		}
+	}
+	// 3 × 8 MiB at 10 + 20 + 20 + 20 Mbit/s = 3 × (6.71 + 3 × 3.36) s;
+	// the demo must finish in 3 minutes, so the floor stays far below.
+	if got := idealSeconds(s); math.Abs(got-50.33) > 0.01 {
+		t.Errorf("ideal transfer time %.2f s, want 50.33 s", got)
+	}
+	if s.Experiment.Timeout > 60*time.Second {
+		t.Errorf("timeout %v lets one stuck download take a third of the demo", s.Experiment.Timeout)
+	}
+}
+
+// TestPaperTables checks the committed paper scenarios against the paper's
+// tables: §3.1.1's seven RTTs, Table 1's GE parameters, Table 2's ratios.
+func TestPaperTables(t *testing.T) {
+	rtts := []time.Duration{1, 10, 20, 40, 60, 80, 100}
+	for i := range rtts {
+		rtts[i] *= time.Millisecond
+	}
+	table1 := []Loss{
+		{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: 0},
+		{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: 0.5},
+		{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: 1},
+		{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: 3},
+	}
+	for _, name := range []string{"rtt-uniform.toml", "rtt-ge.toml"} {
+		if s := loadCommitted(t, name); !slices.Equal(s.Sweep.RTT, rtts) {
+			t.Errorf("%s: rtt = %v", name, s.Sweep.RTT)
+		}
+	}
+	if s := loadCommitted(t, "rtt-ge.toml"); !slices.Equal(s.Sweep.Loss, table1) {
+		t.Errorf("rtt-ge: loss = %v", s.Sweep.Loss)
+	}
+	for _, name := range []string{"rtt-ratio.toml", "splits.toml", "schedulers.toml"} {
+		s := loadCommitted(t, name)
+		if !slices.Equal(s.Sweep.RTTRatio, []float64{1, 2, 3, 4, 5}) || !slices.Equal(s.Sweep.Loss, table1) {
+			t.Errorf("%s: ratios %v, loss %v", name, s.Sweep.RTTRatio, s.Sweep.Loss)
+		}
+		// Table 2: primary 20 ms, secondary 20·ratio ms.
+		for _, p := range s.Points() {
+			r, _ := p.Param(AxisRTTRatio)
+			prim, sec := p.Topology.Link("primary").RTT(), p.Topology.Link("secondary").RTT()
+			if prim != 20*time.Millisecond || sec != time.Duration(r.Value*20)*time.Millisecond {
+				t.Fatalf("%s point %d (%s): RTTs %v and %v", name, p.Index, p.String(), prim, sec)
+			}
+		}
+	}
+	splits := loadCommitted(t, "splits.toml")
+	var w [][]float64
+	for _, tr := range splits.Transports {
+		if tr.Scheduler == "weighted" {
+			w = append(w, tr.Weights)
+		}
+	}
+	if len(w) != 3 || !slices.Equal(w[0], []float64{50, 50}) || !slices.Equal(w[1], []float64{75, 25}) || !slices.Equal(w[2], []float64{90, 10}) {
+		t.Errorf("splits: weights %v", w)
+	}
+	sch := loadCommitted(t, "schedulers.toml")
+	var got []string
+	for _, p := range sch.Points()[:5] {
+		got = append(got, p.Transport.Label)
+	}
+	if strings.Join(got, ",") != "mptcp-direct,braid 50/50,braid rtt-aware,braid earliest-arrival,braid minrtt" {
+		t.Errorf("schedulers: first network's transports %v", got)
+	}
+}

@@ -1,0 +1,184 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// network is one point of the network axes: a testbed with its params.
+type network struct {
+	params []Param
+	top    *Topology
+}
+
+// expand builds the points: the network axes' cartesian product (rtt,
+// rtt_ratio, rate, rate_ratio, loss, outermost first) times the transports,
+// each transport that takes a scheduler and sets none times the scheduler
+// axis.
+func (p *parser) expand(s *Scenario) []Point {
+	sw := &s.Sweep
+	nets := []network{{top: s.Topology}}
+	step := func(n int, apply func(t *Topology, i int) Param) {
+		next := make([]network, 0, len(nets)*n)
+		for _, base := range nets {
+			for i := 0; i < n; i++ {
+				t := base.top.Clone()
+				q := apply(t, i)
+				params := append(append([]Param(nil), base.params...), q)
+				next = append(next, network{params: params, top: t})
+			}
+		}
+		nets = next
+	}
+
+	type variant struct {
+		tr     Transport
+		params []Param
+	}
+	var variants []variant
+	for i, tr := range s.Transports {
+		kind, _ := LookupTransport(tr.Name)
+		tp := Param{Axis: AxisTransport, Text: tr.Label}
+		if sw.Scheduler == nil || !kind.Accepts(OptScheduler) || p.explicitSched[i] {
+			variants = append(variants, variant{tr: tr, params: []Param{tp}})
+			continue
+		}
+		for _, sch := range sw.Scheduler {
+			v := tr
+			v.Scheduler = sch
+			v.Label = tr.Label + " " + sch
+			v.Weights = nil
+			if sch == "weighted" {
+				v.Weights = equalWeights(len(s.Topology.Paths()))
+			}
+			variants = append(variants, variant{tr: v, params: []Param{tp, {Axis: AxisScheduler, Text: sch}}})
+		}
+	}
+	seen := map[string]int{}
+	for i, v := range variants {
+		if j, ok := seen[v.tr.Label]; ok {
+			p.fail("sweep.scheduler", "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
+			return nil
+		}
+		seen[v.tr.Label] = i
+	}
+
+	total := len(variants)
+	for _, n := range []int{len(sw.RTT), len(sw.RTTRatio), len(sw.Rate), len(sw.RateRatio), len(sw.Loss)} {
+		if n > 0 {
+			total *= n
+		}
+	}
+	if total > MaxPoints {
+		p.fail("sweep", "expands to %d points; the limit is %d", total, MaxPoints)
+		return nil
+	}
+
+	if sw.RTT != nil {
+		step(len(sw.RTT), func(t *Topology, i int) Param {
+			d := sw.RTT[i]
+			for _, l := range t.Paths() {
+				l.AB.Delay, l.BA.Delay = splitRTT(d)
+			}
+			return Param{Axis: AxisRTT, Text: d.String(), Value: ms(d)}
+		})
+	}
+	if sw.RTTRatio != nil {
+		step(len(sw.RTTRatio), func(t *Topology, i int) Param {
+			r := sw.RTTRatio[i]
+			paths := t.Paths()
+			ref := paths[0].RTT()
+			for _, l := range paths[1:] {
+				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
+			}
+			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
+		})
+	}
+	if sw.Rate != nil {
+		step(len(sw.Rate), func(t *Topology, i int) Param {
+			r := sw.Rate[i]
+			for _, l := range t.Paths() {
+				l.AB.Rate, l.BA.Rate = r, r
+			}
+			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
+		})
+	}
+	if sw.RateRatio != nil {
+		step(len(sw.RateRatio), func(t *Topology, i int) Param {
+			r := sw.RateRatio[i]
+			paths := t.Paths()
+			ref := paths[0]
+			for _, l := range paths[1:] {
+				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
+				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
+			}
+			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
+		})
+	}
+	if sw.Loss != nil {
+		step(len(sw.Loss), func(t *Topology, i int) Param {
+			m := sw.Loss[i]
+			for _, l := range t.Paths() {
+				l.AB.Loss, l.BA.Loss = m, m
+			}
+			return Param{Axis: AxisLoss, Text: m.String(), Value: 100 * m.MeanLoss()}
+		})
+	}
+
+	// A swept value can break what the file's links allow (an RTT below
+	// twice the jitter, a ratio that takes a rate out of range): check
+	// every network, naming the point.
+	for _, n := range nets {
+		where := ""
+		if len(n.params) > 0 {
+			pt := Point{Params: n.params}
+			where = "at " + pt.String() + ": "
+		}
+		for i := range n.top.Links {
+			p.checkShaping("sweep", &n.top.Links[i], where)
+		}
+		if p.err != nil {
+			return nil
+		}
+	}
+
+	points := make([]Point, 0, total)
+	for ni, n := range nets {
+		for _, v := range variants {
+			params := append(append([]Param(nil), n.params...), v.params...)
+			points = append(points, Point{
+				Index:     len(points),
+				Network:   ni,
+				Params:    params,
+				Topology:  n.top,
+				Transport: cloneTransport(v.tr),
+			})
+		}
+	}
+	return points
+}
+
+func cloneTransport(t Transport) Transport {
+	if t.Weights != nil {
+		t.Weights = append([]float64(nil), t.Weights...)
+	}
+	return t
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// Default is the scenario of an empty file: the paper's testbed (see
+// DefaultTopology), Table 3's TCP settings with cubic, 20 downloads of
+// 16 MiB, measured with direct, mptcp-direct and braid with its default
+// options.
+func Default() *Scenario {
+	s, err := Parse("default", nil)
+	if err != nil {
+		panic(fmt.Sprintf("scenario: the built-in default does not parse: %v", err))
+	}
+	return s
+}

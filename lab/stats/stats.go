@@ -1,0 +1,149 @@
+// Package stats summarizes repeated measurements the way the paper reports
+// them: the mean of N goodput samples with a 95% Student-t confidence
+// interval, plus the sample standard deviation and the median, which this
+// shared, noisy machine makes worth quoting beside the mean.
+//
+// Undefined values are NaN rather than 0: one sample has no spread, and a
+// zero-width interval would claim a certainty the data does not have.
+package stats
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// DefaultLevel is the confidence level of Summarize's interval: the paper's.
+const DefaultLevel = 0.95
+
+// Mean is the arithmetic mean; NaN for no samples.
+func Mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return stat.Mean(xs, nil)
+}
+
+// StdDev is the sample standard deviation (divisor n-1); NaN for fewer than
+// two samples.
+func StdDev(xs []float64) float64 {
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	return stat.StdDev(xs, nil)
+}
+
+// TQuantile is the p-quantile of Student's t distribution with df degrees
+// of freedom.
+func TQuantile(p, df float64) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(p)
+}
+
+// CIHalfWidth is the half-width of the two-sided Student-t confidence
+// interval for the mean at the given level (0.95 for 95%):
+// t((1+level)/2, n-1) · s / √n. NaN for fewer than two samples or a level
+// outside (0, 1).
+func CIHalfWidth(xs []float64, level float64) float64 {
+	n := len(xs)
+	if n < 2 || !(level > 0 && level < 1) {
+		return math.NaN()
+	}
+	t := TQuantile((1+level)/2, float64(n-1))
+	return t * StdDev(xs) / math.Sqrt(float64(n))
+}
+
+// CI95 is CIHalfWidth at 95%.
+func CI95(xs []float64) float64 { return CIHalfWidth(xs, 0.95) }
+
+// Median is the middle sample, or the mean of the two middle ones; NaN for
+// no samples. xs is not reordered.
+func Median(xs []float64) float64 {
+	n := len(xs)
+	if n == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Summary describes one point's samples.
+type Summary struct {
+	N      int     `json:"n"`
+	Mean   float64 `json:"mean"`
+	StdDev float64 `json:"std_dev"`
+	// CI95 is the half-width of the 95% interval: the mean is reported
+	// as Mean ± CI95.
+	CI95   float64 `json:"ci95"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// Summarize computes every field of Summary; those undefined for the
+// number of samples are NaN.
+func Summarize(xs []float64) Summary {
+	s := Summary{
+		N:      len(xs),
+		Mean:   Mean(xs),
+		StdDev: StdDev(xs),
+		CI95:   CIHalfWidth(xs, DefaultLevel),
+		Median: Median(xs),
+		Min:    math.NaN(),
+		Max:    math.NaN(),
+	}
+	if len(xs) > 0 {
+		s.Min, s.Max = slices.Min(xs), slices.Max(xs)
+	}
+	return s
+}
+
+// MarshalJSON writes NaN fields as null, which JSON can carry and NaN it
+// cannot.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	num := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		N      int      `json:"n"`
+		Mean   *float64 `json:"mean"`
+		StdDev *float64 `json:"std_dev"`
+		CI95   *float64 `json:"ci95"`
+		Median *float64 `json:"median"`
+		Min    *float64 `json:"min"`
+		Max    *float64 `json:"max"`
+	}{s.N, num(s.Mean), num(s.StdDev), num(s.CI95), num(s.Median), num(s.Min), num(s.Max)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, null back to NaN.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	var v struct {
+		N      int      `json:"n"`
+		Mean   *float64 `json:"mean"`
+		StdDev *float64 `json:"std_dev"`
+		CI95   *float64 `json:"ci95"`
+		Median *float64 `json:"median"`
+		Min    *float64 `json:"min"`
+		Max    *float64 `json:"max"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	f := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
+	}
+	*s = Summary{N: v.N, Mean: f(v.Mean), StdDev: f(v.StdDev), CI95: f(v.CI95), Median: f(v.Median), Min: f(v.Min), Max: f(v.Max)}
+	return nil
+}
