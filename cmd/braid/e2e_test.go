@@ -318,7 +318,7 @@ socket = %q
 	// (198.18.x.2) and through the tunnel (100.64.0.1).
 	var ln net.Listener
 	must(r.srv.Do(func() (err error) {
-		ln, err = httpbench.Listen("0.0.0.0:8080", "cubic")
+		ln, err = httpbench.Listen("0.0.0.0:8080", e2eCC())
 		return err
 	}))
 	hs := &http.Server{Handler: httpbench.Handler()}
@@ -327,11 +327,19 @@ socket = %q
 	return r
 }
 
+// e2eCC is the inner TCP's congestion control: cubic as in the paper, or $E2E_CC.
+func e2eCC() string {
+	if cc := os.Getenv("E2E_CC"); cc != "" {
+		return cc
+	}
+	return "cubic"
+}
+
 func (r *e2eRig) fetch(t testing.TB, host string, size int64, onProgress func(int64)) httpbench.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := httpbench.Fetch(ctx, httpbench.URL(host, size), httpbench.Options{Dial: dialIn(r.cli, "cubic"), OnProgress: onProgress})
+	res, err := httpbench.Fetch(ctx, httpbench.URL(host, size), httpbench.Options{Dial: dialIn(r.cli, e2eCC()), OnProgress: onProgress})
 	if err != nil {
 		t.Fatalf("download from %s: %v", host, err)
 	}
