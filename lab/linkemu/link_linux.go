@@ -49,11 +49,10 @@ type Link struct {
 // through rc, so Close cannot pull the descriptor from under a read or
 // write in progress.
 type packetSock struct {
-	name  string
-	index int
-	mtu   int
-	file  *os.File
-	rc    syscall.RawConn
+	name string
+	mtu  int
+	file *os.File
+	rc   syscall.RawConn
 }
 
 // slot is a frame buffer. It belongs to exactly one of: the free list, the
@@ -260,7 +259,7 @@ func openPacketSock(name string, bufSize int) (_ *packetSock, err error) {
 		f.Close()
 		return nil, err
 	}
-	return &packetSock{name: name, index: ifi.Index, mtu: ifi.MTU, file: f, rc: rc}, nil
+	return &packetSock{name: name, mtu: ifi.MTU, file: f, rc: rc}, nil
 }
 
 func (l *Link) closeSocks() error {
@@ -405,10 +404,10 @@ func (d *dir) receivedLocked(s *slot, n, capacity int, now time.Duration) bool {
 	}
 	at, v := d.pipe.admit(now, n)
 	switch v {
-	case DropLoss:
+	case dropLoss:
 		d.st.DroppedLoss++
 		return false
-	case DropQueue:
+	case dropQueue:
 		d.st.DroppedQueue++
 		return false
 	}

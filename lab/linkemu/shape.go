@@ -106,14 +106,13 @@ func (s Shape) Validate() error {
 	return s.Loss.Validate()
 }
 
-// Verdict is what a direction decided about one frame.
-type Verdict uint8
+// verdict is what a direction decided about one frame.
+type verdict uint8
 
 const (
-	Forward     Verdict = iota // scheduled for sending
-	DropLoss                   // lost by the loss model
-	DropQueue                  // tail-dropped by the serialization queue
-	DropBuffers                // no frame buffer left (MaxInFlight reached)
+	forward   verdict = iota // scheduled for sending
+	dropLoss                 // lost by the loss model
+	dropQueue                // tail-dropped by the serialization queue
 )
 
 // Stream constants that separate the random streams of loss and jitter and
@@ -155,13 +154,13 @@ func newPipe(s Shape, dir Direction) *pipe {
 
 // admit decides the fate of a frame of size bytes received at now and, if
 // it is forwarded, when it is to be sent.
-func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v Verdict) {
+func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdict) {
 	if p.loss.Drop(p.lossR) {
-		return 0, DropLoss
+		return 0, dropLoss
 	}
 	depart, ok := p.ser.Admit(now, size)
 	if !ok {
-		return 0, DropQueue
+		return 0, dropQueue
 	}
 	d := p.shape.Delay
 	if p.jitter > 0 {
@@ -176,5 +175,5 @@ func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v Verdi
 			d = 0
 		}
 	}
-	return depart + d, Forward
+	return depart + d, forward
 }

@@ -10,15 +10,15 @@ import (
 
 func TestPipeDelayAndRate(t *testing.T) {
 	p := newPipe(Shape{Delay: 20 * ms}, AtoB)
-	if at, v := p.admit(3*ms, 1500); v != Forward || at != 23*ms {
-		t.Errorf("delay only: (%v, %v), want (23ms, Forward)", at, v)
+	if at, v := p.admit(3*ms, 1500); v != forward || at != 23*ms {
+		t.Errorf("delay only: (%v, %v), want (23ms, forward)", at, v)
 	}
 	// 10 Mbit/s: 1250 B = 1 ms on the wire, then 20 ms of propagation.
 	p = newPipe(Shape{Rate: 10_000_000, Delay: 20 * ms}, AtoB)
 	want := []time.Duration{21 * ms, 22 * ms, 23 * ms}
 	for i, w := range want {
-		if at, v := p.admit(0, 1250); v != Forward || at != w {
-			t.Errorf("frame %d: (%v, %v), want (%v, Forward)", i, at, v, w)
+		if at, v := p.admit(0, 1250); v != forward || at != w {
+			t.Errorf("frame %d: (%v, %v), want (%v, forward)", i, at, v, w)
 		}
 	}
 }
@@ -27,9 +27,9 @@ func TestPipeDefaultQueue(t *testing.T) {
 	p := newPipe(Shape{Rate: 1_000_000}, AtoB)
 	fwd := 0
 	for i := 0; i < DefaultQueuePackets+10; i++ {
-		if _, v := p.admit(0, 100); v == Forward {
+		if _, v := p.admit(0, 100); v == forward {
 			fwd++
-		} else if v != DropQueue {
+		} else if v != dropQueue {
 			t.Fatalf("verdict %v", v)
 		}
 	}
@@ -39,7 +39,7 @@ func TestPipeDefaultQueue(t *testing.T) {
 	p = newPipe(Shape{Rate: 1_000_000, QueueBytes: 1000}, AtoB) // explicit byte limit replaces the default
 	fwd = 0
 	for i := 0; i < 20; i++ {
-		if _, v := p.admit(0, 100); v == Forward {
+		if _, v := p.admit(0, 100); v == forward {
 			fwd++
 		}
 	}
@@ -53,16 +53,16 @@ func TestPipeDefaultQueue(t *testing.T) {
 func TestPipeLossBeforeQueue(t *testing.T) {
 	p := newPipe(Shape{Rate: 8_000_000, QueuePackets: 1, Loss: UniformLoss(1)}, AtoB)
 	for i := 0; i < 10; i++ {
-		if _, v := p.admit(0, 1000); v != DropLoss {
-			t.Fatalf("frame %d: verdict %v, want DropLoss", i, v)
+		if _, v := p.admit(0, 1000); v != dropLoss {
+			t.Fatalf("frame %d: verdict %v, want dropLoss", i, v)
 		}
 	}
 	if b, n := p.ser.Backlog(0); b != 0 || n != 0 {
 		t.Errorf("lost frames left a backlog of %d B / %d", b, n)
 	}
 	p.loss = noLoss{}
-	if at, v := p.admit(0, 1000); v != Forward || at != 1*ms {
-		t.Errorf("after loss-free: (%v, %v), want (1ms, Forward)", at, v)
+	if at, v := p.admit(0, 1000); v != forward || at != 1*ms {
+		t.Errorf("after loss-free: (%v, %v), want (1ms, forward)", at, v)
 	}
 }
 
@@ -72,7 +72,7 @@ func jitterSamples(t *testing.T, s Shape, n int) []time.Duration {
 	out := make([]time.Duration, n)
 	for i := range out {
 		at, v := p.admit(0, 100)
-		if v != Forward {
+		if v != forward {
 			t.Fatalf("verdict %v", v)
 		}
 		out[i] = at
@@ -147,7 +147,7 @@ func TestPipeSeeds(t *testing.T) {
 		var out []time.Duration
 		for i := 0; i < 200; i++ {
 			at, v := p.admit(0, 100)
-			if v != Forward {
+			if v != forward {
 				at = -1
 			}
 			out = append(out, at)

@@ -1,0 +1,49 @@
+package linkemu
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func BenchmarkGilbertElliott(b *testing.B) {
+	g := GELoss(0.01, 0.3, 0.5, 0.01).NewModel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	for b.Loop() {
+		g.Drop(rng)
+	}
+}
+
+// benchShape has every stage on: GE loss, a queue, 1 Gbit/s, delay, jitter.
+var benchShape = Shape{
+	Rate: 1_000_000_000, Delay: 10 * ms, Jitter: ms,
+	Loss: GELoss(0.01, 0.3, 0.5, 0.001), QueuePackets: 1000, Seed: 1,
+}
+
+func BenchmarkPipeAdmit(b *testing.B) {
+	p := newPipe(benchShape, AtoB)
+	now := time.Duration(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		now += 12 * time.Microsecond // 1500 B at 1 Gbit/s
+		p.admit(now, 1500)
+	}
+}
+
+// BenchmarkDelayLine keeps ~1000 jittered frames in the line: one push
+// and one pop per op.
+func BenchmarkDelayLine(b *testing.B) {
+	var l delayLine
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := time.Duration(0)
+	for i := 0; i < 1000; i++ {
+		l.Push(now+time.Duration(rng.IntN(int(ms))), int32(i))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		now += time.Microsecond
+		e := l.Pop()
+		l.Push(now+time.Duration(rng.IntN(int(ms))), e.slot)
+	}
+}
