@@ -99,6 +99,7 @@ type Sender struct {
 	rateBytes0     uint64 // receiver's cumulative RxBytes at rateStart
 	rateOWDRef     uint32 // first OWDRaw seen, keeps receiver times small
 	rateAppLimited bool
+	rateData       bool // a data-sized packet went out in the current interval
 	rate           winFilter
 
 	owd owdTracker
@@ -161,13 +162,16 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 	*slot = sentPkt{sent: t, seq: seq, size: uint16(size), state: slotSentNE}
 	s.txPackets++
 	s.txBytes += uint64(size)
+	if s.inflight == 0 {
+		// Sending into an empty pipe (a probe, or an ack on an idle path): the
+		// current rate interval includes idle time and can only under-estimate.
+		s.rateAppLimited = true
+	}
 	if ackEliciting {
-		slot.state = slotOutstanding
-		if s.inflight == 0 {
-			// Sending into an empty pipe: the current rate interval
-			// includes idle time and can only under-estimate.
-			s.rateAppLimited = true
+		if size >= dataSize {
+			s.rateData = true
 		}
+		slot.state = slotOutstanding
 		s.inflight += size
 		s.popResolved()
 		if s.qTail-s.qHead >= uint32(len(s.q)) {
@@ -377,6 +381,10 @@ func (s *Sender) detectLosses(t int64) {
 	s.popResolved()
 }
 
+// dataSize is the size from which a datagram counts as data rather than a probe or
+// an ack (both well under 100 bytes) for delivery-rate sampling.
+const dataSize = 256
+
 func (s *Sender) updateRate(sentL int64, a Ack) {
 	// The receiver's clock times the interval: the arrival time of Largest there is
 	// its send time here plus its one-way delay (up to the session's constant clock
@@ -400,16 +408,19 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 		return
 	}
 	v := float64(a.RxBytes-s.rateBytes0) * 1e9 / float64(el)
-	// An interval that saw the pipe run dry measures the application, not the
-	// path: it may raise an estimate but never lower it, and never make the first
-	// one — an idle path's probes would "measure" a few hundred bytes per second,
-	// and a scheduler believing that would never send there again.
-	if !s.rateAppLimited || (s.rate.set && v > s.rate.get()) {
+	// An interval that saw the pipe run dry, or carried no data at all (probes
+	// and acks only), measures the application, not the path: it may raise an
+	// estimate but never lower it, and never make the first one — an idle path's
+	// probes would "measure" a few hundred bytes per second, and a scheduler
+	// believing that would never send there again.
+	appLimited := s.rateAppLimited || !s.rateData
+	if !appLimited || (s.rate.set && v > s.rate.get()) {
 		s.rate.update(rx, v, int64(s.cfg.RateWindow))
 	}
 	s.rateStart = rx
 	s.rateBytes0 = a.RxBytes
 	s.rateAppLimited = false
+	s.rateData = false
 }
 
 func (s *Sender) updateLossRound(t int64) {

@@ -460,3 +460,39 @@ func TestDeliveryRateProbesOnly(t *testing.T) {
 		t.Fatalf("probes produced a rate estimate of %v B/s", r)
 	}
 }
+
+// Pure acks sent on an otherwise idle path (the peer's traffic being acknowledged)
+// are acked in turn; those samples measure the ack traffic, not the path, and must
+// not become the rate estimate either.
+func TestDeliveryRateAcksOnly(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	for ts := 0; ts < 5000; ts += 20 {
+		seq := s.NextSeq()
+		s.OnSent(seq, 60, false, ms(float64(ts)))
+		rx += 60
+		s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rx, OWDRaw: 1000}, ms(float64(ts+2)))
+	}
+	if r := s.Stats().DeliveryRate; r != 0 {
+		t.Fatalf("acks-only traffic produced a rate estimate of %v B/s", r)
+	}
+}
+
+// A probe outstanding across a whole interval keeps the pipe from looking empty,
+// but an interval that carried no data still must not create an estimate.
+func TestDeliveryRateNoDataInterval(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	for ts := 0; ts < 5000; ts += 400 {
+		ping := s.NextSeq()
+		s.OnSent(ping, 60, true, ms(float64(ts)))
+		for k := 1; k <= 5; k++ { // acks for the peer's traffic while the ping is out
+			s.OnSent(s.NextSeq(), 50, false, ms(float64(ts+k)))
+		}
+		rx += 60 + 5*50
+		s.OnAck(Ack{Largest: s.NextSeq() - 1, Bitmap: allBelow, RxBytes: rx, OWDRaw: 1000}, ms(float64(ts+30)))
+	}
+	if r := s.Stats().DeliveryRate; r != 0 {
+		t.Fatalf("an interval without data produced a rate estimate of %v B/s", r)
+	}
+}

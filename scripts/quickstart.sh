@@ -36,7 +36,6 @@ need() { # need TOOL DEBIAN-PACKAGE
 need ip iproute2
 need tc iproute2
 need go golang-go "(or, if Go is installed for your user: sudo env PATH=\"\$PATH\" $0)"
-need curl curl
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 srv_ns=$prefix-$$-server
@@ -231,55 +230,35 @@ wait_for 10 "the client's session to be established on two paths" established
 
 # --- Downloads ------------------------------------------------------------
 
-step "serving a $size_mb MB file from the server namespace on port $port"
-mkdir "$tmp/www"
-head -c $((size_mb * 1024 * 1024)) /dev/urandom >"$tmp/www/file.bin"
-# python3-minimal alone lacks http.server, hence the import check.
-if python3 -c 'import http.server' 2>/dev/null; then
-	ip netns exec "$srv_ns" python3 -m http.server --bind 0.0.0.0 --directory "$tmp/www" "$port" \
-		>"$tmp/http.log" 2>&1 &
-else
-	# No usable python3: a tiny Go file server, built with the Go we already need.
-	mkdir "$tmp/httpd"
-	cat >"$tmp/httpd/main.go" <<'EOF'
-package main
-
-import (
-	"log"
-	"net/http"
-	"os"
-)
-
-func main() { log.Fatal(http.ListenAndServe(os.Args[1], http.FileServer(http.Dir(os.Args[2])))) }
-EOF
-	(cd "$tmp/httpd" && go build -o httpd main.go)
-	ip netns exec "$srv_ns" "$tmp/httpd/httpd" "0.0.0.0:$port" "$tmp/www" >"$tmp/http.log" 2>&1 &
-fi
+step "serving $size_mb MB from the server namespace on port $port"
+# braid's own HTTP workload sets TCP congestion control per socket: cubic, as in
+# the papers (a namespace cannot switch its default to cubic when the host does
+# not allow it, and this host's default may well be bbr).
+ip netns exec "$srv_ns" "$braid" lab serve --addr "0.0.0.0:$port" --cc cubic >"$tmp/http.log" 2>&1 &
 http_pid=$!
+url_path="/bytes/$((size_mb * 1024 * 1024))"
 http_ready() {
 	alive "$http_pid" "the HTTP server"
-	ip netns exec "$cli_ns" curl -sf -I -o /dev/null --max-time 1 "http://198.18.1.2:$port/file.bin"
+	ip netns exec "$cli_ns" "$braid" lab fetch --timeout 1s "http://198.18.1.2:$port/bytes/1" >/dev/null 2>&1
 }
 wait_for 10 "the HTTP server" http_ready
 
-# fetch URL: download into /dev/null from the client namespace and set mbps to
-# the goodput. It gives up after 10 s below 10 kB/s, so a broken tunnel fails
-# fast. curl runs in the background because bash runs a TERM trap only after a
-# foreground command ends, but interrupts `wait` at once.
+# fetch URL: download from the client namespace and set mbps to the goodput
+# (size ÷ time). It runs in the background because bash runs a TERM trap only
+# after a foreground command ends, but interrupts `wait` at once.
 fetch() {
-	ip netns exec "$cli_ns" curl -sSf -o /dev/null --max-time 60 \
-		--speed-limit 10000 --speed-time 10 -w '%{speed_download}' "$1" >"$tmp/speed" &
+	ip netns exec "$cli_ns" "$braid" lab fetch --cc cubic --timeout 60s "$1" >"$tmp/speed" &
 	wait "$!" || die "download of $1 failed"
-	mbps=$(awk '{ printf "%.2f", $1 * 8 / 1e6 }' "$tmp/speed")
+	mbps=$(awk '{ printf "%.2f", $1 }' "$tmp/speed")
 }
 
 step "downloading directly over one path (198.18.1.2)"
-fetch "http://198.18.1.2:$port/file.bin"
+fetch "http://198.18.1.2:$port$url_path"
 direct=$mbps
 echo "direct, one path:      $direct Mbit/s"
 
 step "downloading through the braid tunnel (100.64.0.1)"
-fetch "http://100.64.0.1:$port/file.bin"
+fetch "http://100.64.0.1:$port$url_path"
 tunnel=$mbps
 echo "braid, two paths:      $tunnel Mbit/s"
 
