@@ -87,6 +87,13 @@ type Config struct {
 	// exceeds this becomes Degraded; it returns to Active below
 	// DegradedExitLoss (default 0.1). The gap avoids flapping.
 	DegradedLoss, DegradedExitLoss float64
+	// LossWindow (default 2s) is the window of recent packets the Degraded
+	// decision looks at, and MinLossSample (default 20) the packets it needs
+	// before it judges at all. A window rather than the smoothed rate: a path the
+	// scheduler avoids after a loss burst (a TCP slow-start overshoot, say) gets
+	// too little traffic to ever smooth its rate down again.
+	LossWindow    time.Duration
+	MinLossSample int
 	// LossGain (default 1/8) is the EWMA gain applied once per round (one
 	// srtt) to the lost and total packet counts of that round.
 	LossGain float64
@@ -145,6 +152,8 @@ func DefaultConfig() Config {
 		ActivateAcks:     2,
 		DegradedLoss:     0.2,
 		DegradedExitLoss: 0.1,
+		LossWindow:       2 * time.Second,
+		MinLossSample:    20,
 		LossGain:         1.0 / 8,
 		ReorderThreshold: 3,
 		TimeThreshold:    9.0 / 8,
@@ -188,6 +197,10 @@ func (c Config) withDefaults() Config {
 	setI(&c.ActivateAcks, d.ActivateAcks)
 	setF(&c.DegradedLoss, d.DegradedLoss)
 	setF(&c.DegradedExitLoss, d.DegradedExitLoss)
+	setD(&c.LossWindow, d.LossWindow)
+	if c.MinLossSample <= 0 {
+		c.MinLossSample = d.MinLossSample
+	}
 	setF(&c.LossGain, d.LossGain)
 	setI(&c.ReorderThreshold, d.ReorderThreshold)
 	setF(&c.TimeThreshold, d.TimeThreshold)

@@ -374,3 +374,52 @@ func TestAbandonedBusyPathProbed(t *testing.T) {
 		t.Fatalf("Down %v ms after the break, want ≤ 500", d)
 	}
 }
+
+// A loss burst (a TCP start-up overshoot, say) makes a path Degraded; when the
+// scheduler then avoids it and only probes cross it, it returns to Active within
+// about a LossWindow rather than waiting for traffic that never comes.
+func TestDegradedRecoversWithoutTraffic(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	ts := 0.0
+	// 200 ms of healthy traffic: Active.
+	for ; ts < 200; ts++ {
+		seq := s.NextSeq()
+		s.OnSent(seq, 1000, true, ms(ts))
+		if ts >= 10 {
+			rx += 1000
+			s.OnAck(Ack{Largest: seq - 10, Bitmap: allBelow, RxBytes: rx, OWDRaw: 5000}, ms(ts))
+		}
+		s.OnTimer(ms(ts))
+	}
+	// 300 ms in which every packet with an even seq is lost: acks name odd
+	// largest seqs, and bit i (seq L-1-i) is set for odd i, the odd seqs.
+	for ; ts < 500; ts++ {
+		seq := s.NextSeq()
+		s.OnSent(seq, 1000, true, ms(ts))
+		if l := seq - 10; l%2 == 1 {
+			rx += 1000
+			s.OnAck(Ack{Largest: l, Bitmap: 0xAAAAAAAAAAAAAAAA, RxBytes: rx, OWDRaw: 5000}, ms(ts))
+		}
+		s.OnTimer(ms(ts))
+	}
+	if s.State() != Degraded {
+		t.Fatalf("after the loss burst: %v (loss rate %.2f)", s.State(), s.Stats().LossRate)
+	}
+	burstEnd := ts
+	// Now only probes, all answered.
+	for ; ts < 6000 && s.State() != Active; ts++ {
+		if s.OnTimer(ms(ts)) {
+			seq := s.NextSeq()
+			s.OnSent(seq, 60, true, ms(ts))
+			rx += 60
+			s.OnAck(Ack{Largest: seq, Bitmap: allBelow, RxBytes: rx, OWDRaw: 5000}, ms(ts+10))
+		}
+	}
+	if s.State() != Active {
+		t.Fatal("still Degraded after 4.8 s of clean probes")
+	}
+	if d := ts - burstEnd; d > 2500 {
+		t.Fatalf("back to Active only %v ms after the burst", d)
+	}
+}

@@ -91,7 +91,13 @@ type Sender struct {
 	// loss rate: per-round counts folded into EWMAs of lost and total.
 	roundStart            int64
 	roundAcked, roundLost uint32
-	lossS, totS           float64
+	// Degraded is judged on a window of recent packets (two buckets of
+	// LossWindow/2), not on the smoothed loss rate: a path the scheduler stops
+	// using after a burst of losses must not stay Degraded for want of new
+	// evidence.
+	lwStart                                int64
+	lwSent, lwLost, lwPrevSent, lwPrevLost uint32
+	lossS, totS                            float64
 
 	// delivery rate
 	rateValid      bool
@@ -200,7 +206,23 @@ func (s *Sender) declareLost(p *sentPkt, feedRate bool) {
 	s.takeBytes += int(p.size)
 	if feedRate {
 		s.roundLost++
+		s.lwLost++
 	}
+}
+
+// lossWindow ages the degraded-decision window and returns its totals.
+func (s *Sender) lossWindow(t int64) (sent, lost uint32) {
+	half := int64(s.cfg.LossWindow / 2)
+	if d := t - s.lwStart; d >= half {
+		if d >= 2*half {
+			s.lwPrevSent, s.lwPrevLost = 0, 0
+		} else {
+			s.lwPrevSent, s.lwPrevLost = s.lwSent, s.lwLost
+		}
+		s.lwSent, s.lwLost, s.lwStart = 0, 0, t
+	}
+	lost = s.lwLost + s.lwPrevLost
+	return s.lwSent + s.lwPrevSent + lost, lost
 }
 
 func (s *Sender) outstanding(seq uint32) *sentPkt {
@@ -270,6 +292,7 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 	s.ackedPackets += uint64(r.pkts)
 	s.ackedBytes += r.bytes
 	s.roundAcked += uint32(r.elic)
+	s.lwSent += uint32(r.elic)
 	newLargest := !s.haveLargest || int32(a.Largest-s.largestAcked) > 0
 	if newLargest {
 		s.largestAcked = a.Largest
@@ -307,7 +330,7 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 		s.updateRate(sentL, a)
 	}
 	s.updateLossRound(t)
-	s.updateState(sampled)
+	s.updateState(t, sampled)
 }
 
 // rttSample applies RFC 9002 §5.3 (ack delay subtracted only when the result
@@ -449,7 +472,7 @@ func (s *Sender) lossRate() float64 {
 	return s.lossS / s.totS
 }
 
-func (s *Sender) updateState(sampled bool) {
+func (s *Sender) updateState(t int64, sampled bool) {
 	switch s.state {
 	case Probing:
 		if sampled {
@@ -459,13 +482,18 @@ func (s *Sender) updateState(sampled bool) {
 			s.state = Active
 		}
 	case Active:
-		// totS ≥ 1 means about 1/LossGain packets of evidence: one early
-		// loss on a quiet path must not read as 100 %.
-		if s.totS >= 1 && s.lossRate() > s.cfg.DegradedLoss {
+		// MinLossSample packets of evidence at least: one early loss on a quiet
+		// path must not read as 100 %.
+		sent, lost := s.lossWindow(t)
+		if int(sent) >= s.cfg.MinLossSample && float64(lost) > s.cfg.DegradedLoss*float64(sent) {
 			s.state = Degraded
 		}
 	case Degraded:
-		if s.lossRate() < s.cfg.DegradedExitLoss {
+		// Back to Active when the recent window shows little loss, or too little
+		// traffic to tell: the scheduler then tries the path again, and real,
+		// lasting loss makes it Degraded again within a window.
+		sent, lost := s.lossWindow(t)
+		if int(sent) < s.cfg.MinLossSample || float64(lost) < s.cfg.DegradedExitLoss*float64(sent) {
 			s.state = Active
 		}
 	}
@@ -571,6 +599,9 @@ func (s *Sender) OnTimer(now time.Time) (needProbe bool) {
 	t := s.ns(now)
 	if s.lossTimeSet && t >= s.lossTime {
 		s.detectLosses(t)
+	}
+	if s.state == Degraded {
+		s.updateState(t, false)
 	}
 	if s.state != Down {
 		// A probe timeout (as QUIC's PTO): packets have gone unanswered for longer
