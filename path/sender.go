@@ -575,6 +575,16 @@ func (s *Sender) checkLiveness(t int64) (oldest int64, unanswered int) {
 	return first, count
 }
 
+// ForceDown takes the path out of service as if it had stopped answering, and has
+// it probed at once: the engine calls it for paths that share an access link with
+// a path that just went Down, since they most likely share its fate. A path that
+// is in fact alive answers the probe and is usable again one round trip later.
+func (s *Sender) ForceDown() {
+	if s.state != Down {
+		s.goDown()
+	}
+}
+
 func (s *Sender) goDown() {
 	s.state = Down
 	s.downSeq = s.next

@@ -791,3 +791,42 @@ func TestEngineWeightedSplit(t *testing.T) {
 	})
 	check("server", r.srv.Status(), func(pa control.PathStatus) bool { return strings.HasPrefix(pa.Remote, "198.18.1.1:") })
 }
+
+// Fate sharing: when one path of an access link goes down, the link's other paths
+// (here the full mesh's cross paths, which the scheduler barely uses) leave service
+// with it instead of waiting for the idle timer.
+func TestEngineLinkFateSharing(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr2.Addr()}, {cliAddr2, srvAddr1.Addr()}} {
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{})
+		r.net.SetLink(pair[1], pair[0], conntest.LinkOptions{})
+	}
+	waitUsable(t, r.cliA, "server", 4)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for range r.srvTun.Outbound() {
+		}
+	}()
+	streamSized(r.cliATun, inCliA, inSrv, time.Millisecond, 1000, stop, &wg)
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	cut := time.Now()
+	for _, srv := range []netip.Addr{srvAddr1.Addr(), srvAddr2.Addr()} { // local path 2 fails
+		r.net.SetLink(cliAddr2, srv, conntest.LinkOptions{Down: true})
+		r.net.SetLink(srv, cliAddr2, conntest.LinkOptions{Down: true})
+	}
+	for {
+		st := r.cliA.Status()
+		a := pathStateOf(st, "server", cliAddr2, srvAddr1.String())
+		b := pathStateOf(st, "server", cliAddr2, srvAddr2.String())
+		if a == "down" && b == "down" {
+			break
+		}
+		if time.Since(cut) > 600*time.Millisecond {
+			t.Fatalf("600 ms after local path 2 failed its paths are %q and %q", a, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("both paths of the failed link down after %v", time.Since(cut))
+}

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/braid-vpn/braid/path"
@@ -69,6 +70,9 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if wasUsable != ps.sender.Usable() {
 				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
 			}
+			if wasUsable && st == path.Down {
+				p.shareFate(ps)
+			}
 			if st == path.Down {
 				if ps.downSince.IsZero() {
 					ps.downSince = now
@@ -99,6 +103,24 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 		p.serverTick(now)
 	}
 	return toTUN
+}
+
+// shareFate takes down the paths that cross the same access link as ps, which just
+// went Down: an interface or uplink that fails takes all its paths with it, and a
+// path the scheduler used little would otherwise be noticed only by the idle
+// timer, seconds later, while it still gets packets. Paths that are in fact alive
+// answer the immediate probe and return within a round trip.
+func (p *peer) shareFate(ps *pathState) {
+	if ps.link == 0 {
+		return
+	}
+	for _, o := range p.paths {
+		if o == nil || o == ps || o.link != ps.link || !o.validated || !o.sender.Usable() {
+			continue
+		}
+		o.sender.ForceDown()
+		p.e.log.Info("path state", "peer", p.name, "path", o.id, "local", o.cs.local.String(), "remote", o.ep.Remote.String(), "state", "down", "reason", "shares a link with path "+strconv.Itoa(int(ps.id)))
+	}
 }
 
 // updateHold sets the adaptive reorder hold from what the receiver measures: the
