@@ -1,0 +1,161 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"strconv"
+
+	"github.com/braid-vpn/braid/lab/results"
+)
+
+// WriteJSON writes the run as one indented JSON document: the complete
+// record, from which every other output can be made again.
+func WriteJSON(w io.Writer, run *results.Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(run)
+}
+
+// axisHeader is the CSV columns for the run's axes: each axis's text, and
+// for network axes also its numeric value ("rtt", "rtt_value"), so that a
+// spreadsheet can both group by the scenario's words and plot the numbers.
+func axisHeader(axes []string) []string {
+	var h []string
+	for _, a := range axes {
+		h = append(h, a)
+		if hasValue(a) {
+			h = append(h, a+"_value")
+		}
+	}
+	return h
+}
+
+// axisCells are p's cells under axisHeader; an axis that does not apply
+// to the point (the scheduler of a transport without one) is left empty.
+func axisCells(p *results.Point, axes []string) []string {
+	var c []string
+	for _, a := range axes {
+		q, ok := paramOf(p, a)
+		if !ok {
+			c = append(c, "")
+			if hasValue(a) {
+				c = append(c, "")
+			}
+			continue
+		}
+		c = append(c, q.Text)
+		if hasValue(a) {
+			c = append(c, num(q.Value))
+		}
+	}
+	return c
+}
+
+// WriteCSV writes one row per sample:
+//
+//	point, <axis>, <axis>_value…, kind, label, options, rep, goodput_mbps,
+//	seconds, bytes, max_stall_ms, retransmits, reordered, reorder_timeouts,
+//	bytes_<path>…
+//
+// kind is the transport kind, label its name in tables and plots, options
+// "key=value;…" in key order. An unknown retransmission count (-1 in the
+// Run) is an empty cell rather than a number that would pull a mean down.
+// Points that failed have no samples and so no rows; WriteSummaryCSV lists
+// them with their error.
+func WriteCSV(w io.Writer, run *results.Run) error {
+	axes := allAxes(run)
+	paths := bytePaths(run)
+	cw := csv.NewWriter(w)
+	head := []string{"point"}
+	head = append(head, axisHeader(axes)...)
+	head = append(head, "kind", "label", "options", "rep", "goodput_mbps", "seconds", "bytes",
+		"max_stall_ms", "retransmits", "reordered", "reorder_timeouts")
+	for _, p := range paths {
+		head = append(head, "bytes_"+p)
+	}
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for i := range run.Points {
+		p := &run.Points[i]
+		fixed := []string{strconv.Itoa(p.Index)}
+		fixed = append(fixed, axisCells(p, axes)...)
+		fixed = append(fixed, p.Transport, p.Label, optionsString(p.Options))
+		for _, s := range p.Samples {
+			row := append([]string(nil), fixed...)
+			retr := ""
+			if s.Retransmits >= 0 {
+				retr = strconv.FormatInt(s.Retransmits, 10)
+			}
+			row = append(row,
+				strconv.Itoa(s.Rep),
+				num(s.GoodputMbps),
+				num(s.Seconds),
+				strconv.FormatInt(s.Bytes, 10),
+				num(s.MaxStallMs),
+				retr,
+				strconv.FormatUint(s.Reordered, 10),
+				strconv.FormatUint(s.ReorderTimeouts, 10),
+			)
+			for _, path := range paths {
+				if b, ok := s.PathBytes[path]; ok {
+					row = append(row, strconv.FormatUint(b, 10))
+				} else {
+					row = append(row, "")
+				}
+			}
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteSummaryCSV writes one row per point:
+//
+//	point, <axis>, <axis>_value…, kind, label, options, n, mean_mbps,
+//	ci95_mbps, median_mbps, min_mbps, max_mbps, std_dev_mbps, share_<path>…,
+//	error
+//
+// ci95 is the half-width of the 95% Student-t interval (mean ± ci95), empty
+// where it is undefined (fewer than two samples).
+func WriteSummaryCSV(w io.Writer, run *results.Run) error {
+	axes := allAxes(run)
+	paths := sharePaths(run)
+	cw := csv.NewWriter(w)
+	head := []string{"point"}
+	head = append(head, axisHeader(axes)...)
+	head = append(head, "kind", "label", "options", "n", "mean_mbps", "ci95_mbps", "median_mbps",
+		"min_mbps", "max_mbps", "std_dev_mbps")
+	for _, p := range paths {
+		head = append(head, "share_"+p)
+	}
+	head = append(head, "error")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for i := range run.Points {
+		p := &run.Points[i]
+		s := summaryOf(p)
+		row := []string{strconv.Itoa(p.Index)}
+		row = append(row, axisCells(p, axes)...)
+		row = append(row, p.Transport, p.Label, optionsString(p.Options),
+			strconv.Itoa(s.N), num(s.Mean), num(s.CI95), num(s.Median), num(s.Min), num(s.Max), num(s.StdDev))
+		for _, path := range paths {
+			if v, ok := p.PathShares[path]; ok {
+				row = append(row, num(v))
+			} else {
+				row = append(row, "")
+			}
+		}
+		row = append(row, p.Error)
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,213 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braid-vpn/braid/lab/results"
+)
+
+// Markdown writes the report: the setup (scenario, download size,
+// repetitions, emulator, host, date), then per figure a table of its points
+// (the axes, the transport, goodput mean ± 95% CI in Mbit/s, n, median and
+// path shares) followed by the figure itself. plots are file names relative
+// to where the report will be stored, as Plot returns them (or made
+// relative to its directory); each figure embeds its PNG and links its SVG.
+// Plots that belong to no figure are listed at the end.
+func Markdown(w io.Writer, run *results.Run, plots []string) error {
+	bw := bufio.NewWriter(w)
+	name := run.Scenario
+	if name == "" {
+		name = "(unnamed)"
+	}
+	fmt.Fprintf(bw, "# braid lab: %s\n\n", mdText(name))
+	if run.Description != "" {
+		fmt.Fprintf(bw, "%s\n\n", mdText(run.Description))
+	}
+
+	failed := 0
+	for i := range run.Points {
+		if run.Points[i].Error != "" {
+			failed++
+		}
+	}
+	sweep := sweepAxes(run)
+	fmt.Fprintf(bw, "## Setup\n\n| | |\n|---|---|\n")
+	scen := mdText(name)
+	if run.File != "" {
+		scen += " (`" + strings.ReplaceAll(run.File, "`", "'") + "`)"
+	}
+	row := func(k, v string) { fmt.Fprintf(bw, "| %s | %s |\n", k, v) }
+	row("Scenario", scen)
+	row("Download size", sizeString(run.Size))
+	row("Repetitions", strconv.Itoa(run.Reps)+" per point")
+	row("Emulator", mdText(orUnknown(run.Emulator)))
+	row("Host", mdText(orUnknown(run.Host)))
+	row("Date", dateRange(run.Started, run.Finished))
+	pts := strconv.Itoa(len(run.Points))
+	if failed > 0 {
+		pts += fmt.Sprintf(" (%d failed)", failed)
+	}
+	row("Points", pts)
+	if len(sweep) > 0 {
+		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
+	} else {
+		row("Sweep axes", "none")
+	}
+	fmt.Fprintf(bw, "\nGoodput is the download size divided by its duration, in Mbit/s; "+
+		"each cell is the mean of the point's downloads ± the half-width of its 95%% "+
+		"Student-t confidence interval (n/a with fewer than two downloads). "+
+		"Path shares are the fraction of the download's bytes each path carried.\n")
+
+	byStem := map[string][]string{}
+	var stems []string
+	for _, p := range plots {
+		stem := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		if _, ok := byStem[stem]; !ok {
+			stems = append(stems, stem)
+		}
+		byStem[stem] = append(byStem[stem], filepath.ToSlash(p))
+	}
+	shown := map[string]bool{}
+
+	paths := sharePaths(run)
+	for _, f := range figures(run) {
+		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
+		figureTable(bw, &f, paths)
+		if files, ok := byStem[f.stem]; ok {
+			shown[f.stem] = true
+			embed(bw, f.title, files)
+		}
+	}
+	var rest []string
+	for _, s := range stems {
+		if !shown[s] {
+			rest = append(rest, byStem[s]...)
+		}
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(bw, "\n## Other plots\n\n")
+		for _, p := range rest {
+			fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
+		}
+	}
+	return bw.Flush()
+}
+
+func figureTable(w io.Writer, f *figure, paths []string) {
+	var head []string
+	if f.x != "" {
+		head = append(head, mdText(f.x))
+	}
+	head = append(head, "transport", "goodput (Mbit/s)", "n", "median")
+	if len(paths) > 0 {
+		head = append(head, "path shares")
+	}
+	fmt.Fprintf(w, "| %s |\n|", strings.Join(head, " | "))
+	for range head {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, p := range f.points {
+		var cells []string
+		if f.x != "" {
+			q, _ := paramOf(p, f.x)
+			cells = append(cells, mdText(q.Text))
+		}
+		cells = append(cells, mdText(p.Label))
+		s := summaryOf(p)
+		switch {
+		case p.Error != "":
+			cells = append(cells, "failed: "+mdText(p.Error), strconv.Itoa(s.N), fmtMbps(s.Median))
+		default:
+			cells = append(cells, fmtMbps(s.Mean)+" ± "+fmtMbps(s.CI95), strconv.Itoa(s.N), fmtMbps(s.Median))
+		}
+		if len(paths) > 0 {
+			cells = append(cells, shares(p, paths))
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
+
+func embed(w io.Writer, title string, files []string) {
+	var png string
+	var others []string
+	for _, f := range files {
+		if strings.EqualFold(path.Ext(f), ".png") && png == "" {
+			png = f
+		} else {
+			others = append(others, f)
+		}
+	}
+	fmt.Fprintln(w)
+	if png != "" {
+		fmt.Fprintf(w, "![%s](%s)\n", mdText(title), mdLink(png))
+	}
+	for _, o := range others {
+		fmt.Fprintf(w, "\n[%s](%s)\n", strings.ToUpper(strings.TrimPrefix(path.Ext(o), ".")), mdLink(o))
+	}
+}
+
+// shares writes "primary 62.5%, secondary 37.5%" in path name order;
+// "–" for a point without per-path counters.
+func shares(p *results.Point, paths []string) string {
+	var parts []string
+	for _, name := range paths {
+		v, ok := p.PathShares[name]
+		if !ok || math.IsNaN(v) {
+			continue
+		}
+		parts = append(parts, mdText(name)+" "+strconv.FormatFloat(100*v, 'f', 1, 64)+"%")
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtMbps writes goodputs with two decimals: 10 kbit/s is below anything
+// the lab's repetitions can resolve on a 10 Mbit/s path.
+func fmtMbps(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func dateRange(start, end time.Time) string {
+	const layout = "2006-01-02 15:04:05 MST"
+	if start.IsZero() {
+		return "unknown"
+	}
+	s := start.UTC().Format(layout)
+	if !end.IsZero() && !end.Before(start) {
+		s += " to " + end.UTC().Format(layout) + " (" + end.Sub(start).Round(time.Second).String() + ")"
+	}
+	return s
+}
+
+// mdText escapes what would break a table cell or start markup.
+func mdText(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "\n", " ", "\r", " ",
+		"*", "\\*", "_", "\\_", "`", "\\`", "[", "\\[", "]", "\\]", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+// mdLink escapes a relative file name for a Markdown link target.
+func mdLink(s string) string {
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(s)
+}
