@@ -250,6 +250,25 @@ func streamSized(d *tuntest.Device, from, to netip.Addr, every time.Duration, si
 }
 
 // pathStateOf returns the state of the path from local address to remote.
+// streamUp sends a packet from client A every `every` for `d`, then waits a moment
+// and returns how many were sent and how many reached the server's TUN.
+func (r *rig) streamUp(every, d time.Duration) (sent, delivered int64) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	n := stream(r.cliATun, inCliA, inSrv, every, stop, &wg)
+	var got atomic.Int64
+	go func() {
+		for range r.srvTun.Outbound() {
+			got.Add(1)
+		}
+	}()
+	time.Sleep(d)
+	close(stop)
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond)
+	return n.Load(), got.Load()
+}
+
 func pathStateOf(st control.Status, peerName string, local netip.Addr, remote string) string {
 	for _, p := range st.Peers {
 		if p.Name != peerName {
@@ -514,22 +533,7 @@ func TestEngineRekeyKeepsTraffic(t *testing.T) {
 	}})
 	waitUsable(t, r.srv, "a", 2)
 	firstIdx := r.cliA.Status().Peers[0].SessionIndex
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	sent := stream(r.cliATun, inCliA, inSrv, 2*time.Millisecond, stop, &wg)
-	var delivered atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range r.srvTun.Outbound() {
-			delivered.Add(1)
-		}
-	}()
-	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	time.Sleep(200 * time.Millisecond)
-	if s, d := sent.Load(), delivered.Load(); d != s {
+	if s, d := r.streamUp(2*time.Millisecond, 1500*time.Millisecond); d != s {
 		t.Fatalf("sent %d, delivered %d across rekeys", s, d)
 	}
 	if idx := r.cliA.Status().Peers[0].SessionIndex; idx == firstIdx {
@@ -695,20 +699,7 @@ func TestEngineRekeyByCount(t *testing.T) {
 	r := newRig(t, rigOpts{tunables: func(tn *Tunables) { tn.RekeyAfterMessages = 300 }})
 	waitUsable(t, r.srv, "a", 2)
 	first := r.cliA.Status().Peers[0].SessionIndex
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	sent := stream(r.cliATun, inCliA, inSrv, time.Millisecond, stop, &wg)
-	var delivered atomic.Int64
-	go func() {
-		for range r.srvTun.Outbound() {
-			delivered.Add(1)
-		}
-	}()
-	time.Sleep(800 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	time.Sleep(200 * time.Millisecond)
-	if s, d := sent.Load(), delivered.Load(); d != s {
+	if s, d := r.streamUp(time.Millisecond, 800*time.Millisecond); d != s {
 		t.Fatalf("sent %d, delivered %d", s, d)
 	}
 	if r.cliA.Status().Peers[0].SessionIndex == first {
