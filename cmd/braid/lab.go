@@ -2,29 +2,42 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
+	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/scenarios"
 )
 
 func init() { extraCommands = append(extraCommands, newLabCmd) }
 
-// newLabCmd is the lab's command group. For now it holds the measuring workload
-// (a real HTTP server and client, with the TCP congestion control chosen per
-// socket); the testbed commands join it with the lab.
+// newLabCmd is the lab's command group: the testbed runs (run, demo) and the
+// measuring workload they use (a real HTTP server and client, with the TCP
+// congestion control chosen per socket).
 func newLabCmd() *cobra.Command {
 	lab := &cobra.Command{
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd())
 	return lab
 }
 
@@ -79,4 +92,205 @@ func newLabFetchCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cc, "cc", "cubic", `TCP congestion control ("" = system default)`)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
 	return cmd
+}
+
+// labRunFlags are the options shared by `lab run` and `lab demo`.
+type labRunFlags struct {
+	reps int
+	size string
+	out  string
+	json bool
+}
+
+func (f *labRunFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.reps, "reps", 0, "downloads per point (default: the scenario's)")
+	cmd.Flags().StringVar(&f.size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
+	cmd.Flags().StringVar(&f.out, "out", "", "directory to write results.json to")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
+}
+
+// labBraidCommand is how `lab run` starts the braid daemons; tests replace
+// it so that the test binary plays braid.
+var labBraidCommand = func() runner.BraidCommand { return runner.BraidCommand{} }
+
+func newLabRunCmd() *cobra.Command {
+	var f labRunFlags
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario file's experiments on an emulated testbed (root)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Geteuid() != 0 {
+				return runner.ErrNotRoot
+			}
+			s, err := scenario.Load(args[0])
+			if err != nil {
+				return err
+			}
+			return runLab(cmd, s, &f, false)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newLabDemoCmd() *cobra.Command {
+	var f labRunFlags
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the demo scenario: one path vs kernel MPTCP vs braid on paths with unequal delays (root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return runner.ErrNotRoot
+			}
+			data, err := scenarios.Read("demo.toml")
+			if err != nil {
+				return err
+			}
+			s, err := scenario.Parse("demo.toml", data)
+			if err != nil {
+				return err
+			}
+			return runLab(cmd, s, &f, true)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
+	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand()}
+	if f.size != "" {
+		n, err := scenario.ParseSize(f.size)
+		if err != nil {
+			return fmt.Errorf("--size: %w", err)
+		}
+		opt.Size = n
+	}
+	if f.reps < 0 || f.reps > scenario.MaxReps {
+		return fmt.Errorf("--reps: %d is outside 1..%d", f.reps, scenario.MaxReps)
+	}
+	if f.out != "" {
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return err
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	tty := isTerminal(stderr)
+	lastDone := -1
+	opt.Progress = func(done, total int, eta time.Duration) {
+		line := fmt.Sprintf("%s: %d/%d downloads (%.0f%%), ETA %s", s.Name, done, total, 100*float64(done)/float64(total), eta.Round(time.Second))
+		if tty {
+			fmt.Fprintf(stderr, "\r\033[K%s", line)
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+			return
+		}
+		if done != lastDone {
+			fmt.Fprintln(stderr, line)
+			lastDone = done
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	run, runErr := runner.Run(ctx, s, opt)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	if errors.Is(runErr, context.Canceled) && run != nil {
+		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(s.Points()))
+	}
+	if run == nil || (runErr != nil && len(run.Points) == 0) {
+		return runErr
+	}
+	if f.out != "" {
+		if err := writeResults(filepath.Join(f.out, "results.json"), run); err != nil {
+			return err
+		}
+	}
+	stdout := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(run); err != nil {
+			return err
+		}
+	} else {
+		printLabTable(stdout, run, demo)
+	}
+	return runErr
+}
+
+func writeResults(path string, run *results.Run) error {
+	b, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// printLabTable writes one row per point: its sweep parameters (the demo has
+// none but the transport), mean goodput with its 95% interval, the number of
+// downloads and the share of each path.
+func printLabTable(w io.Writer, run *results.Run, demo bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var axes []string
+	for _, a := range run.Axes {
+		if a != string(scenario.AxisTransport) && !demo {
+			axes = append(axes, a)
+		}
+	}
+	head := append(slices.Clone(axes), "transport", "goodput Mbit/s", "95% CI", "n", "path shares")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, p := range run.Points {
+		var row []string
+		for _, a := range axes {
+			v := ""
+			for _, q := range p.Params {
+				if q.Axis == a {
+					v = q.Text
+				}
+			}
+			row = append(row, v)
+		}
+		g := p.Goodput
+		row = append(row, p.Label, fmtNum(g.Mean, 2), "± "+fmtNum(g.CI95, 2), fmt.Sprint(g.N), fmtShares(p.PathShares))
+		if p.Error != "" {
+			row = append(row, "error: "+p.Error)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator\n", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator)
+}
+
+func fmtNum(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func fmtShares(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/scenarios"
+)
+
+// TestLabSmoke is the lab's CI run: `braid lab run smoke.toml --json --out
+// DIR` on the paper's testbed with two equal 10 Mbit/s paths (10 ms RTT),
+// 3 × 4 MiB per transport. Both multipath transports must beat one path by
+// more than 1.5× (ideal: 2×).
+func TestLabSmoke(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds the lab's network namespaces and starts braid daemons")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip): apt-get install iproute2")
+	}
+	saved := labBraidCommand
+	t.Cleanup(func() { labBraidCommand = saved })
+	labBraidCommand = func() runner.BraidCommand {
+		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
+	}
+	dir := t.TempDir()
+	data, err := scenarios.Read("smoke.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "smoke.toml")
+	os.WriteFile(file, data, 0o644)
+	out := filepath.Join(dir, "out")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if code := run(ctx, []string{"lab", "run", file, "--json", "--out", out}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	took := time.Since(start)
+	var res results.Run
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not a results.Run: %v\n%s", err, stdout.String())
+	}
+	if saved, err := os.ReadFile(filepath.Join(out, "results.json")); err != nil || !json.Valid(saved) {
+		t.Errorf("results.json: %v", err)
+	}
+	mean := map[string]float64{}
+	for _, p := range res.Points {
+		if p.Error != "" || len(p.Samples) != 3 {
+			t.Errorf("%s: %d samples, error %q", p.Label, len(p.Samples), p.Error)
+		}
+		mean[p.Transport] = p.Goodput.Mean
+		t.Logf("%-13s %6.2f ± %.2f Mbit/s, shares %v", p.Label, p.Goodput.Mean, p.Goodput.CI95, p.PathShares)
+	}
+	t.Logf("run took %v", took.Round(time.Second))
+	if len(res.Points) != 3 {
+		t.Fatalf("%d points, want 3", len(res.Points))
+	}
+	for _, tr := range []string{"mptcp-direct", "braid"} {
+		if r := mean[tr] / mean["direct"]; !(r > 1.5) {
+			t.Errorf("%s reached %.2f× direct (%.2f vs %.2f Mbit/s), want > 1.5×", tr, r, mean[tr], mean["direct"])
+		}
+	}
+	if took > 2*time.Minute {
+		t.Errorf("the smoke run took %v, over the 2-minute budget", took)
+	}
+}

@@ -1,0 +1,359 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/testbed"
+	"github.com/braid-vpn/braid/netns"
+)
+
+// Braid tunnel settings of the lab.
+const (
+	BraidPort = 7000
+	// BraidReadyTimeout bounds waiting for the client's session to have a
+	// usable subflow on every path.
+	BraidReadyTimeout = 20 * time.Second
+	// braidStopTimeout is how long a daemon gets to exit on SIGTERM.
+	braidStopTimeout = 5 * time.Second
+)
+
+var (
+	braidServerAddr = netip.MustParsePrefix("100.64.0.1/24")
+	braidClientAddr = netip.MustParsePrefix("100.64.0.2/24")
+)
+
+// BraidCommand says how to start braid: Exe (default: this executable) with
+// Env added to the environment (tests use it to make a test binary act as
+// braid).
+type BraidCommand struct {
+	Exe string
+	Env []string
+}
+
+func (b BraidCommand) command(args ...string) (*exec.Cmd, error) {
+	exe := b.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), b.Env...)
+	return cmd, nil
+}
+
+// BraidWeights expands per-path weights to braid's per-subflow list
+// (path-major, one slot per server address): every subflow of a path leaves
+// through that path's interface, whichever server address it targets, so it
+// takes the path's weight.
+func BraidWeights(perPath []float64, servers int) []float64 {
+	out := make([]float64, 0, len(perPath)*servers)
+	for _, w := range perPath {
+		for range servers {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func tomlStrings(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// BraidClientConfig is the client's config file for transport t on paths,
+// routing web into the tunnel.
+func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string) string {
+	var ifs, servers []string
+	for _, p := range paths {
+		ifs = append(ifs, p.ClientIf)
+		servers = append(servers, netip.AddrPortFrom(p.ServerAddr, BraidPort).String())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "role = \"client\"\nprivate_key_file = \"client.key\"\n[tun]\naddress = [%q]\nroutes = [%q]\n", braidClientAddr, web)
+	fmt.Fprintf(&b, "[client]\nserver_public_key = %q\nservers = %s\npaths = %s\n", serverKey.Public().String(), tomlStrings(servers), tomlStrings(ifs))
+	if t.Scheduler != "" {
+		fmt.Fprintf(&b, "scheduler = %q\n", t.Scheduler)
+	}
+	if t.Scheduler == "weighted" && len(t.Weights) > 0 {
+		ws := BraidWeights(t.Weights, len(servers))
+		parts := make([]string, len(ws))
+		for i, w := range ws {
+			parts[i] = strconv.FormatFloat(w, 'g', -1, 64)
+		}
+		fmt.Fprintf(&b, "weights = [%s]\n", strings.Join(parts, ", "))
+	}
+	if t.Reorder != "" {
+		fmt.Fprintf(&b, "reorder = %q\n", t.Reorder)
+	}
+	if t.Congestion != "" {
+		fmt.Fprintf(&b, "congestion = %q\n", t.Congestion)
+	}
+	fmt.Fprintf(&b, "[control]\nsocket = %q\n", socket)
+	return b.String()
+}
+
+// BraidServerConfig is the server's config file for one client key.
+func BraidServerConfig(clientKey keys.Key, socket string) string {
+	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n[[server.clients]]\nname = \"lab\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
+		braidServerAddr, BraidPort, clientKey.Public().String(), netip.PrefixFrom(braidClientAddr.Addr(), 32), socket)
+}
+
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	out  *tailBuffer
+	done chan struct{}
+}
+
+func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*daemon, error) {
+	cmd, err := bc.command("up", "-c", cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{name: name, cmd: cmd, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = d.out, d.out
+	if err := ns.Start(cmd); err != nil {
+		return nil, fmt.Errorf("starting braid %s: %w", name, err)
+	}
+	go func() { cmd.Wait(); close(d.done) }()
+	return d, nil
+}
+
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *daemon) stop() {
+	if d == nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(braidStopTimeout):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// lastLine is the daemon's last line of output, for error messages.
+func (d *daemon) lastLine() string {
+	s := strings.TrimSpace(d.out.String())
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+type braidSession struct {
+	env      *Env
+	srv, cli *daemon
+	cliSock  string
+	target   string
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func startBraid(ctx context.Context, env *Env) (_ Session, err error) {
+	s := &braidSession{env: env, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	srvKey, err := keys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	cliKey, err := keys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	write := func(name, content string) (string, error) {
+		p := filepath.Join(env.Dir, name)
+		return p, os.WriteFile(p, []byte(content), 0o600)
+	}
+	srvSock, cliSock := filepath.Join(env.Dir, "server.sock"), filepath.Join(env.Dir, "client.sock")
+	s.cliSock = cliSock
+	if _, err := write("server.key", srvKey.String()); err != nil {
+		return nil, err
+	}
+	if _, err := write("client.key", cliKey.String()); err != nil {
+		return nil, err
+	}
+	srvCfg, err := write("server.toml", BraidServerConfig(cliKey, srvSock))
+	if err != nil {
+		return nil, err
+	}
+	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, env.TB.Plan.Paths, env.TB.Plan.WebSubnet, srvKey, cliSock))
+	if err != nil {
+		return nil, err
+	}
+	if s.srv, err = startDaemon(env.TB.Server(), env.Braid, "server", srvCfg); err != nil {
+		return nil, err
+	}
+	if s.cli, err = startDaemon(env.TB.Client(), env.Braid, "client", cliCfg); err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	plain := dialFrom(env.TB.Client(), netip.Addr{}, env.CC, false)
+	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := plain(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// The web subnet has a direct route too (metric DirectMetric); make
+		// sure this download really takes the tunnel.
+		if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
+			if a, _ := netip.AddrFromSlice(la.IP); !braidClientAddr.Contains(a.Unmap()) {
+				c.Close()
+				return nil, fmt.Errorf("braid: the download left from %v, not through the tunnel", la)
+			}
+		}
+		return c, nil
+	}
+	return s, nil
+}
+
+// UsablePaths counts the testbed paths on which st's first established peer
+// has an active or degraded subflow.
+func UsablePaths(st control.Status, paths []testbed.Path) int {
+	n := 0
+	for _, p := range paths {
+		ok := false
+		for _, peer := range st.Peers {
+			if !peer.Established {
+				continue
+			}
+			for _, ps := range peer.Paths {
+				if (ps.State == "active" || ps.State == "degraded") && onPath(ps, p) {
+					ok = true
+				}
+			}
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// onPath tells whether a braid subflow belongs to testbed path p: by its
+// device, or by its local address when the status has no device.
+func onPath(ps control.PathStatus, p testbed.Path) bool {
+	if ps.Device != "" {
+		return ps.Device == p.ClientIf
+	}
+	if ap, err := netip.ParseAddrPort(ps.Local); err == nil {
+		return p.Subnet.Contains(ap.Addr().Unmap())
+	}
+	return false
+}
+
+func (s *braidSession) waitReady(ctx context.Context) error {
+	want := len(s.env.TB.Plan.Paths)
+	deadline := time.Now().Add(BraidReadyTimeout)
+	got := 0
+	for time.Now().Before(deadline) {
+		if s.srv.exited() {
+			return fmt.Errorf("braid server exited: %s", s.srv.lastLine())
+		}
+		if s.cli.exited() {
+			return fmt.Errorf("braid client exited: %s", s.cli.lastLine())
+		}
+		if st, err := control.Query(s.cliSock); err == nil {
+			if got = UsablePaths(st, s.env.TB.Plan.Paths); got >= want {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, BraidReadyTimeout, s.cli.lastLine())
+}
+
+func (s *braidSession) Target() string { return s.target }
+func (s *braidSession) Dial(ctx context.Context, n, a string) (net.Conn, error) {
+	return s.dial(ctx, n, a)
+}
+
+func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
+	st, err := control.Query(s.cliSock)
+	if err != nil {
+		return Counters{}, err
+	}
+	c := Counters{PathBytes: map[string]uint64{}}
+	for _, p := range s.env.TB.Plan.Paths {
+		c.PathBytes[p.Name] = 0
+	}
+	for _, peer := range st.Peers {
+		c.Reordered += peer.ReorderStats.Reordered
+		c.ReorderTimeouts += peer.ReorderStats.Timeouts
+		for _, ps := range peer.Paths {
+			for _, p := range s.env.TB.Plan.Paths {
+				if onPath(ps, p) {
+					c.PathBytes[p.Name] += ps.RxBytes
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+func (s *braidSession) Close() error {
+	s.cli.stop()
+	s.srv.stop()
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if over := t.b.Len() - t.max; over > 0 {
+		t.b.Next(over)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}

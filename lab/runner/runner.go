@@ -1,0 +1,321 @@
+// Package runner runs a scenario's experiments: for every point it builds
+// (or keeps) the testbed, sets up the transport under test, downloads the
+// file Experiment.Reps times from the web server to the client and
+// summarizes the goodput as the paper does (mean and 95% Student-t CI).
+//
+// Transports are looked up by name in a registry (Register), so packages
+// that add tunnels (tcp-tunnel, openvpn, …) plug in without touching the
+// runner. The built-in ones are direct, mptcp-direct and braid.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/linkemu"
+	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/testbed"
+)
+
+// Defaults of a run.
+const (
+	// RepPause separates downloads so that the previous one's last packets
+	// and the link queues are gone before the next starts.
+	RepPause = 200 * time.Millisecond
+	// RetransWait bounds waiting for the web server to close a connection
+	// and report its retransmissions.
+	RetransWait = 2 * time.Second
+)
+
+// ErrNotRoot is returned when the runner lacks the privileges to build
+// network namespaces.
+var ErrNotRoot = errors.New("the lab needs root (it creates network namespaces, veth pairs and TUN devices): run it with sudo")
+
+// Options of a run.
+type Options struct {
+	// Reps and Size override the scenario's experiment when > 0.
+	Reps int
+	Size int64
+	// Progress, if set, is called after every download (and failed point)
+	// with the downloads done, their total and the estimated time left.
+	Progress func(done, total int, eta time.Duration)
+	// Braid is how braid daemons are started (default: this executable).
+	Braid BraidCommand
+	// Prefix names the testbed's namespaces ("" = testbed.Prefix).
+	Prefix string
+}
+
+// Run measures every point of s. On cancellation (Ctrl-C) it tears the
+// testbed down and returns the points finished so far with ctx's error.
+func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	points := s.Points()
+	if err := checkRunnable(points); err != nil {
+		return nil, err
+	}
+	exp := s.Experiment
+	if opt.Reps > 0 {
+		exp.Reps = opt.Reps
+	}
+	if opt.Size > 0 {
+		exp.Size = opt.Size
+	}
+	if exp.Seed == 0 {
+		exp.Seed = rand.Uint64() | 1
+	}
+	host, _ := os.Hostname()
+	run := &results.Run{
+		Scenario: s.Name, File: s.File, Description: s.Description,
+		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
+		Emulator: "userspace", Host: host,
+	}
+	for _, a := range s.Axes() {
+		run.Axes = append(run.Axes, string(a))
+	}
+	r := &runState{opt: opt, exp: exp, total: len(points) * exp.Reps, start: time.Now()}
+	defer r.closeNet()
+
+	var err error
+	for i := range points {
+		p := &points[i]
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		if r.tb == nil || p.Network != r.network {
+			r.closeNet()
+			if err = r.openNet(p); err != nil {
+				break
+			}
+		}
+		rp := r.measure(ctx, p)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+			break
+		}
+		run.Points = append(run.Points, rp)
+	}
+	run.Finished = time.Now()
+	return run, err
+}
+
+type runState struct {
+	opt     Options
+	exp     scenario.Experiment
+	total   int
+	done    int
+	start   time.Time
+	network int
+	tb      *testbed.Testbed
+	web     *WebServer
+	cc      string
+}
+
+func (r *runState) openNet(p *scenario.Point) error {
+	tb, err := testbed.Build(p.Topology, testbed.Options{Prefix: r.opt.Prefix, Seed: r.exp.Seed})
+	if err != nil {
+		return err
+	}
+	cc := p.Topology.Web().TCP.Congestion
+	web, err := StartWeb(tb.Web(), tb.Plan.WebAddr, cc)
+	if err != nil {
+		tb.Close()
+		return err
+	}
+	r.tb, r.web, r.network, r.cc = tb, web, p.Network, cc
+	return nil
+}
+
+func (r *runState) closeNet() {
+	if r.web != nil {
+		r.web.Close()
+		r.web = nil
+	}
+	if r.tb != nil {
+		r.tb.Close()
+		r.tb = nil
+	}
+}
+
+func (r *runState) progress(n int) {
+	r.done += n
+	if r.opt.Progress == nil {
+		return
+	}
+	var eta time.Duration
+	if r.done > 0 {
+		per := time.Since(r.start) / time.Duration(r.done)
+		eta = per * time.Duration(r.total-r.done)
+	}
+	r.opt.Progress(r.done, r.total, eta)
+}
+
+// Options returns a transport's options as results.Point records them:
+// only those set.
+func TransportOptions(t scenario.Transport) map[string]string {
+	m := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set(scenario.OptPath, t.Path)
+	set(scenario.OptScheduler, t.Scheduler)
+	set(scenario.OptReorder, t.Reorder)
+	set(scenario.OptCongestion, t.Congestion)
+	if len(t.Weights) > 0 {
+		ws := make([]string, len(t.Weights))
+		for i, w := range t.Weights {
+			ws[i] = strconv.FormatFloat(w, 'g', -1, 64)
+		}
+		m[scenario.OptWeights] = strings.Join(ws, "/")
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point {
+	rp := results.Point{
+		Index: p.Index, Transport: p.Transport.Name, Label: p.Transport.Label,
+		Options: TransportOptions(p.Transport), Samples: []results.Sample{},
+	}
+	for _, q := range p.Params {
+		rp.Params = append(rp.Params, results.Param{Axis: string(q.Axis), Text: q.Text, Value: q.Value})
+	}
+	dir, err := os.MkdirTemp("", "braid-lab-")
+	if err != nil {
+		rp.Error = err.Error()
+		r.progress(r.exp.Reps)
+		return rp
+	}
+	defer os.RemoveAll(dir)
+	start, _ := Lookup(p.Transport.Name)
+	env := &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}
+	sess, err := start(ctx, env)
+	if err != nil {
+		rp.Error = fmt.Sprintf("%s: %v", p.Transport.Label, err)
+		rp.Goodput = stats.Summarize(nil)
+		r.progress(r.exp.Reps)
+		return rp
+	}
+	defer sess.Close()
+
+	var errs []string
+	var goodputs []float64
+	totals := map[string]uint64{}
+	for rep := 0; rep < r.exp.Reps; rep++ {
+		if ctx.Err() != nil {
+			break
+		}
+		smp, err := r.download(ctx, sess, rep)
+		r.progress(1)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
+			continue
+		}
+		rp.Samples = append(rp.Samples, smp)
+		goodputs = append(goodputs, smp.GoodputMbps)
+		for k, v := range smp.PathBytes {
+			totals[k] += v
+		}
+		time.Sleep(RepPause)
+	}
+	rp.Goodput = stats.Summarize(goodputs)
+	rp.PathShares = Shares(totals)
+	if len(errs) > 0 {
+		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
+	}
+	return rp
+}
+
+// Shares turns byte counts into fractions of their sum (nil when nothing
+// was counted).
+func Shares(b map[string]uint64) map[string]float64 {
+	var sum uint64
+	for _, v := range b {
+		sum += v
+	}
+	if sum == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(b))
+	for k, v := range b {
+		out[k] = float64(v) / float64(sum)
+	}
+	return out
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b { // counters restarted (a new session)
+		return a
+	}
+	return a - b
+}
+
+// emulatorBytes is what each path's emulator forwarded towards the client.
+func (r *runState) emulatorBytes() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, p := range r.tb.Plan.Paths {
+		if l := r.tb.Emulator(p.Name); l != nil {
+			out[p.Name] = l.Stats(linkemu.BtoA).BytesForwarded
+		}
+	}
+	return out
+}
+
+func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
+	before, err := sess.Counters(ctx)
+	if err != nil {
+		return results.Sample{}, fmt.Errorf("reading counters: %w", err)
+	}
+	emuBefore := r.emulatorBytes()
+	var local string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := sess.Dial(ctx, network, addr)
+		if err == nil {
+			local = c.LocalAddr().String()
+		}
+		return c, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, r.exp.Timeout)
+	res, err := httpbench.Fetch(dctx, httpbench.URL(sess.Target(), r.exp.Size), httpbench.Options{Dial: dial})
+	cancel()
+	if err != nil {
+		return results.Sample{}, err
+	}
+	after, err := sess.Counters(ctx)
+	if err != nil {
+		return results.Sample{}, fmt.Errorf("reading counters: %w", err)
+	}
+	smp := results.Sample{
+		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
+		MaxStallMs:      float64(res.MaxStall) / float64(time.Millisecond),
+		Reordered:       sub(after.Reordered, before.Reordered),
+		ReorderTimeouts: sub(after.ReorderTimeouts, before.ReorderTimeouts),
+		PathBytes:       map[string]uint64{},
+	}
+	if after.PathBytes != nil {
+		for k, v := range after.PathBytes {
+			smp.PathBytes[k] = sub(v, before.PathBytes[k])
+		}
+	} else {
+		for k, v := range r.emulatorBytes() {
+			smp.PathBytes[k] = sub(v, emuBefore[k])
+		}
+	}
+	smp.Retransmits = r.web.Retransmits(local, RetransWait)
+	return smp, nil
+}

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/testbed"
+)
+
+func TestRegistry(t *testing.T) {
+	for _, n := range []string{"direct", "mptcp-direct", "braid"} {
+		if _, ok := Lookup(n); !ok {
+			t.Errorf("%s not registered", n)
+		}
+	}
+	if _, ok := Lookup("openvpn"); ok {
+		t.Error("openvpn registered without an implementation")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("registering direct twice did not panic")
+			}
+		}()
+		Register("direct", startDirect)
+	}()
+	Register("test-noop", func(context.Context, *Env) (Session, error) { return nil, nil })
+	if !slices.Contains(Names(), "test-noop") || !slices.IsSorted(Names()) {
+		t.Errorf("Names() = %v", Names())
+	}
+	// A kind the scenario package knows but nobody implemented is refused
+	// before a testbed is built.
+	err := checkRunnable([]scenario.Point{{Transport: scenario.Transport{Name: "direct"}}, {Transport: scenario.Transport{Name: "tcp-tunnel"}}})
+	if err == nil || !strings.Contains(err.Error(), `"tcp-tunnel"`) {
+		t.Errorf("checkRunnable: %v", err)
+	}
+	if err := checkRunnable(scenario.Default().Points()); err != nil {
+		t.Errorf("the default scenario is not runnable: %v", err)
+	}
+}
+
+func TestBraidWeights(t *testing.T) {
+	got := BraidWeights([]float64{75, 25}, 2)
+	if want := []float64{75, 75, 25, 25}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+var testPaths = []testbed.Path{
+	{Name: "primary", ClientIf: "a-primary", ClientAddr: netip.MustParseAddr("198.18.1.1"), ServerAddr: netip.MustParseAddr("198.18.1.2"), Subnet: netip.MustParsePrefix("198.18.1.0/24")},
+	{Name: "secondary", ClientIf: "a-secondary", ClientAddr: netip.MustParseAddr("198.18.2.1"), ServerAddr: netip.MustParseAddr("198.18.2.2"), Subnet: netip.MustParsePrefix("198.18.2.0/24")},
+}
+
+// The generated configs must pass braid's own strict parser and say what
+// the transport asked for.
+func TestBraidConfigsParse(t *testing.T) {
+	dir := t.TempDir()
+	sk, _ := keys.Generate()
+	ck, _ := keys.Generate()
+	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
+	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
+	tr := scenario.Transport{Name: "braid", Scheduler: "weighted", Weights: []float64{90, 10}, Reorder: "fixed", Congestion: "none"}
+	cc, err := config.Parse(filepath.Join(dir, "client.toml"), []byte(BraidClientConfig(tr, testPaths, netip.MustParsePrefix("198.18.3.0/24"), sk, filepath.Join(dir, "c.sock"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cc.Client
+	if c.Scheduler != "weighted" || c.Reorder != "fixed" || !slices.Equal(c.Weights, []float64{90, 90, 10, 10}) {
+		t.Errorf("client: scheduler %q reorder %q weights %v", c.Scheduler, c.Reorder, c.Weights)
+	}
+	if len(c.Paths) != 2 || c.Paths[1].Interface != "a-secondary" || len(c.Servers) != 2 || c.Servers[1].String() != "198.18.2.2:7000" {
+		t.Errorf("client paths %v servers %v", c.Paths, c.Servers)
+	}
+	if !slices.Equal(cc.Tun.Routes, []netip.Prefix{netip.MustParsePrefix("198.18.3.0/24")}) || c.ServerPublicKey != sk.Public() {
+		t.Errorf("tun routes %v", cc.Tun.Routes)
+	}
+	sc, err := config.Parse(filepath.Join(dir, "server.toml"), []byte(BraidServerConfig(ck, filepath.Join(dir, "s.sock"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Server.Clients) != 1 || sc.Server.Clients[0].PublicKey != ck.Public() || sc.Server.Clients[0].AllowedIPs[0].String() != "100.64.0.2/32" {
+		t.Errorf("server clients %+v", sc.Server.Clients)
+	}
+	// Defaults stay the config's: an unset option is not written.
+	if s := BraidClientConfig(scenario.Transport{Name: "braid"}, testPaths, netip.MustParsePrefix("198.18.3.0/24"), sk, "x.sock"); strings.Contains(s, "scheduler") || strings.Contains(s, "weights") {
+		t.Errorf("unset options written:\n%s", s)
+	}
+}
+
+func TestMPTCPCommands(t *testing.T) {
+	got := MPTCPCommands(testPaths)
+	want := [][]string{
+		{"mptcp", "limits", "set", "subflow", "8", "add_addr_accepted", "8"},
+		{"mptcp", "endpoint", "add", "198.18.2.1", "dev", "a-secondary", "subflow"},
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := MPTCPCommands(nil); len(got) != 1 {
+		t.Errorf("no paths: %q", got)
+	}
+}
+
+func TestUsablePaths(t *testing.T) {
+	st := control.Status{Peers: []control.PeerStatus{{Established: true, Paths: []control.PathStatus{
+		{Device: "a-primary", State: "active"},
+		{Device: "a-primary", State: "down"},
+		{Device: "a-secondary", State: "probing"},
+	}}}}
+	if n := UsablePaths(st, testPaths); n != 1 {
+		t.Errorf("usable %d, want 1 (secondary only probing)", n)
+	}
+	st.Peers[0].Paths[2].State = "degraded"
+	if n := UsablePaths(st, testPaths); n != 2 {
+		t.Errorf("usable %d, want 2", n)
+	}
+	st.Peers[0].Established = false
+	if n := UsablePaths(st, testPaths); n != 0 {
+		t.Errorf("usable %d without a session, want 0", n)
+	}
+	// Without a device the local address decides.
+	if !onPath(control.PathStatus{Local: "198.18.2.1:4000"}, testPaths[1]) || onPath(control.PathStatus{Local: "198.18.2.1:4000"}, testPaths[0]) {
+		t.Error("onPath by local address")
+	}
+}
+
+func TestSharesAndOptions(t *testing.T) {
+	s := Shares(map[string]uint64{"primary": 300, "secondary": 100})
+	if s["primary"] != 0.75 || s["secondary"] != 0.25 {
+		t.Errorf("shares %v", s)
+	}
+	if Shares(map[string]uint64{"primary": 0}) != nil {
+		t.Error("shares of nothing should be nil")
+	}
+	o := TransportOptions(scenario.Transport{Scheduler: "weighted", Weights: []float64{75, 25}})
+	if len(o) != 2 || o["weights"] != "75/25" || o["scheduler"] != "weighted" {
+		t.Errorf("options %v", o)
+	}
+	if TransportOptions(scenario.Transport{Name: "direct"}) != nil {
+		t.Error("no options should be nil")
+	}
+	if sub(5, 7) != 5 || sub(7, 5) != 2 {
+		t.Error("sub")
+	}
+}

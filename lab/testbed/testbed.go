@@ -1,0 +1,199 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+
+	"github.com/braid-vpn/braid/lab/linkemu"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/netns"
+)
+
+// Options of Build.
+type Options struct {
+	// Prefix names the namespaces; "" = Prefix. Stale namespaces with this
+	// prefix (their creator is dead) are removed first.
+	Prefix string
+	// Seed seeds the emulators' loss and jitter.
+	Seed uint64
+}
+
+// Testbed is a running topology. Close removes it.
+type Testbed struct {
+	Plan *Plan
+	// Skipped lists sysctls a namespace did not take and that the lab works
+	// around: the congestion control when the host does not allow it in
+	// namespaces (it is set per socket instead), and net.core settings a
+	// kernel keeps global (read-only in a namespace). "node: key: reason".
+	Skipped []string
+
+	ns    map[string]*netns.Namespace
+	links map[string]*linkemu.Link
+
+	mu     sync.Mutex
+	undo   []func() error
+	closed bool
+}
+
+// Build creates the namespaces, links, emulators, routes and sysctls of top.
+// On error everything already created is removed.
+func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
+	plan, err := NewPlan(top, opt.Seed)
+	if err != nil {
+		return nil, err
+	}
+	prefix := opt.Prefix
+	if prefix == "" {
+		prefix = Prefix
+	}
+	if _, err := netns.Cleanup(prefix); err != nil {
+		return nil, fmt.Errorf("testbed: removing stale namespaces: %w", err)
+	}
+	tb = &Testbed{Plan: plan, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
+	defer func() {
+		if err != nil {
+			tb.Close()
+			tb = nil
+		}
+	}()
+
+	for _, n := range plan.Nodes {
+		ns, err := netns.New(prefix)
+		if err != nil {
+			return tb, fmt.Errorf("testbed: node %s: %w", n.Name, err)
+		}
+		tb.onClose(ns.Close)
+		tb.ns[n.Name] = ns
+	}
+	for _, n := range plan.Nodes {
+		for _, s := range plan.Sysctls[n.Name] {
+			if err := tb.ns[n.Name].SetSysctl(s.Key, s.Value); err != nil {
+				if why, ok := tolerable(s.Key, err); ok {
+					tb.Skipped = append(tb.Skipped, fmt.Sprintf("%s: %s: %s", n.Name, s.Key, why))
+					continue
+				}
+				return tb, fmt.Errorf("testbed: node %s: sysctl %s=%s: %w", n.Name, s.Key, s.Value, err)
+			}
+		}
+	}
+	for _, v := range plan.Veths {
+		a := netns.VethEnd{NS: tb.ns[v.NodeA], Name: v.IfA}
+		b := netns.VethEnd{NS: tb.ns[v.NodeB], Name: v.IfB}
+		if v.AddrA.IsValid() {
+			a.Addrs = append(a.Addrs, v.AddrA)
+		}
+		if v.AddrB.IsValid() {
+			b.Addrs = append(b.Addrs, v.AddrB)
+		}
+		// A veth goes away with either namespace: Close of the namespaces
+		// (registered above) undoes this.
+		if err := netns.AddVeth(a, b); err != nil {
+			return tb, fmt.Errorf("testbed: veth %s/%s – %s/%s: %w", v.NodeA, v.IfA, v.NodeB, v.IfB, err)
+		}
+		if v.NoOffloads {
+			for _, e := range []netns.VethEnd{a, b} {
+				if err := linkemu.DisableOffloads(e.NS, e.Name); err != nil {
+					return tb, fmt.Errorf("testbed: %s: %w", e.Name, err)
+				}
+			}
+		}
+	}
+	for _, e := range plan.Emulated {
+		l, err := linkemu.Start(linkemu.Config{NS: tb.ns[e.Node], A: e.A, B: e.B, AtoB: e.AtoB, BtoA: e.BtoA})
+		if err != nil {
+			return tb, fmt.Errorf("testbed: emulator of link %s: %w", e.Link, err)
+		}
+		// Emulators close before the namespaces (undo runs in reverse).
+		tb.onClose(l.Close)
+		tb.links[e.Link] = l
+	}
+	for _, s := range plan.Shaped {
+		if err := tb.ns[s.Node].Shape(s.If, s.TBF); err != nil {
+			return tb, fmt.Errorf("testbed: tbf on %s/%s: %w", s.Node, s.If, err)
+		}
+	}
+	for _, n := range plan.Nodes {
+		for _, r := range plan.Routes[n.Name] {
+			if err := tb.ns[n.Name].AddRoute(r); err != nil {
+				return tb, fmt.Errorf("testbed: node %s: %w", n.Name, err)
+			}
+		}
+		for _, r := range plan.Rules[n.Name] {
+			if err := tb.ns[n.Name].AddRule(r); err != nil {
+				return tb, fmt.Errorf("testbed: node %s: %w", n.Name, err)
+			}
+		}
+	}
+	return tb, nil
+}
+
+// tolerable says whether a failed sysctl is one the lab can do without, and
+// why: a namespace refuses congestion controls the host does not allow there
+// (the lab sets TCP_CONGESTION per socket), some kernels keep net.core
+// buffer limits global, and a kernel without MPTCP has no net.mptcp (the
+// mptcp-direct transport then fails with its own error).
+func tolerable(key string, err error) (string, bool) {
+	switch {
+	case key == "net.ipv4.tcp_congestion_control":
+		return "not allowed in the namespace; set per socket instead (" + err.Error() + ")", true
+	case errors.Is(err, fs.ErrNotExist) && slices.Contains(hostWide, key):
+		return "not present in the namespace", true
+	case errors.Is(err, fs.ErrPermission) && slices.Contains(hostWide, key):
+		return "read-only in the namespace (the host's value applies)", true
+	}
+	return "", false
+}
+
+// hostWide are the sysctls a kernel may keep global (or lack): read-only or
+// absent inside a namespace.
+var hostWide = []string{"net.core.rmem_max", "net.core.rmem_default", "net.core.wmem_max", "net.core.wmem_default", "net.mptcp.enabled"}
+
+func (tb *Testbed) onClose(f func() error) {
+	tb.mu.Lock()
+	tb.undo = append(tb.undo, f)
+	tb.mu.Unlock()
+}
+
+// OnClose registers f to run when the testbed closes, before the
+// emulators and namespaces go (transports use it for anything they add).
+func (tb *Testbed) OnClose(f func() error) { tb.onClose(f) }
+
+// NS returns the namespace of node name (nil if none).
+func (tb *Testbed) NS(name string) *netns.Namespace { return tb.ns[name] }
+
+// Client, Server and Web return the namespaces of those roles.
+func (tb *Testbed) Client() *netns.Namespace { return tb.byRole(scenario.RoleClient) }
+func (tb *Testbed) Server() *netns.Namespace { return tb.byRole(scenario.RoleServer) }
+func (tb *Testbed) Web() *netns.Namespace    { return tb.byRole(scenario.RoleWeb) }
+
+func (tb *Testbed) byRole(r scenario.Role) *netns.Namespace {
+	for _, n := range tb.Plan.Nodes {
+		if n.Role == r {
+			return tb.ns[n.Name]
+		}
+	}
+	return nil
+}
+
+// Emulator returns the running emulator of link name (nil for a plain link).
+func (tb *Testbed) Emulator(link string) *linkemu.Link { return tb.links[link] }
+
+// Close stops the emulators and removes the namespaces, with every link and
+// process in them. It is idempotent and returns the first error.
+func (tb *Testbed) Close() error {
+	tb.mu.Lock()
+	undo := tb.undo
+	tb.undo = nil
+	tb.closed = true
+	tb.mu.Unlock()
+	var first error
+	for i := len(undo) - 1; i >= 0; i-- {
+		if err := undo[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
