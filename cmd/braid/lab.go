@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -105,7 +105,7 @@ type labRunFlags struct {
 func (f *labRunFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.reps, "reps", 0, "downloads per point (default: the scenario's)")
 	cmd.Flags().StringVar(&f.size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
-	cmd.Flags().StringVar(&f.out, "out", "", "directory to write results.json to")
+	cmd.Flags().StringVar(&f.out, "out", "", "directory for results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
 }
 
@@ -152,10 +152,14 @@ func newLabDemoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.out == "" {
+				f.out = "braid-demo"
+			}
 			return runLab(cmd, s, &f, true)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().Lookup("out").DefValue = "braid-demo"
 	return cmd
 }
 
@@ -206,9 +210,10 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		return runErr
 	}
 	if f.out != "" {
-		if err := writeResults(filepath.Join(f.out, "results.json"), run); err != nil {
+		if err := report.WriteAll(run, f.out); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "results, plots and report.md written to %s\n", f.out)
 	}
 	stdout := cmd.OutOrStdout()
 	if f.json {
@@ -221,14 +226,6 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		printLabTable(stdout, run, demo)
 	}
 	return runErr
-}
-
-func writeResults(path string, run *results.Run) error {
-	b, err := json.MarshalIndent(run, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // printLabTable writes one row per point: its sweep parameters (the demo has
