@@ -314,9 +314,9 @@ func (p *peer) dropPaths() {
 			p.removePath(ps)
 		}
 	}
-	for i := range p.rx {
-		p.rx[i] = nil
-	}
+	clear(p.rx[:])
+	clear(p.rxList)
+	p.rxList = p.rxList[:0]
 }
 
 // sendCloseAll tells every peer that the session ends, so it does not wait for

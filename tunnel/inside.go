@@ -56,7 +56,7 @@ func (e *Engine) routineInside() {
 				}
 				cur = p
 				cur.mu.Lock()
-				cur.refreshInfos(now)
+				cur.refreshInfos()
 			}
 			if cur.sendPacket(w, pb, now) {
 				pbs[i] = nil // ownership passed to the writer

@@ -217,8 +217,8 @@ func (p *peer) removePath(ps *pathState) {
 	if int(ps.id) < len(p.paths) && p.paths[ps.id] == ps {
 		p.paths[ps.id] = nil
 	}
-	for _, r := range p.rx {
-		if r != nil && r.arrival == ps {
+	for _, r := range p.rxList {
+		if r.arrival == ps {
 			r.arrival = nil
 		}
 	}

@@ -56,18 +56,23 @@ type peer struct {
 	byKey  map[pathKey]*pathState
 	links  map[string]int    // access link → sched.PathInfo.Link (1-based)
 	rx     [maxPaths]*rxPath // by the peer's path id
+	rxList []*rxPath         // the same, only those in use: what per-packet loops walk
 	flowSq []uint32
 
 	// scratch for the scheduler, reused per batch
 	infos []sched.PathInfo
 	infoP []*pathState
 	picks []int
+	// raw one-way delays by infos index, while refreshInfos finds its reference
+	owdRaw, owdMinRaw [maxPaths]uint32
+	owdKnown          [maxPaths]bool
 
 	txBytes, rxBytes, txPackets, rxPackets uint64
 }
 
 // rxPath is our receive state for one of the peer's paths.
 type rxPath struct {
+	id      uint16 // the peer's path id
 	r       *path.Receiver
 	arrival *pathState // where its datagrams arrive: acks go back there
 }
@@ -228,8 +233,9 @@ func (p *peer) rxFor(id uint16) *rxPath {
 	}
 	r := p.rx[id]
 	if r == nil {
-		r = &rxPath{r: path.NewReceiver(p.e.tn.Path)}
+		r = &rxPath{id: id, r: path.NewReceiver(p.e.tn.Path)}
 		p.rx[id] = r
+		p.rxList = append(p.rxList, r)
 	}
 	return r
 }
@@ -249,8 +255,9 @@ func (p *peer) weightOf(ps *pathState) float64 {
 
 // refreshInfos fills the scheduler's view of the usable paths. One-way delays are
 // made relative to the smallest base delay among paths, since only differences
-// between paths of a session are meaningful.
-func (p *peer) refreshInfos(now time.Time) {
+// between paths of a session are meaningful; the raw values are kept from the one
+// Stats snapshot per path until that reference is known.
+func (p *peer) refreshInfos() {
 	p.infos = p.infos[:0]
 	p.infoP = p.infoP[:0]
 	var ref uint32
@@ -260,36 +267,35 @@ func (p *peer) refreshInfos(now time.Time) {
 			continue
 		}
 		st := ps.sender.Stats()
-		if !st.LastAck.IsZero() && (!haveRef || int32(st.OWDMinRaw-ref) < 0) {
+		k := len(p.infos)
+		p.owdRaw[k], p.owdMinRaw[k], p.owdKnown[k] = st.OWDRaw, st.OWDMinRaw, !st.LastAck.IsZero()
+		if p.owdKnown[k] && (!haveRef || int32(st.OWDMinRaw-ref) < 0) {
 			ref, haveRef = st.OWDMinRaw, true
 		}
-	}
-	for _, ps := range p.paths {
-		if ps == nil || !ps.validated {
-			continue
-		}
-		st := ps.sender.Stats()
-		info := sched.PathInfo{
+		p.infos = append(p.infos, sched.PathInfo{
 			ID:       int(ps.id),
 			Usable:   ps.sender.Usable(),
 			Degraded: st.State == path.Degraded,
 			SRTT:     st.SRTT,
 			MinRTT:   st.MinRTT,
+			OWD:      st.SRTT / 2, // until an ack gives the one-way delay
+			BaseOWD:  st.MinRTT / 2,
 			Rate:     st.DeliveryRate,
 			InFlight: st.InFlight,
 			CwndRoom: -1,
 			Weight:   p.weightOf(ps),
 			Link:     ps.link,
-		}
-		if haveRef && !st.LastAck.IsZero() {
-			info.OWD = time.Duration(int32(st.OWDRaw-ref)) * time.Microsecond
-			info.BaseOWD = time.Duration(int32(st.OWDMinRaw-ref)) * time.Microsecond
-		} else {
-			info.OWD = st.SRTT / 2
-			info.BaseOWD = st.MinRTT / 2
-		}
-		p.infos = append(p.infos, info)
+		})
 		p.infoP = append(p.infoP, ps)
+	}
+	if !haveRef {
+		return
+	}
+	for k := range p.infos {
+		if p.owdKnown[k] {
+			p.infos[k].OWD = time.Duration(int32(p.owdRaw[k]-ref)) * time.Microsecond
+			p.infos[k].BaseOWD = time.Duration(int32(p.owdMinRaw[k]-ref)) * time.Microsecond
+		}
 	}
 }
 

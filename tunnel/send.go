@@ -114,15 +114,14 @@ func (p *peer) appendAcks(b []byte, used int, ps *pathState, now time.Time) []by
 		ipUDP = 28
 	}
 	limit := p.e.tn.OuterMTU - ipUDP - wire.DataOverhead - wire.InnerHeaderLen
-	for id := range p.rx {
-		r := p.rx[id]
-		if r == nil || r.arrival != ps || !r.r.Pending() {
+	for _, r := range p.rxList {
+		if r.arrival != ps || !r.r.Pending() {
 			continue
 		}
 		if used+len(b)+wire.AckFrameLen > limit || cap(b)-len(b) < wire.AckFrameLen+wire.TagLen {
 			break
 		}
-		b = appendAck(b, uint16(id), r.r.BuildAck(now))
+		b = appendAck(b, r.id, r.r.BuildAck(now))
 	}
 	return b
 }

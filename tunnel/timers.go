@@ -85,9 +85,8 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				ps.downSince = time.Time{}
 			}
 		}
-		for id := range p.rx {
-			r := p.rx[id]
-			if r == nil || r.arrival == nil || !r.r.AckDue(now) {
+		for _, r := range p.rxList {
+			if r.arrival == nil || !r.r.AckDue(now) {
 				continue
 			}
 			p.sendControl(w, r.arrival, now, frameAckOnly, [wire.ChallengeLen]byte{})
@@ -131,8 +130,8 @@ func (p *peer) updateHold() {
 	var jit time.Duration
 	var ref uint32
 	n := 0
-	for _, r := range p.rx {
-		if r == nil || r.arrival == nil || r.r.Stats().RxPackets == 0 {
+	for _, r := range p.rxList {
+		if r.arrival == nil || r.r.Stats().RxPackets == 0 {
 			continue
 		}
 		if r.arrival.validated && r.arrival.sender.State() == path.Down {
