@@ -818,58 +818,16 @@ func formatWeights(w []float64) string {
 // sweep reads [sweep] and checks that the testbed can carry each axis.
 func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 	var s Sweep
-	if raw.RTT != nil {
-		s.RTT = []time.Duration{}
-		for i, v := range raw.RTT {
-			key := fmt.Sprintf("sweep.rtt[%d]", i)
-			d := p.duration(key, v, 2*MaxDelay)
-			if j := slices.Index(s.RTT, d); j >= 0 {
-				p.fail(key, "%v duplicates sweep.rtt[%d]", d, j)
-			}
-			s.RTT = append(s.RTT, d)
-		}
-	}
+	s.RTT = sweepAxis(p, "sweep.rtt", raw.RTT, func(k, v string) time.Duration { return p.duration(k, v, 2*MaxDelay) }, sprint)
 	s.RTTRatio = p.ratios("sweep.rtt_ratio", raw.RTTRatio)
-	if raw.Rate != nil {
-		s.Rate = []Rate{}
-		for i, v := range raw.Rate {
-			key := fmt.Sprintf("sweep.rate[%d]", i)
-			r, err := ParseRate(v)
-			if err != nil {
-				p.fail(key, "%v", err)
-			}
-			if j := slices.Index(s.Rate, r); j >= 0 {
-				p.fail(key, "%v duplicates sweep.rate[%d]", r, j)
-			}
-			s.Rate = append(s.Rate, r)
-		}
-	}
+	s.Rate = sweepAxis(p, "sweep.rate", raw.Rate, func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }, sprint)
 	s.RateRatio = p.ratios("sweep.rate_ratio", raw.RateRatio)
-	if raw.Loss != nil {
-		s.Loss = []Loss{}
-		for i, v := range raw.Loss {
-			key := fmt.Sprintf("sweep.loss[%d]", i)
-			l, err := ParseLoss(v)
-			if err != nil {
-				p.fail(key, "%v", err)
-			}
-			if j := slices.Index(s.Loss, l); j >= 0 {
-				p.fail(key, "%q duplicates sweep.loss[%d]", l.String(), j)
-			}
-			s.Loss = append(s.Loss, l)
-		}
-	}
-	if raw.Scheduler != nil {
-		s.Scheduler = []string{}
-		for i, v := range raw.Scheduler {
-			key := fmt.Sprintf("sweep.scheduler[%d]", i)
-			p.oneOf(key, "scheduler", v, config.Schedulers)
-			if j := slices.Index(s.Scheduler, v); j >= 0 {
-				p.fail(key, "%q duplicates sweep.scheduler[%d]", v, j)
-			}
-			s.Scheduler = append(s.Scheduler, v)
-		}
-	}
+	s.Loss = sweepAxis(p, "sweep.loss", raw.Loss, func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) },
+		func(l Loss) string { return strconv.Quote(l.String()) })
+	s.Scheduler = sweepAxis(p, "sweep.scheduler", raw.Scheduler, func(k, v string) string {
+		p.oneOf(k, "scheduler", v, config.Schedulers)
+		return v
+	}, strconv.Quote)
 	for _, ax := range []struct {
 		key  string
 		n    int
@@ -934,21 +892,43 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 }
 
 func (p *parser) ratios(key string, v []float64) []float64 {
-	if v == nil {
-		return nil
-	}
-	out := []float64{}
-	for i, x := range v {
-		k := fmt.Sprintf("%s[%d]", key, i)
+	return sweepAxis(p, key, v, func(k string, x float64) float64 {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000 {
 			p.fail(k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
 		}
+		return x
+	}, sprint)
+}
+
+// sweepAxis reads the values of one sweep axis: each through parse (which reports
+// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (show
+// formats a value for that message). A nil list stays nil: the axis is not swept.
+func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, show func(T) string) []T {
+	if raw == nil {
+		return nil
+	}
+	out := []T{}
+	for i, v := range raw {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		x := parse(k, v)
 		if j := slices.Index(out, x); j >= 0 {
-			p.fail(k, "%v duplicates %s[%d]", x, key, j)
+			p.fail(k, "%s duplicates %s[%d]", show(x), key, j)
 		}
 		out = append(out, x)
 	}
 	return out
+}
+
+// sprint formats a value as %v does (fmt.Sprint, typed for sweepAxis).
+func sprint[T any](v T) string { return fmt.Sprint(v) }
+
+// parseOr runs a value parser and reports its error under key.
+func parseOr[T any](p *parser, key, v string, parse func(string) (T, error)) T {
+	x, err := parse(v)
+	if err != nil {
+		p.fail(key, "%v", err)
+	}
+	return x
 }
 
 func joinRoles() string {
