@@ -219,6 +219,45 @@ func TestEngineBothDirections(t *testing.T) {
 	}
 }
 
+// pair is one server with one client ("a") on a fresh in-memory network, for tests
+// that need a shape other than the rig's.
+type pair struct {
+	srv, cli       *Engine
+	srvTun, cliTun *tuntest.Device
+}
+
+// startPair starts a server listening on listen with client "a" allowed allowed,
+// and a client whose Config is finished by cli (servers, paths, params).
+func startPair(t *testing.T, listen []netip.AddrPort, allowed string, cli func(*Config)) *pair {
+	t.Helper()
+	n := conntest.NewNetwork()
+	t.Cleanup(func() { n.Close() })
+	srvKey, cliKey := mustKey(t), mustKey(t)
+	p := &pair{srvTun: tuntest.New(1380), cliTun: tuntest.New(1380)}
+	var err error
+	p.srv, err = New(Config{
+		Role: Server, PrivateKey: srvKey, TUN: p.srvTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ListenAddrs: listen,
+		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix(allowed)}}},
+		Tunables:    DefaultTunables(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Role: Client, PrivateKey: cliKey, TUN: p.cliTun, Listen: n.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: srvKey.Public(), Tunables: DefaultTunables(),
+	}
+	cli(&cfg)
+	if p.cli, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	p.srv.Start()
+	p.cli.Start()
+	t.Cleanup(func() { p.cli.Close(); p.srv.Close() })
+	return p
+}
+
 // stream sends packets from src TUN at a steady rate until stop is closed.
 func stream(d *tuntest.Device, from, to netip.Addr, every time.Duration, stop <-chan struct{}, wg *sync.WaitGroup) *atomic.Int64 {
 	return streamSized(d, from, to, every, 0, stop, wg)
@@ -599,33 +638,12 @@ func TestEngineUnknownClientCostsNothing(t *testing.T) {
 // IPv6 outside as well as inside: a client with one IPv6 path and one IPv4 path
 // to a server listening on both families.
 func TestEngineIPv6Outer(t *testing.T) {
-	n := conntest.NewNetwork()
-	defer n.Close()
-	srvKey, cliKey := mustKey(t), mustKey(t)
 	srv6 := netip.MustParseAddrPort("[fd00:18::2]:7000")
-	srvTun, cliTun := tuntest.New(1380), tuntest.New(1380)
-	srv, err := New(Config{
-		Role: Server, PrivateKey: srvKey, TUN: srvTun, Listen: n.ListenOptions, Logger: testLogger(t),
-		ListenAddrs: []netip.AddrPort{srv6, srvAddr1},
-		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("fd00::2/128")}}},
-		Tunables:    DefaultTunables(),
+	p := startPair(t, []netip.AddrPort{srv6, srvAddr1}, "fd00::2/128", func(c *Config) {
+		c.Servers = []netip.AddrPort{srv6, srvAddr1}
+		c.LocalPaths = []LocalPath{{Addr: netip.MustParseAddr("fd00:18::1")}, {Addr: cliAddr1}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := New(Config{
-		Role: Client, PrivateKey: cliKey, TUN: cliTun, Listen: n.ListenOptions, Logger: testLogger(t),
-		ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srv6, srvAddr1},
-		LocalPaths: []LocalPath{{Addr: netip.MustParseAddr("fd00:18::1")}, {Addr: cliAddr1}},
-		Tunables:   DefaultTunables(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	cli.Start()
-	defer srv.Close()
-	defer cli.Close()
+	srv, cli, srvTun, cliTun := p.srv, p.cli, p.srvTun, p.cliTun
 	// Each local address reaches only the server address of its family: 2 paths.
 	if got := len(cli.Status().Peers[0].Paths); got != 2 {
 		t.Fatalf("client has %d paths, want 2", got)
@@ -648,32 +666,13 @@ func TestEngineIPv6Outer(t *testing.T) {
 // Subflows: two sockets (distinct source ports) on one local path make two paths the
 // server tells apart, and both carry traffic.
 func TestEngineSubflows(t *testing.T) {
-	n := conntest.NewNetwork()
-	defer n.Close()
-	srvKey, cliKey := mustKey(t), mustKey(t)
-	srvTun, cliTun := tuntest.New(1380), tuntest.New(1380)
-	srv, err := New(Config{
-		Role: Server, PrivateKey: srvKey, TUN: srvTun, Listen: n.ListenOptions, Logger: testLogger(t),
-		ListenAddrs: []netip.AddrPort{srvAddr1},
-		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32")}}},
-		Tunables:    DefaultTunables(),
+	p := startPair(t, []netip.AddrPort{srvAddr1}, "100.64.0.2/32", func(c *Config) {
+		c.Servers = []netip.AddrPort{srvAddr1}
+		c.LocalPaths = []LocalPath{{Addr: cliAddr1}}
+		c.Subflows = 2
+		c.Params = Params{Scheduler: "roundrobin"}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := New(Config{
-		Role: Client, PrivateKey: cliKey, TUN: cliTun, Listen: n.ListenOptions, Logger: testLogger(t),
-		ServerPublicKey: srvKey.Public(), Servers: []netip.AddrPort{srvAddr1},
-		LocalPaths: []LocalPath{{Addr: cliAddr1}}, Subflows: 2, Params: Params{Scheduler: "roundrobin"},
-		Tunables: DefaultTunables(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	cli.Start()
-	defer srv.Close()
-	defer cli.Close()
+	srv, srvTun, cliTun := p.srv, p.srvTun, p.cliTun
 	waitUsable(t, srv, "a", 2)
 	for i := 0; i < 100; i++ {
 		cliTun.Inject(udp4(inCliA, inSrv, uint16(1000+i), 2, []byte("x")))
