@@ -298,6 +298,3 @@ func (p *peer) refreshInfos() {
 		}
 	}
 }
-
-// session returns the keypair to send with.
-func (p *peer) sendKeypair() *noise.Keypair { return p.cur }
