@@ -37,7 +37,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabBenchCmd())
 	return lab
 }
 
@@ -100,6 +100,7 @@ type labRunFlags struct {
 	size string
 	out  string
 	json bool
+	only []string
 }
 
 func (f *labRunFlags) register(cmd *cobra.Command) {
@@ -107,6 +108,7 @@ func (f *labRunFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
+	cmd.Flags().StringArrayVar(&f.only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
 }
 
 // labBraidCommand is how `lab run` starts the braid daemons; tests replace
@@ -165,6 +167,13 @@ func newLabDemoCmd() *cobra.Command {
 
 func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
 	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand()}
+	only, err := s.Select(f.only)
+	if err != nil {
+		return err
+	}
+	if len(f.only) > 0 {
+		opt.Only = only
+	}
 	if f.size != "" {
 		n, err := scenario.ParseSize(f.size)
 		if err != nil {
@@ -197,14 +206,16 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 			lastDone = done
 		}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	// SIGPIPE too: `braid lab run … | head` must not kill the run before it
+	// has removed its namespaces.
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	run, runErr := runner.Run(ctx, s, opt)
 	if tty {
 		fmt.Fprintln(stderr)
 	}
 	if errors.Is(runErr, context.Canceled) && run != nil {
-		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(s.Points()))
+		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(only.Points(s)))
 	}
 	if run == nil || (runErr != nil && len(run.Points) == 0) {
 		return runErr

@@ -56,6 +56,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		pts += fmt.Sprintf(" (%d failed)", failed)
 	}
 	row("Points", pts)
+	if len(run.Only) > 0 {
+		row("Subset", "`--only "+strings.ReplaceAll(strings.Join(run.Only, "` `--only "), "|", "\\|")+"`")
+	}
 	if len(sweep) > 0 {
 		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
 	} else {

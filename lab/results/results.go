@@ -20,7 +20,10 @@ type Run struct {
 	Emulator    string    `json:"emulator"` // "userspace" or "netem"
 	Host        string    `json:"host,omitempty"`
 	Axes        []string  `json:"axes"` // sweep axes, in the order of Point.Params
-	Points      []Point   `json:"points"`
+	// Only lists the --only selections when the run covered part of the
+	// scenario's points (empty: all of them).
+	Only   []string `json:"only,omitempty"`
+	Points []Point  `json:"points"`
 }
 
 // Param is one sweep coordinate of a point.

@@ -53,6 +53,8 @@ type Options struct {
 	Braid BraidCommand
 	// Prefix names the testbed's namespaces ("" = testbed.Prefix).
 	Prefix string
+	// Only, if set, restricts the run to the points it matches.
+	Only *scenario.Selection
 }
 
 // Run measures every point of s. On cancellation (Ctrl-C) it tears the
@@ -62,6 +64,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		return nil, ErrNotRoot
 	}
 	points := s.Points()
+	if opt.Only != nil {
+		points = opt.Only.Points(s)
+	}
+	if len(points) == 0 {
+		return nil, fmt.Errorf("scenario %s: no point to run", s.Name)
+	}
 	if err := checkRunnable(points); err != nil {
 		return nil, err
 	}
@@ -79,7 +87,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	run := &results.Run{
 		Scenario: s.Name, File: s.File, Description: s.Description,
 		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
-		Emulator: "userspace", Host: host,
+		Emulator: "userspace", Host: host, Only: opt.Only.Specs(),
 	}
 	for _, a := range s.Axes() {
 		run.Axes = append(run.Axes, string(a))

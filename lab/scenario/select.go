@@ -1,0 +1,95 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Selection restricts a run to the points whose parameters take given
+// values, so a long campaign can be run in part from the committed file
+// (`braid lab run FILE --only rtt=10ms,100ms --only loss=none`). Within one
+// axis the values are alternatives; different axes must all match.
+type Selection struct {
+	specs []string
+	want  map[Axis][]string
+}
+
+// Select parses specs of the form AXIS=VALUE[,VALUE…] against s's points.
+// Values are the texts the report shows ("20ms", "1:3", "random 1%",
+// "braid 50/50"); an unknown axis or a value no point has is an error that
+// lists what the scenario offers.
+func (s *Scenario) Select(specs []string) (*Selection, error) {
+	sel := &Selection{specs: slices.Clone(specs), want: map[Axis][]string{}}
+	if len(specs) == 0 {
+		return sel, nil
+	}
+	offered := map[Axis][]string{}
+	for _, p := range s.Points() {
+		for _, q := range p.Params {
+			if !slices.Contains(offered[q.Axis], q.Text) {
+				offered[q.Axis] = append(offered[q.Axis], q.Text)
+			}
+		}
+	}
+	for _, spec := range specs {
+		name, vals, ok := strings.Cut(spec, "=")
+		axis := Axis(strings.TrimSpace(name))
+		if !ok || axis == "" || strings.TrimSpace(vals) == "" {
+			return nil, fmt.Errorf("--only %q: want AXIS=VALUE[,VALUE…]", spec)
+		}
+		have, known := offered[axis]
+		if !known {
+			var axes []string
+			for _, a := range s.Axes() {
+				axes = append(axes, string(a))
+			}
+			return nil, fmt.Errorf("--only %q: scenario %s has no axis %q (axes: %s)", spec, s.Name, axis, strings.Join(axes, ", "))
+		}
+		for _, v := range strings.Split(vals, ",") {
+			v = strings.TrimSpace(v)
+			if !slices.Contains(have, v) {
+				return nil, fmt.Errorf("--only %q: axis %s has no value %q (values: %s)", spec, axis, v, strings.Join(have, ", "))
+			}
+			sel.want[axis] = append(sel.want[axis], v)
+		}
+	}
+	return sel, nil
+}
+
+// Match reports whether p is selected. A point without a parameter on a
+// selected axis (a transport the scheduler axis does not apply to) is kept:
+// it is the same measurement whichever scheduler was asked for.
+func (sel *Selection) Match(p *Point) bool {
+	if sel == nil {
+		return true
+	}
+	for axis, vals := range sel.want {
+		q, ok := p.Param(axis)
+		if ok && !slices.Contains(vals, q.Text) {
+			return false
+		}
+	}
+	return true
+}
+
+// Points returns s's points that sel matches, keeping their Index and
+// Network so results stay comparable with a full run.
+func (sel *Selection) Points(s *Scenario) []Point {
+	var out []Point
+	for _, p := range s.Points() {
+		if sel.Match(&p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Specs returns the selection as given, for the report ("" when the run is
+// complete).
+func (sel *Selection) Specs() []string {
+	if sel == nil {
+		return nil
+	}
+	return slices.Clone(sel.specs)
+}
