@@ -25,6 +25,7 @@ import (
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/scenarios"
+	"github.com/braid-vpn/braid/lab/testbed"
 )
 
 func init() { extraCommands = append(extraCommands, newLabCmd) }
@@ -101,6 +102,7 @@ type labRunFlags struct {
 	out  string
 	json bool
 	only []string
+	emu  string
 }
 
 func (f *labRunFlags) register(cmd *cobra.Command) {
@@ -108,6 +110,7 @@ func (f *labRunFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
 	cmd.Flags().StringVar(&f.out, "out", "", "directory for results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
+	cmd.Flags().StringVar(&f.emu, "emulator", testbed.EmulatorAuto, "link emulator: userspace, netem (the kernel's, where it exists) or auto")
 	cmd.Flags().StringArrayVar(&f.only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
 }
 
@@ -166,7 +169,7 @@ func newLabDemoCmd() *cobra.Command {
 }
 
 func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
-	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand()}
+	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu}
 	only, err := s.Select(f.only)
 	if err != nil {
 		return err

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/httpbench"
-	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
@@ -55,6 +54,9 @@ type Options struct {
 	Prefix string
 	// Only, if set, restricts the run to the points it matches.
 	Only *scenario.Selection
+	// Emulator is the link emulator backend: testbed.EmulatorUserspace,
+	// EmulatorNetem or EmulatorAuto ("" = auto).
+	Emulator string
 }
 
 // Run measures every point of s. On cancellation (Ctrl-C) it tears the
@@ -73,6 +75,11 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if err := checkRunnable(points); err != nil {
 		return nil, err
 	}
+	emu, err := testbed.ResolveEmulator(opt.Emulator)
+	if err != nil {
+		return nil, err
+	}
+	opt.Emulator = emu
 	exp := s.Experiment
 	if opt.Reps > 0 {
 		exp.Reps = opt.Reps
@@ -87,7 +94,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	run := &results.Run{
 		Scenario: s.Name, File: s.File, Description: s.Description,
 		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
-		Emulator: "userspace", Host: host, Only: opt.Only.Specs(),
+		Emulator: emu, Host: host, Only: opt.Only.Specs(),
 	}
 	for _, a := range s.Axes() {
 		run.Axes = append(run.Axes, string(a))
@@ -95,7 +102,6 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	r := &runState{opt: opt, exp: exp, total: len(points) * exp.Reps, start: time.Now()}
 	defer r.closeNet()
 
-	var err error
 	for i := range points {
 		p := &points[i]
 		if err = ctx.Err(); err != nil {
@@ -131,7 +137,7 @@ type runState struct {
 }
 
 func (r *runState) openNet(p *scenario.Point) error {
-	tb, err := testbed.Build(p.Topology, testbed.Options{Prefix: r.opt.Prefix, Seed: r.exp.Seed})
+	tb, err := testbed.Build(p.Topology, testbed.Options{Prefix: r.opt.Prefix, Seed: r.exp.Seed, Emulator: r.opt.Emulator})
 	if err != nil {
 		return err
 	}
@@ -273,13 +279,11 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// emulatorBytes is what each path's emulator forwarded towards the client.
+// emulatorBytes is what each path's emulator delivered towards the client.
 func (r *runState) emulatorBytes() map[string]uint64 {
 	out := map[string]uint64{}
 	for _, p := range r.tb.Plan.Paths {
-		if l := r.tb.Emulator(p.Name); l != nil {
-			out[p.Name] = l.Stats(linkemu.BtoA).BytesForwarded
-		}
+		out[p.Name] = r.tb.Delivered(p.Name)
 	}
 	return out
 }

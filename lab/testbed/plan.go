@@ -73,6 +73,9 @@ type Emulated struct {
 	A, B string // the node's interfaces towards the link's A and B ends
 	AtoB linkemu.Shape
 	BtoA linkemu.Shape
+	// Spec is the scenario's shaping of each direction [A→B, B→A], which
+	// the netem backend passes to tc as it is.
+	Spec [2]scenario.Shaping
 }
 
 // Shaped is a plain veth end rate-limited by the kernel's tbf.
@@ -225,7 +228,7 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 			Veth{NodeA: l.Via, IfA: lb, NodeB: l.B, IfB: ib, AddrB: l.AddrB, NoOffloads: true})
 		s := linkSeed(seed, i)
 		p.Emulated = append(p.Emulated, Emulated{Link: l.Name, Node: l.Via, A: la, B: lb,
-			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s)})
+			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}})
 	}
 
 	for i, l := range paths {

@@ -19,6 +19,9 @@ type Options struct {
 	Prefix string
 	// Seed seeds the emulators' loss and jitter.
 	Seed uint64
+	// Emulator is the link emulator backend, EmulatorUserspace ("") or
+	// EmulatorNetem (ResolveEmulator turns a user's choice into one).
+	Emulator string
 }
 
 // Testbed is a running topology. Close removes it.
@@ -29,6 +32,8 @@ type Testbed struct {
 	// namespaces (it is set per socket instead), and net.core settings a
 	// kernel keeps global (read-only in a namespace). "node: key: reason".
 	Skipped []string
+	// Emulator is the backend the emulated links run on.
+	Emulator string
 
 	ns    map[string]*netns.Namespace
 	links map[string]*linkemu.Link
@@ -52,7 +57,14 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 	if _, err := netns.Cleanup(prefix); err != nil {
 		return nil, fmt.Errorf("testbed: removing stale namespaces: %w", err)
 	}
-	tb = &Testbed{Plan: plan, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
+	emu := opt.Emulator
+	if emu == "" {
+		emu = EmulatorUserspace
+	}
+	if emu != EmulatorUserspace && emu != EmulatorNetem {
+		return nil, fmt.Errorf("testbed: unknown emulator %q", emu)
+	}
+	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
 	defer func() {
 		if err != nil {
 			tb.Close()
@@ -102,6 +114,13 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 		}
 	}
 	for _, e := range plan.Emulated {
+		if emu == EmulatorNetem {
+			// The bridge and qdiscs go with the link node's namespace.
+			if err := startNetem(tb.ns[e.Node], e); err != nil {
+				return tb, fmt.Errorf("testbed: netem on link %s: %w", e.Link, err)
+			}
+			continue
+		}
 		l, err := linkemu.Start(linkemu.Config{NS: tb.ns[e.Node], A: e.A, B: e.B, AtoB: e.AtoB, BtoA: e.BtoA})
 		if err != nil {
 			return tb, fmt.Errorf("testbed: emulator of link %s: %w", e.Link, err)
@@ -178,8 +197,25 @@ func (tb *Testbed) byRole(r scenario.Role) *netns.Namespace {
 	return nil
 }
 
-// Emulator returns the running emulator of link name (nil for a plain link).
-func (tb *Testbed) Emulator(link string) *linkemu.Link { return tb.links[link] }
+// LinkEmulator returns the userspace emulator of link name (nil for a plain
+// link or with netem).
+func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
+
+// Delivered returns the bytes an emulated link has delivered towards its A
+// end (the client's side of a path) since it started; 0 for a plain link.
+func (tb *Testbed) Delivered(link string) uint64 {
+	if l := tb.links[link]; l != nil {
+		return l.Stats(linkemu.BtoA).BytesForwarded
+	}
+	if tb.Emulator == EmulatorNetem {
+		for _, e := range tb.Plan.Emulated {
+			if e.Link == link {
+				return netemForwarded(tb.ns[e.Node], e.A)
+			}
+		}
+	}
+	return 0
+}
 
 // Close stops the emulators and removes the namespaces, with every link and
 // process in them. It is idempotent and returns the first error.

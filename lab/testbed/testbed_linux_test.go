@@ -19,7 +19,8 @@ const testPrefix = "braid-tbt"
 // TestBuildRoutesEachPath builds the paper's testbed and checks what the
 // runner relies on: a connection from each path's address reaches the web
 // server through that path's emulator, offloads are off on all four ends of
-// every emulated link, and Close leaves no namespace behind.
+// every emulated link, and Close leaves no namespace behind. It runs on each
+// emulator backend the kernel has.
 func TestBuildRoutesEachPath(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces")
@@ -27,7 +28,17 @@ func TestBuildRoutesEachPath(t *testing.T) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2 (ip)")
 	}
-	tb, err := Build(scenario.DefaultTopology(), Options{Prefix: testPrefix, Seed: 1})
+	t.Run("userspace", func(t *testing.T) { testBuild(t, EmulatorUserspace) })
+	t.Run("netem", func(t *testing.T) {
+		if err := NetemAvailable(); err != nil {
+			t.Skipf("not testable on this kernel: %v", err)
+		}
+		testBuild(t, EmulatorNetem)
+	})
+}
+
+func testBuild(t *testing.T, emulator string) {
+	tb, err := Build(scenario.DefaultTopology(), Options{Prefix: testPrefix, Seed: 1, Emulator: emulator})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +73,14 @@ func TestBuildRoutesEachPath(t *testing.T) {
 			if err != nil {
 				return
 			}
-			go func() { io.Copy(io.Discard, c); c.Close() }()
+			go func() { c.Write(make([]byte, 100_000)); c.Close() }()
 		}
 	}()
 	for _, p := range tb.Plan.Paths {
-		emu := tb.Emulator(p.Name)
-		before := emu.Stats(linkemu.AtoB).BytesForwarded
+		if emulator == EmulatorUserspace && tb.LinkEmulator(p.Name) == nil {
+			t.Fatalf("path %s has no userspace emulator", p.Name)
+		}
+		before := tb.Delivered(p.Name)
 		var c net.Conn
 		err := tb.Client().Do(func() (err error) {
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: p.ClientAddr.AsSlice()}, Timeout: 5 * time.Second}
@@ -77,11 +90,13 @@ func TestBuildRoutesEachPath(t *testing.T) {
 		if err != nil {
 			t.Fatalf("path %s: dial web: %v", p.Name, err)
 		}
-		c.Write(make([]byte, 100_000))
+		n, _ := io.Copy(io.Discard, c)
 		c.Close()
-		time.Sleep(200 * time.Millisecond)
-		if got := emu.Stats(linkemu.AtoB).BytesForwarded - before; got < 100_000 {
-			t.Errorf("path %s: its emulator forwarded %d bytes upstream, want ≥ 100000", p.Name, got)
+		if n != 100_000 {
+			t.Errorf("path %s: received %d bytes, want 100000", p.Name, n)
+		}
+		if got := tb.Delivered(p.Name) - before; got < 100_000 {
+			t.Errorf("path %s: its emulator delivered %d bytes towards the client, want ≥ 100000", p.Name, got)
 		}
 	}
 	if err := tb.Close(); err != nil {
