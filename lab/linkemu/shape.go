@@ -86,6 +86,11 @@ type Shape struct {
 	QueueBytes   int
 	QueuePackets int
 
+	// Medium, if set, is the capacity this direction shares with others:
+	// its frames serialize on the medium, and Rate and the queue limits
+	// above must be zero (the medium's apply).
+	Medium *Medium
+
 	// Seed makes loss and jitter reproducible: the same Seed and the same
 	// sequence of frames give the same decisions. The two directions of a
 	// Link draw from different streams even with equal seeds.
@@ -102,6 +107,9 @@ func (s Shape) Validate() error {
 	}
 	if s.QueueBytes < 0 || s.QueuePackets < 0 {
 		return fmt.Errorf("linkemu: negative queue limit (%d bytes, %d packets)", s.QueueBytes, s.QueuePackets)
+	}
+	if s.Medium != nil && (s.Rate != 0 || s.QueueBytes != 0 || s.QueuePackets != 0) {
+		return fmt.Errorf("linkemu: a direction on a shared medium takes its rate and queue from the medium (got rate %d, queue %d bytes, %d packets)", s.Rate, s.QueueBytes, s.QueuePackets)
 	}
 	return s.Loss.Validate()
 }
@@ -158,7 +166,13 @@ func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdi
 	if p.loss.Drop(p.lossR) {
 		return 0, dropLoss
 	}
-	depart, ok := p.ser.Admit(now, size)
+	var depart time.Duration
+	var ok bool
+	if p.shape.Medium != nil {
+		depart, ok = p.shape.Medium.admit(now, size)
+	} else {
+		depart, ok = p.ser.Admit(now, size)
+	}
 	if !ok {
 		return 0, dropQueue
 	}

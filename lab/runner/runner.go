@@ -79,6 +79,9 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if err != nil {
 		return nil, err
 	}
+	if emu == testbed.EmulatorNetem && opt.Emulator != testbed.EmulatorNetem && len(s.Topology.Media) > 0 {
+		emu = testbed.EmulatorUserspace // netem has no shared media; auto falls back
+	}
 	opt.Emulator = emu
 	exp := s.Experiment
 	if opt.Reps > 0 {

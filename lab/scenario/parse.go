@@ -31,6 +31,7 @@ type rawFile struct {
 	Description string         `toml:"description"`
 	Nodes       []rawNode      `toml:"nodes"`
 	Links       []rawLink      `toml:"links"`
+	Media       []rawMedium    `toml:"media"`
 	Experiment  rawExperiment  `toml:"experiment"`
 	TCP         rawTCP         `toml:"tcp"`
 	Transports  []rawTransport `toml:"transports"`
@@ -54,8 +55,15 @@ type rawLink struct {
 	Jitter     string  `toml:"jitter"`
 	Loss       string  `toml:"loss"`
 	QueueLimit *int64  `toml:"queue_limit"`
+	Medium     string  `toml:"medium"`
 	AToB       *rawDir `toml:"a_to_b"`
 	BToA       *rawDir `toml:"b_to_a"`
+}
+
+type rawMedium struct {
+	Name       string `toml:"name"`
+	Rate       string `toml:"rate"`
+	QueueLimit *int64 `toml:"queue_limit"`
 }
 
 type rawDir struct {
@@ -159,6 +167,10 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	} else {
 		s.Topology = p.topology(raw.Nodes, raw.Links)
 	}
+	if p.err != nil {
+		return s
+	}
+	p.media(s.Topology, raw.Media, raw.Links)
 	if p.err != nil {
 		return s
 	}
@@ -866,6 +878,17 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 	for _, ax := range []struct {
 		key string
 		on  bool
+	}{{"sweep.rate", s.Rate != nil}, {"sweep.rate_ratio", s.RateRatio != nil}} {
+		for _, l := range paths {
+			if ax.on && l.Medium != "" {
+				p.fail(ax.key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
+				return s
+			}
+		}
+	}
+	for _, ax := range []struct {
+		key string
+		on  bool
 	}{{"sweep.rtt_ratio", s.RTTRatio != nil}, {"sweep.rate_ratio", s.RateRatio != nil}} {
 		if ax.on && len(paths) < 2 {
 			p.fail(ax.key, "needs at least two paths (the others are set relative to the first), found %d", len(paths))
@@ -952,4 +975,72 @@ func listSuffix(names []string) string {
 		return ""
 	}
 	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// media reads [[media]] and puts the links that name one on it. A link on a
+// medium has no rate of its own: its frames, both directions, serialize on
+// the medium's one queue with every other member's.
+func (p *parser) media(t *Topology, rm []rawMedium, rl []rawLink) {
+	for i, r := range rm {
+		key := fmt.Sprintf("media[%d]", i)
+		if !p.name(key+".name", r.Name) {
+			return
+		}
+		if j := slices.IndexFunc(t.Media, func(m Medium) bool { return m.Name == r.Name }); j >= 0 {
+			p.fail(key+".name", "%q duplicates media[%d].name", r.Name, j)
+			return
+		}
+		m := Medium{Name: r.Name, QueueLimit: DefaultQueueLimit}
+		if r.Rate == "" {
+			p.fail(key+".rate", "required (the capacity the medium's links share)")
+			return
+		}
+		m.Rate = parseOr(p, key+".rate", r.Rate, ParseRate)
+		if p.err == nil && (m.Rate < MinRate || m.Rate > MaxRate) {
+			p.fail(key+".rate", "%v out of range (%v..%v)", m.Rate, MinRate, MaxRate)
+		}
+		if r.QueueLimit != nil {
+			if *r.QueueLimit < 1 || *r.QueueLimit > MaxQueueLimit {
+				p.fail(key+".queue_limit", "%d out of range (1..%d)", *r.QueueLimit, MaxQueueLimit)
+			}
+			m.QueueLimit = int(*r.QueueLimit)
+		}
+		t.Media = append(t.Media, m)
+	}
+	if p.err != nil {
+		return
+	}
+	var names []string
+	for _, m := range t.Media {
+		names = append(names, m.Name)
+	}
+	for i, r := range rl {
+		if r.Medium == "" {
+			continue
+		}
+		key := fmt.Sprintf("links[%d].medium", i)
+		l := t.Link(r.Name)
+		switch {
+		case !slices.Contains(names, r.Medium):
+			p.fail(key, "no medium %q (media: %s)", r.Medium, orNone(names))
+		case l == nil:
+			// The link's own error has been reported.
+		case !l.Emulated():
+			p.fail(key, "link %q has no link node (via); only an emulated link can share a medium", l.Name)
+		case r.Rate != "" || (r.AToB != nil && r.AToB.Rate != "") || (r.BToA != nil && r.BToA.Rate != ""):
+			p.fail(key, "link %q sets a rate; a link on a medium takes the medium's", l.Name)
+		case r.QueueLimit != nil || (r.AToB != nil && r.AToB.QueueLimit != nil) || (r.BToA != nil && r.BToA.QueueLimit != nil):
+			p.fail(key, "link %q sets a queue_limit; a link on a medium queues in the medium's", l.Name)
+		default:
+			l.Medium = r.Medium
+			l.AB.Rate, l.BA.Rate = 0, 0
+		}
+	}
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none declared"
+	}
+	return strings.Join(names, ", ")
 }

@@ -150,6 +150,17 @@ type Link struct {
 	AddrA, AddrB netip.Prefix
 	// AB shapes frames from A to B (upload), BA from B to A (download).
 	AB, BA Shaping
+	// Medium names the Topology.Media entry whose capacity the link shares
+	// ("" = its own). Its Rate fields are then 0.
+	Medium string
+}
+
+// Medium is a capacity several emulated links share ([[media]]): one queue
+// and one transmitter for every frame of every member, both directions.
+type Medium struct {
+	Name       string
+	Rate       Rate
+	QueueLimit int // frames
 }
 
 // RTT is the link's round-trip propagation delay (without queueing or
@@ -178,6 +189,7 @@ type Shaping struct {
 type Topology struct {
 	Nodes []Node
 	Links []Link
+	Media []Medium
 }
 
 // Node returns the node named name, or nil.
@@ -244,7 +256,7 @@ func (t *Topology) WebLink() *Link {
 // Clone returns a deep copy (nodes and links hold no references), so that
 // a sweep can change one point's links without touching another's.
 func (t *Topology) Clone() *Topology {
-	return &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links)}
+	return &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links), Media: slices.Clone(t.Media)}
 }
 
 // TCP holds the TCP settings of one namespace: the paper's Table 3.

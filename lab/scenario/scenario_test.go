@@ -423,6 +423,14 @@ func TestErrors(t *testing.T) {
 		{"swept rate ratio", "[sweep]\nrate_ratio = [0.0001]\n", `t.toml: line 1: sweep: at rate_ratio=1:0.0001: link "secondary" a_to_b: rate 1kbit/s out of range (8kbit/s..100Gbit/s)`},
 		{"ratio needs rate", "[[links]]\nname = \"primary\"\nrate = \"unlimited\"\n[sweep]\nrate_ratio = [0.5]\n", `t.toml: line 5: sweep.rate_ratio: the first path "primary" is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to`},
 		{"sweep needs emulator", customTopology + "[sweep]\nloss = [\"1%\"]\n", `t.toml: line 51: sweep.loss: path "eth" has no link node (via) to emulate loss`},
+		// Shared media.
+		{"medium unknown", "[[links]]\nname = \"primary\"\nmedium = \"air\"\n", `t.toml: line 3: links[0].medium: no medium "air" (media: none declared)`},
+		{"medium rate", "[[media]]\nname = \"air\"\n", `t.toml: line 1: media[0].rate: required (the capacity the medium's links share)`},
+		{"medium bad rate", "[[media]]\nname = \"air\"\nrate = \"1kbit\"\n", `t.toml: line 3: media[0].rate: "1kbit" out of range (8kbit/s..100Gbit/s; omit the key or write "unlimited" for an unshaped link)`},
+		{"medium duplicate", "[[media]]\nname = \"air\"\nrate = \"1Mbit\"\n[[media]]\nname = \"air\"\nrate = \"1Mbit\"\n", `t.toml: line 5: media[1].name: "air" duplicates media[0].name`},
+		{"medium and own rate", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"primary\"\nrate = \"5Mbit\"\nmedium = \"air\"\n", `t.toml: line 7: links[0].medium: link "primary" sets a rate; a link on a medium takes the medium's`},
+		{"medium plain link", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"lan\"\nmedium = \"air\"\n", `t.toml: line 6: links[0].medium: link "lan" has no link node (via); only an emulated link can share a medium`},
+		{"medium rate sweep", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"primary\"\nmedium = \"air\"\n[sweep]\nrate = [\"5Mbit\"]\n", `t.toml: line 8: sweep.rate: path "primary" is on medium "air", which sets its rate`},
 		{"ratio needs two paths", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\n[sweep]\nrtt_ratio = [2]\n", `t.toml: line 23: sweep.rtt_ratio: needs at least two paths (the others are set relative to the first), found 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -529,5 +537,44 @@ func TestRegisterTransport(t *testing.T) {
 			}()
 			RegisterTransport(k)
 		}()
+	}
+}
+
+func TestMediaParse(t *testing.T) {
+	doc := `
+[[media]]
+name = "air"
+rate = "11Mbit"
+queue_limit = 50
+
+[[links]]
+name = "primary"
+medium = "air"
+
+[[links]]
+name = "secondary"
+medium = "air"
+rtt = "4ms"
+`
+	s, err := Parse("m.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := s.Topology
+	if len(top.Media) != 1 || top.Media[0] != (Medium{Name: "air", Rate: 11_000_000, QueueLimit: 50}) {
+		t.Fatalf("media %+v", top.Media)
+	}
+	for _, name := range []string{"primary", "secondary"} {
+		l := top.Link(name)
+		if l.Medium != "air" || l.AB.Rate != 0 || l.BA.Rate != 0 {
+			t.Errorf("link %s: medium %q, rates %v/%v; want air and no own rate", name, l.Medium, l.AB.Rate, l.BA.Rate)
+		}
+	}
+	if l := top.Link("lan"); l.Medium != "" {
+		t.Errorf("lan joined medium %q", l.Medium)
+	}
+	// Points share the media declaration.
+	if p := s.Points(); len(p[0].Topology.Media) != 1 {
+		t.Errorf("point topology lost its media")
 	}
 }

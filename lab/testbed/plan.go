@@ -73,6 +73,8 @@ type Emulated struct {
 	A, B string // the node's interfaces towards the link's A and B ends
 	AtoB linkemu.Shape
 	BtoA linkemu.Shape
+	// Medium names the scenario medium the link shares ("" = none).
+	Medium string
 	// Spec is the scenario's shaping of each direction [A→B, B→A], which
 	// the netem backend passes to tc as it is.
 	Spec [2]scenario.Shaping
@@ -100,6 +102,7 @@ type Path struct {
 // Plan is everything Build does, in the order it does it.
 type Plan struct {
 	Nodes    []scenario.Node
+	Media    []scenario.Medium
 	Sysctls  map[string][]scenario.Sysctl // node → settings
 	Veths    []Veth
 	Emulated []Emulated
@@ -199,6 +202,7 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 	}
 	p := &Plan{
 		Nodes:         append([]scenario.Node(nil), top.Nodes...),
+		Media:         append([]scenario.Medium(nil), top.Media...),
 		Sysctls:       map[string][]scenario.Sysctl{},
 		Routes:        map[string][]netns.Route{},
 		Rules:         map[string][]netns.Rule{},
@@ -228,7 +232,7 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 			Veth{NodeA: l.Via, IfA: lb, NodeB: l.B, IfB: ib, AddrB: l.AddrB, NoOffloads: true})
 		s := linkSeed(seed, i)
 		p.Emulated = append(p.Emulated, Emulated{Link: l.Name, Node: l.Via, A: la, B: lb,
-			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}})
+			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium})
 	}
 
 	for i, l := range paths {

@@ -37,6 +37,7 @@ type Testbed struct {
 
 	ns    map[string]*netns.Namespace
 	links map[string]*linkemu.Link
+	media map[string]*linkemu.Medium
 
 	mu     sync.Mutex
 	undo   []func() error
@@ -113,7 +114,19 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 			}
 		}
 	}
+	if emu == EmulatorNetem && len(plan.Media) > 0 {
+		return tb, fmt.Errorf("testbed: netem cannot make links share a medium (%s); use --emulator userspace", plan.Media[0].Name)
+	}
+	media := map[string]*linkemu.Medium{}
+	for _, m := range plan.Media {
+		media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
+	}
+	tb.media = media
 	for _, e := range plan.Emulated {
+		if m := media[e.Medium]; m != nil {
+			e.AtoB.Medium, e.BtoA.Medium = m, m
+			e.AtoB.QueuePackets, e.BtoA.QueuePackets = 0, 0
+		}
 		if emu == EmulatorNetem {
 			// The bridge and qdiscs go with the link node's namespace.
 			if err := startNetem(tb.ns[e.Node], e); err != nil {
@@ -200,6 +213,9 @@ func (tb *Testbed) byRole(r scenario.Role) *netns.Namespace {
 // LinkEmulator returns the userspace emulator of link name (nil for a plain
 // link or with netem).
 func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
+
+// Medium returns the shared medium name (nil if none).
+func (tb *Testbed) Medium(name string) *linkemu.Medium { return tb.media[name] }
 
 // Delivered returns the bytes an emulated link has delivered towards its A
 // end (the client's side of a path) since it started; 0 for a plain link.

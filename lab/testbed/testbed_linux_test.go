@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,5 +108,108 @@ func testBuild(t *testing.T, emulator string) {
 		if strings.Contains(string(out), n) {
 			t.Errorf("namespace %s still exists after Close", n)
 		}
+	}
+}
+
+// TestMediumSharesCapacity puts both paths of the testbed on one 10 Mbit/s
+// medium and sends on both at once: together they get the medium's 10
+// Mbit/s, not the 20 two separate links would carry.
+func TestMediumSharesCapacity(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces")
+	}
+	s, err := scenario.Parse("m.toml", []byte(`
+[[media]]
+name = "air"
+rate = "10Mbit"
+[[links]]
+name = "primary"
+medium = "air"
+[[links]]
+name = "secondary"
+medium = "air"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Build(s.Topology, Options{Prefix: testPrefix, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	var ln net.Listener
+	if err := tb.Web().Do(func() (err error) {
+		ln, err = net.Listen("tcp4", "0.0.0.0:9001")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const dur = 3 * time.Second
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.SetWriteDeadline(time.Now().Add(dur))
+				buf := make([]byte, 64<<10)
+				for {
+					if _, err := c.Write(buf); err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	// Count what arrives between 0.5 s (slow start over) and dur.
+	counts := make([]atomic.Int64, len(tb.Plan.Paths))
+	for i, p := range tb.Plan.Paths {
+		var c net.Conn
+		if err := tb.Client().Do(func() (err error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: p.ClientAddr.AsSlice()}, Timeout: 5 * time.Second}
+			c, err = d.DialContext(context.Background(), "tcp4", tb.Plan.WebAddr.String()+":9001")
+			return err
+		}); err != nil {
+			t.Fatalf("path %s: %v", p.Name, err)
+		}
+		defer c.Close()
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				counts[i].Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	sum := func() (total int64, each []int64) {
+		for i := range counts {
+			each = append(each, counts[i].Load())
+			total += each[i]
+		}
+		return
+	}
+	time.Sleep(500 * time.Millisecond)
+	start, each0 := sum()
+	time.Sleep(dur - 500*time.Millisecond)
+	end, each1 := sum()
+	for i := range each0 {
+		if each1[i] == each0[i] {
+			t.Errorf("path %s carried nothing", tb.Plan.Paths[i].Name)
+		}
+	}
+	mbps := float64(end-start) * 8 / (dur - 500*time.Millisecond).Seconds() / 1e6
+	t.Logf("both paths together: %.2f Mbit/s over a 10 Mbit/s medium", mbps)
+	// TCP payload is ~95% of the frames on the medium.
+	if mbps > 10.2 || mbps < 7 {
+		t.Errorf("together %.2f Mbit/s, want the medium's 10 (7..10.2), not two links' 20", mbps)
+	}
+	if st := tb.Medium("air").Stats(); st.Frames == 0 {
+		t.Errorf("medium saw no frames: %+v", st)
 	}
 }

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// DefaultClockTicks is USER_HZ on every Linux architecture Go supports; it
+// is only used when /proc/self/auxv cannot be read.
+const DefaultClockTicks = 100
+
+// atClkTck is the auxiliary vector entry holding USER_HZ, the unit of the
+// times in /proc/stat and /proc/PID/stat.
+const atClkTck = 17
+
+// SystemCPU is the machine-wide CPU time from /proc/stat, in seconds summed
+// over all CPUs.
+type SystemCPU struct {
+	// Busy is user + nice + system + irq + softirq: every kind of work,
+	// including the kernel's softirq packet processing that no process is
+	// charged for. guest and guest_nice are already inside user and nice.
+	Busy float64
+	// Idle is idle + iowait. Steal (time a hypervisor gave to someone else)
+	// is in neither: it is not work done here, nor time this machine had.
+	Idle float64
+	// CPUs is the number of per-CPU lines.
+	CPUs int
+}
+
+// ParseProcStat reads the aggregate "cpu" line of /proc/stat; tck is
+// USER_HZ (ticks per second).
+func ParseProcStat(data []byte, tck float64) (SystemCPU, error) {
+	var out SystemCPU
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if f[0] != "cpu" {
+			out.CPUs++
+			continue
+		}
+		if len(f) < 8 {
+			return out, fmt.Errorf("/proc/stat: cpu line has %d fields, want at least 8", len(f)-1)
+		}
+		var v [7]uint64
+		for i := range v {
+			n, err := strconv.ParseUint(f[i+1], 10, 64)
+			if err != nil {
+				return out, fmt.Errorf("/proc/stat: cpu field %d: %w", i+1, err)
+			}
+			v[i] = n
+		}
+		user, nice, system, idle, iowait, irq, softirq := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+		out.Busy = float64(user+nice+system+irq+softirq) / tck
+		out.Idle = float64(idle+iowait) / tck
+		found = true
+	}
+	if !found {
+		return out, fmt.Errorf("/proc/stat: no aggregate cpu line")
+	}
+	return out, nil
+}
+
+// ReadSystemCPU snapshots /proc/stat.
+func ReadSystemCPU() (SystemCPU, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return SystemCPU{}, err
+	}
+	return ParseProcStat(data, ClockTicks())
+}
+
+// ParsePidStat returns utime + stime of a /proc/PID/stat line in seconds:
+// the CPU time of every thread of the process, user and kernel, but not the
+// softirq work the kernel does on its behalf (the tick that lands in a
+// softirq is charged to softirq, not to the task). The command name may
+// contain spaces and parentheses, so the fields are counted from the last
+// ')'.
+func ParsePidStat(data []byte, tck float64) (float64, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("stat: no ')' after the command name")
+	}
+	f := strings.Fields(string(data[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	const utime, stime = 14 - 3, 15 - 3
+	if len(f) <= stime {
+		return 0, fmt.Errorf("stat: %d fields after the command name, want more than %d", len(f), stime)
+	}
+	u, err := strconv.ParseUint(f[utime], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat: utime: %w", err)
+	}
+	s, err := strconv.ParseUint(f[stime], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stat: stime: %w", err)
+	}
+	return float64(u+s) / tck, nil
+}
+
+// ProcessCPU returns the CPU seconds process pid has used so far (0 = this
+// process).
+func ProcessCPU(pid int) (float64, error) {
+	p := "/proc/self/stat"
+	if pid != 0 {
+		p = "/proc/" + strconv.Itoa(pid) + "/stat"
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	return ParsePidStat(data, ClockTicks())
+}
+
+var clockTicks = sync.OnceValue(func() float64 {
+	data, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return DefaultClockTicks
+	}
+	if v, ok := ParseAuxvClockTicks(data, int(unsafe.Sizeof(uintptr(0))), binary.NativeEndian); ok {
+		return float64(v)
+	}
+	return DefaultClockTicks
+})
+
+// ClockTicks is USER_HZ: what sysconf(_SC_CLK_TCK) returns, read from the
+// auxiliary vector the kernel gave this process.
+func ClockTicks() float64 { return clockTicks() }
+
+// ParseAuxvClockTicks finds AT_CLKTCK in an auxiliary vector of (key,
+// value) words of wordSize bytes.
+func ParseAuxvClockTicks(b []byte, wordSize int, order binary.ByteOrder) (uint64, bool) {
+	word := func(p []byte) uint64 {
+		if wordSize == 4 {
+			return uint64(order.Uint32(p))
+		}
+		return order.Uint64(p)
+	}
+	for len(b) >= 2*wordSize {
+		k, v := word(b), word(b[wordSize:])
+		b = b[2*wordSize:]
+		switch k {
+		case 0: // AT_NULL ends the vector
+			return 0, false
+		case atClkTck:
+			return v, v > 0
+		}
+	}
+	return 0, false
+}

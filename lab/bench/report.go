@@ -1,0 +1,390 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/stats"
+)
+
+// GB is the unit of the CPU figures: 10^9 bytes, the same decimal prefix
+// as Mbit/s.
+const GB = 1e9
+
+// Num is a float64 that travels in JSON as null when it is NaN (not
+// applicable or not measured), which JSON numbers cannot carry.
+type Num float64
+
+// NaN is the Num for "none".
+func NaN() Num { return Num(math.NaN()) }
+
+// Valid reports whether n holds a number.
+func (n Num) Valid() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
+
+func (n Num) MarshalJSON() ([]byte, error) {
+	if !n.Valid() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(n))
+}
+
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = NaN()
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// CPU is CPU time of one download (seconds) or its per-GB rate.
+type CPU struct {
+	// TunnelClient and TunnelServer are the tunnel daemons' own processes
+	// (utime + stime); NaN for kernel TCP, which has none.
+	TunnelClient Num `json:"tunnel_client"`
+	TunnelServer Num `json:"tunnel_server"`
+	// AppClient is the HTTP client (the bench process itself), AppServer
+	// the HTTP server process: the workload, identical in every case, whose
+	// system calls include the kernel's TCP work done in process context.
+	AppClient Num `json:"app_client"`
+	AppServer Num `json:"app_server"`
+	// System is every CPU's busy time machine-wide (/proc/stat): all of the
+	// above plus the kernel's softirq work (veth, TUN, UDP and TCP receive
+	// processing) and anything else that ran meanwhile.
+	System Num `json:"system"`
+}
+
+// Tunnel is the tunnel's total, both sides.
+func (c CPU) Tunnel() Num { return c.TunnelClient + c.TunnelServer }
+
+// Processes is everything charged to processes: tunnel and workload, both
+// sides; for kernel TCP the workload alone.
+func (c CPU) Processes() Num {
+	p := c.AppClient + c.AppServer
+	if c.Tunnel().Valid() {
+		p += c.Tunnel()
+	}
+	return p
+}
+
+func (c CPU) add(o CPU) CPU {
+	return CPU{c.TunnelClient + o.TunnelClient, c.TunnelServer + o.TunnelServer, c.AppClient + o.AppClient, c.AppServer + o.AppServer, c.System + o.System}
+}
+
+func (c CPU) scale(k float64) CPU {
+	f := Num(k)
+	return CPU{c.TunnelClient * f, c.TunnelServer * f, c.AppClient * f, c.AppServer * f, c.System * f}
+}
+
+// Sample is one timed download.
+type Sample struct {
+	Rep     int     `json:"rep"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	Mbps    float64 `json:"mbps"`
+	// CPU is the CPU seconds spent between just before the request and just
+	// after the last byte.
+	CPU CPU `json:"cpu_seconds"`
+	// BackgroundCores is how many CPUs were busy on average during the idle
+	// window just before the download, with the tunnel up and idle: the
+	// share of System that this machine's other work may account for.
+	BackgroundCores float64 `json:"background_cores"`
+	// PathBytes is what each veth delivered to the client during the
+	// download (its RX bytes, headers included), in path order.
+	PathBytes []uint64 `json:"path_rx_bytes"`
+}
+
+// CaseResult is one case's samples and their summary.
+type CaseResult struct {
+	Name   string `json:"name"`
+	Label  string `json:"label"`
+	Detail string `json:"detail,omitempty"`
+	// Mbps summarizes the samples' goodput (size ÷ time, 10^6 bit/s).
+	Mbps stats.Summary `json:"mbps"`
+	// CPUPerGB is the summed CPU seconds of all samples divided by their
+	// summed bytes in GB (a ratio of sums, so that a short sample does not
+	// weigh as much as a long one).
+	CPUPerGB CPU `json:"cpu_s_per_gb"`
+	// BackgroundCores is the samples' mean.
+	BackgroundCores Num      `json:"background_cores"`
+	Samples         []Sample `json:"samples"`
+	Errors          []string `json:"errors,omitempty"`
+}
+
+// Ratio compares a case with a reference case of the same run: case ÷ ref.
+type Ratio struct {
+	Case string `json:"case"`
+	Ref  string `json:"ref"`
+	// Throughput is the ratio of mean Mbit/s.
+	Throughput Num `json:"throughput"`
+	// TunnelCPU is the ratio of tunnel CPU s/GB (both sides); NaN unless
+	// both have a tunnel.
+	TunnelCPU Num `json:"tunnel_cpu_per_gb"`
+	// ProcessCPU is the ratio of everything charged to processes per GB
+	// (tunnel and workload, both sides).
+	ProcessCPU Num `json:"process_cpu_per_gb"`
+	// SystemCPU is the ratio of machine-wide busy CPU per GB.
+	SystemCPU Num `json:"system_cpu_per_gb"`
+}
+
+// Report is the JSON document of one bench run.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Host     string    `json:"host,omitempty"`
+	Kernel   string    `json:"kernel,omitempty"`
+	CPUs     int       `json:"cpus"`
+	Size     int64     `json:"size_bytes"`
+	Reps     int       `json:"reps"`
+	// CC is the congestion control of the download's TCP sockets.
+	CC string `json:"congestion_control"`
+	// IdleSeconds is the background window before every download.
+	IdleSeconds float64         `json:"idle_window_seconds"`
+	Tools       map[string]Tool `json:"tools,omitempty"`
+	// Notes are cases left out and why.
+	Notes  []string     `json:"notes,omitempty"`
+	Cases  []CaseResult `json:"cases"`
+	Ratios []Ratio      `json:"ratios"`
+}
+
+// Case returns the result named name, or nil.
+func (r *Report) Case(name string) *CaseResult {
+	for i := range r.Cases {
+		if r.Cases[i].Name == name {
+			return &r.Cases[i]
+		}
+	}
+	return nil
+}
+
+// Summarize fills Mbps, CPUPerGB and BackgroundCores from the samples.
+func (c *CaseResult) Summarize() {
+	var mbps []float64
+	var cpu CPU
+	var bytes int64
+	var bg float64
+	for _, s := range c.Samples {
+		mbps = append(mbps, s.Mbps)
+		cpu = cpu.add(s.CPU)
+		bytes += s.Bytes
+		bg += s.BackgroundCores
+	}
+	c.Mbps = stats.Summarize(mbps)
+	if bytes == 0 {
+		c.CPUPerGB = CPU{NaN(), NaN(), NaN(), NaN(), NaN()}
+		c.BackgroundCores = NaN()
+		return
+	}
+	c.CPUPerGB = cpu.scale(GB / float64(bytes))
+	c.BackgroundCores = Num(bg / float64(len(c.Samples)))
+}
+
+func div(a, b Num) Num {
+	if !a.Valid() || !b.Valid() || b == 0 {
+		return NaN()
+	}
+	return a / b
+}
+
+// RatioOf compares c with ref.
+func RatioOf(c, ref *CaseResult) Ratio {
+	return Ratio{
+		Case: c.Name, Ref: ref.Name,
+		Throughput: div(Num(c.Mbps.Mean), Num(ref.Mbps.Mean)),
+		TunnelCPU:  div(c.CPUPerGB.Tunnel(), ref.CPUPerGB.Tunnel()),
+		ProcessCPU: div(c.CPUPerGB.Processes(), ref.CPUPerGB.Processes()),
+		SystemCPU:  div(c.CPUPerGB.System, ref.CPUPerGB.System),
+	}
+}
+
+// ComputeRatios compares every case with kernel TCP, and every braid case
+// with wireguard-go, when those references have samples.
+func (r *Report) ComputeRatios() {
+	r.Ratios = nil
+	for _, ref := range []string{CaseKernel, CaseWireGuardGo} {
+		rc := r.Case(ref)
+		if rc == nil || len(rc.Samples) == 0 {
+			continue
+		}
+		for i := range r.Cases {
+			c := &r.Cases[i]
+			if c.Name == ref || len(c.Samples) == 0 || (ref == CaseWireGuardGo && c.Name == CaseKernel) {
+				continue
+			}
+			r.Ratios = append(r.Ratios, RatioOf(c, rc))
+		}
+	}
+}
+
+func fnum(x Num, prec int) string {
+	if !x.Valid() {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(x), 'f', prec, 64)
+}
+
+func fpair(a, b Num, prec int) string {
+	if !a.Valid() && !b.Valid() {
+		return "—"
+	}
+	return fnum(a, prec) + " / " + fnum(b, prec)
+}
+
+func fratio(x Num) string {
+	if !x.Valid() {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(x), 'f', 2, 64) + "×"
+}
+
+func (r *Report) label(name string) string {
+	if c := r.Case(name); c != nil {
+		return c.Label
+	}
+	return name
+}
+
+// resultRows is the main table, header first.
+func (r *Report) resultRows() [][]string {
+	rows := [][]string{{"case", "Mbit/s", "min–max", "95% CI ±", "n", "tunnel s/GB cli / srv", "app s/GB cli / srv", "system s/GB", "bg cores"}}
+	for _, c := range r.Cases {
+		m := c.Mbps
+		minMax := "—"
+		if m.N > 0 {
+			minMax = fnum(Num(m.Min), 0) + "–" + fnum(Num(m.Max), 0)
+		}
+		rows = append(rows, []string{
+			c.Label, fnum(Num(m.Mean), 0), minMax, fnum(Num(m.CI95), 0), strconv.Itoa(m.N),
+			fpair(c.CPUPerGB.TunnelClient, c.CPUPerGB.TunnelServer, 2),
+			fpair(c.CPUPerGB.AppClient, c.CPUPerGB.AppServer, 2),
+			fnum(c.CPUPerGB.System, 2), fnum(c.BackgroundCores, 2),
+		})
+	}
+	return rows
+}
+
+func (r *Report) ratioRows() [][]string {
+	rows := [][]string{{"ratio", "throughput", "tunnel CPU/GB", "process CPU/GB", "system CPU/GB"}}
+	for _, q := range r.Ratios {
+		rows = append(rows, []string{r.label(q.Case) + " ÷ " + r.label(q.Ref),
+			fratio(q.Throughput), fratio(q.TunnelCPU), fratio(q.ProcessCPU), fratio(q.SystemCPU)})
+	}
+	return rows
+}
+
+// Legend explains the columns; the text and Markdown outputs both end
+// with it.
+var Legend = []string{
+	"Mbit/s: download size ÷ time (10^6 bit/s), mean over the repetitions; min–max and the 95% Student-t half-width beside it.",
+	"CPU s/GB: CPU seconds per 10^9 bytes downloaded (summed over the repetitions, then divided).",
+	"tunnel: the tunnel daemons' processes (utime+stime from /proc/PID/stat) in the client and the server namespace.",
+	"app: the HTTP client (the bench process) and the HTTP server process; the same workload in every case, including the kernel's TCP work done in their system calls.",
+	"system: busy time of all CPUs from /proc/stat (user+nice+system+irq+softirq), the only figure that includes the kernel's softirq packet processing (veth, TUN, UDP, TCP receive), which no process is charged for — and anything else the machine ran meanwhile.",
+	"Resolution: /proc counts in clock ticks (1/100 s), read just before and after each download, so a figure is good to about 0.01 CPU-s per process and download; kernel TCP, which moves 1 GiB in a fraction of a second, is the coarsest.",
+	"bg cores: CPUs busy on average during an idle window just before each download (tunnel up, no traffic): the machine's other load, part of what system counts.",
+}
+
+func writeTable(w io.Writer, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+}
+
+func (r *Report) setupLine() string {
+	s := fmt.Sprintf("%s × %d per case, TCP %s, unshaped veth pairs (MTU 1500), %d CPUs", scenario.FormatSize(r.Size), r.Reps, r.CC, r.CPUs)
+	if r.Host != "" {
+		s += ", host " + r.Host
+	}
+	if r.Kernel != "" {
+		s += ", Linux " + r.Kernel
+	}
+	return s
+}
+
+// WriteText writes the report as aligned tables.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "braid lab bench: %s\n\n", r.setupLine())
+	writeTable(w, r.resultRows())
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+		writeTable(w, r.ratioRows())
+	}
+	fmt.Fprintln(w)
+	for _, c := range r.Cases {
+		if c.Detail != "" {
+			fmt.Fprintf(w, "%s: %s\n", c.Label, c.Detail)
+		}
+		for _, e := range c.Errors {
+			fmt.Fprintf(w, "%s: error: %s\n", c.Label, e)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, l := range Legend {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func writeMDTable(w io.Writer, rows [][]string) {
+	for i, row := range rows {
+		cells := make([]string, len(row))
+		for j, c := range row {
+			cells[j] = mdEscape(c)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		if i == 0 {
+			seps := make([]string, len(row))
+			for j := range seps {
+				seps[j] = "---"
+				if j > 0 {
+					seps[j] = "---:"
+				}
+			}
+			fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
+		}
+	}
+}
+
+// WriteMarkdown writes the report as Markdown tables with the setup and
+// the legend.
+func (r *Report) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "# braid lab bench\n\n%s; started %s, took %s.\n\n", r.setupLine(),
+		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
+	writeMDTable(w, r.resultRows())
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+		writeMDTable(w, r.ratioRows())
+	}
+	fmt.Fprintln(w)
+	for _, c := range r.Cases {
+		if c.Detail != "" {
+			fmt.Fprintf(w, "- %s: %s\n", mdEscape(c.Label), mdEscape(c.Detail))
+		}
+		for _, e := range c.Errors {
+			fmt.Fprintf(w, "- %s: error: %s\n", mdEscape(c.Label), mdEscape(e))
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- note: %s\n", mdEscape(n))
+	}
+	fmt.Fprintln(w)
+	for _, l := range Legend {
+		fmt.Fprintf(w, "- %s\n", mdEscape(l))
+	}
+}

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/braid-vpn/braid/netns"
+)
+
+// wireguard-go's inner addresses: a subnet of their own, so that a
+// connection's local address proves which tunnel it took.
+var (
+	wgServerInner = netip.MustParsePrefix("100.64.1.1/24")
+	wgClientInner = netip.MustParsePrefix("100.64.1.2/24")
+)
+
+// WireGuardSocketDir is where wireguard-go opens its UAPI socket
+// (NAME.sock) and where wg looks for it. It is not per namespace, so the
+// interface names carry this process's PID.
+const WireGuardSocketDir = "/var/run/wireguard"
+
+// WireGuardNames are the interface names of the client and server
+// wireguard-go of process pid: unique on the machine (their UAPI sockets
+// share one directory) and within the kernel's 15 bytes.
+func WireGuardNames(pid int) (cli, srv string) {
+	return "bwgc" + strconv.Itoa(pid), "bwgs" + strconv.Itoa(pid)
+}
+
+// WgSetArgs are the `wg set` arguments of both ends: one peer each, the
+// client with the server's endpoint on the first veth, the server learning
+// the client's from its handshake.
+func WgSetArgs(cliIf, srvIf, cliKeyFile, srvKeyFile, cliPub, srvPub string, endpoint netip.AddrPort) (cli, srv []string) {
+	cli = []string{"set", cliIf, "private-key", cliKeyFile,
+		"peer", srvPub, "endpoint", endpoint.String(), "allowed-ips", netip.PrefixFrom(wgServerInner.Addr(), 32).String()}
+	srv = []string{"set", srvIf, "private-key", srvKeyFile, "listen-port", strconv.Itoa(int(endpoint.Port())),
+		"peer", cliPub, "allowed-ips", netip.PrefixFrom(wgClientInner.Addr(), 32).String()}
+	return cli, srv
+}
+
+type wgTunnel struct {
+	l                *lab
+	cliIf, srvIf     string
+	cliProc, srvProc *child
+	detail           string
+	dial             func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// wg runs wg with input on stdin, outside any namespace (key generation).
+func wg(ctx context.Context, path, input string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("wg %s: %w", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func startWireGuard(ctx context.Context, l *lab) (_ tunnel, err error) {
+	t := &wgTunnel{l: l}
+	t.cliIf, t.srvIf = WireGuardNames(os.Getpid())
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	dir, err := os.MkdirTemp(l.dir, "wireguard-")
+	if err != nil {
+		return nil, err
+	}
+	wgPath := l.cfg.Wg.Path
+	keyFiles := map[string]string{}
+	pubs := map[string]string{}
+	for _, who := range []string{"client", "server"} {
+		priv, err := wg(ctx, wgPath, "", "genkey")
+		if err != nil {
+			return nil, err
+		}
+		if pubs[who], err = wg(ctx, wgPath, priv+"\n", "pubkey"); err != nil {
+			return nil, err
+		}
+		keyFiles[who] = filepath.Join(dir, who+".key")
+		if err := os.WriteFile(keyFiles[who], []byte(priv+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range []struct {
+		ns   *netns.Namespace
+		name string
+		into **child
+	}{{l.srv, t.srvIf, &t.srvProc}, {l.cli, t.cliIf, &t.cliProc}} {
+		cmd := exec.Command(l.cfg.WireGuardGo.Path, "-f", e.name)
+		cmd.Env = append(os.Environ(), "WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error")
+		if *e.into, err = startChild(e.ns, "wireguard-go "+e.name, cmd); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range []*child{t.srvProc, t.cliProc} {
+		if err := waitSocket(ctx, c, filepath.Join(WireGuardSocketDir, strings.TrimPrefix(c.name, "wireguard-go ")+".sock")); err != nil {
+			return nil, err
+		}
+	}
+	endpoint := netip.AddrPortFrom(benchPaths[0].ServerAddr, WireGuardPort)
+	cliArgs, srvArgs := WgSetArgs(t.cliIf, t.srvIf, keyFiles["client"], keyFiles["server"], pubs["client"], pubs["server"], endpoint)
+	for _, e := range []struct {
+		ns    *netns.Namespace
+		args  []string
+		ifc   string
+		inner netip.Prefix
+	}{{l.srv, srvArgs, t.srvIf, wgServerInner}, {l.cli, cliArgs, t.cliIf, wgClientInner}} {
+		if _, err := e.ns.Exec(ctx, wgPath, e.args...); err != nil {
+			return nil, err
+		}
+		if err := e.ns.AddAddr(e.ifc, e.inner); err != nil {
+			return nil, err
+		}
+		if err := e.ns.SetUp(e.ifc); err != nil {
+			return nil, err
+		}
+	}
+	t.detail = fmt.Sprintf("%s, one peer over veth %s", l.cfg.WireGuardGo.Version, benchPaths[0].ClientIf)
+	if mtu := tunMTU(l, t.cliIf); mtu > 0 {
+		t.detail += fmt.Sprintf(", inner MTU %d", mtu)
+	}
+	t.dial = dialIn(l.cli, l.cfg.CC, wgClientInner.Masked())
+	return t, nil
+}
+
+// waitSocket waits for wireguard-go's UAPI socket, the sign that it has
+// its TUN device and will take configuration.
+func waitSocket(ctx context.Context, c *child, path string) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if c.exited() {
+			return fmt.Errorf("%s exited: %s", c.name, c.lastLine())
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: no UAPI socket %s after %v", c.name, path, readyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (t *wgTunnel) Target() string {
+	return netip.AddrPortFrom(wgServerInner.Addr(), WebPort).String()
+}
+func (t *wgTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
+	return t.dial(ctx, n, a)
+}
+func (t *wgTunnel) PIDs() (int, int) { return t.cliProc.pid(), t.srvProc.pid() }
+func (t *wgTunnel) Detail() string   { return t.detail }
+
+// Close stops both daemons; a killed one leaves its UAPI socket behind,
+// which is removed here (only this process's names).
+func (t *wgTunnel) Close() {
+	t.cliProc.stop()
+	t.srvProc.stop()
+	for _, n := range []string{t.cliIf, t.srvIf} {
+		os.Remove(filepath.Join(WireGuardSocketDir, n+".sock"))
+	}
+}
