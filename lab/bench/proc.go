@@ -79,11 +79,13 @@ func ReadSystemCPU() (SystemCPU, error) {
 }
 
 // ParsePidStat returns utime + stime of a /proc/PID/stat line in seconds:
-// the CPU time of every thread of the process, user and kernel, but not the
-// softirq work the kernel does on its behalf (the tick that lands in a
-// softirq is charged to softirq, not to the task). The command name may
-// contain spaces and parentheses, so the fields are counted from the last
-// ')'.
+// the CPU time of every thread of the process, user and kernel. The kernel
+// scales the two so that they add up to the threads' scheduler run time,
+// which on kernels without CONFIG_IRQ_TIME_ACCOUNTING includes softirq work
+// that ran while the process was on the CPU (with veth, much of the
+// receiver's stack runs on the sender's time); softirq work in ksoftirqd
+// is never in it. The command name may contain spaces and parentheses, so
+// the fields are counted from the last ')'.
 func ParsePidStat(data []byte, tck float64) (float64, error) {
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {

@@ -60,8 +60,9 @@ type CPU struct {
 	AppClient Num `json:"app_client"`
 	AppServer Num `json:"app_server"`
 	// System is every CPU's busy time machine-wide (/proc/stat): all of the
-	// above plus the kernel's softirq work (veth, TUN, UDP and TCP receive
-	// processing) and anything else that ran meanwhile.
+	// above, the kernel's softirq packet processing that no process was
+	// charged for (in ksoftirqd, or everywhere on kernels with
+	// CONFIG_IRQ_TIME_ACCOUNTING), and anything else that ran meanwhile.
 	System Num `json:"system"`
 }
 
@@ -288,9 +289,9 @@ func (r *Report) ratioRows() [][]string {
 var Legend = []string{
 	"Mbit/s: download size ÷ time (10^6 bit/s), mean over the repetitions; min–max and the 95% Student-t half-width beside it.",
 	"CPU s/GB: CPU seconds per 10^9 bytes downloaded (summed over the repetitions, then divided).",
-	"tunnel: the tunnel daemons' processes (utime+stime from /proc/PID/stat) in the client and the server namespace.",
+	"tunnel: the tunnel daemons' processes in the client and the server namespace, utime+stime from /proc/PID/stat (which add up to their scheduler run time).",
 	"app: the HTTP client (the bench process) and the HTTP server process; the same workload in every case, including the kernel's TCP work done in their system calls.",
-	"system: busy time of all CPUs from /proc/stat (user+nice+system+irq+softirq), the only figure that includes the kernel's softirq packet processing (veth, TUN, UDP, TCP receive), which no process is charged for — and anything else the machine ran meanwhile.",
+	"system: busy time of all CPUs from /proc/stat (user+nice+system+irq+softirq; idle, iowait and steal excluded), machine-wide: the only figure sure to hold all of the kernel's packet processing. Softirq work (veth, GRO, TUN, UDP and TCP receive) runs on the back of whichever process is on the CPU (charged to it on kernels without CONFIG_IRQ_TIME_ACCOUNTING, to no process with it) or in ksoftirqd (no other column); system also holds anything else the machine ran meanwhile.",
 	"Resolution: /proc counts in clock ticks (1/100 s), read just before and after each download, so a figure is good to about 0.01 CPU-s per process and download; kernel TCP, which moves 1 GiB in a fraction of a second, is the coarsest.",
 	"bg cores: CPUs busy on average during an idle window just before each download (tunnel up, no traffic): the machine's other load, part of what system counts.",
 }

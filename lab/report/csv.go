@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/braid-vpn/braid/lab/results"
@@ -133,6 +134,10 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	for _, p := range paths {
 		head = append(head, "share_"+p)
 	}
+	comp := slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Competing != nil })
+	if comp {
+		head = append(head, "competing_mean_mbps", "competing_ci95_mbps")
+	}
 	head = append(head, "error")
 	if err := cw.Write(head); err != nil {
 		return err
@@ -149,6 +154,13 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 				row = append(row, num(v))
 			} else {
 				row = append(row, "")
+			}
+		}
+		if comp {
+			if p.Competing != nil {
+				row = append(row, num(p.Competing.Mean), num(p.Competing.CI95))
+			} else {
+				row = append(row, "", "")
 			}
 		}
 		row = append(row, p.Error)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +111,10 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 		head = append(head, mdText(f.x))
 	}
 	head = append(head, "transport", "goodput (Mbit/s)", "n", "median")
+	comp := slices.ContainsFunc(f.points, func(p *results.Point) bool { return p.Competing != nil })
+	if comp {
+		head = append(head, "competing TCP (Mbit/s)")
+	}
 	if len(paths) > 0 {
 		head = append(head, "path shares")
 	}
@@ -131,6 +136,13 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 			cells = append(cells, "failed: "+mdText(p.Error), strconv.Itoa(s.N), fmtMbps(s.Median))
 		default:
 			cells = append(cells, fmtMbps(s.Mean)+" ± "+fmtMbps(s.CI95), strconv.Itoa(s.N), fmtMbps(s.Median))
+		}
+		if comp {
+			c := "–"
+			if p.Competing != nil {
+				c = fmtMbps(p.Competing.Mean) + " ± " + fmtMbps(p.Competing.CI95)
+			}
+			cells = append(cells, c)
 		}
 		if len(paths) > 0 {
 			cells = append(cells, shares(p, paths))

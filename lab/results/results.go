@@ -46,6 +46,9 @@ type Point struct {
 	// (braid: from the tunnel's per-path counters; mptcp: from subflow counters
 	// where available), keyed by path name.
 	PathShares map[string]float64 `json:"path_shares,omitempty"`
+	// Competing summarizes Samples[].CompetingMbps (nil without competing
+	// flows).
+	Competing *stats.Summary `json:"competing_mbps,omitempty"`
 	Error      string             `json:"error,omitempty"` // the point could not be measured
 }
 
@@ -64,4 +67,7 @@ type Sample struct {
 	Reordered       uint64            `json:"reordered"`
 	ReorderTimeouts uint64            `json:"reorder_timeouts"`
 	PathBytes       map[string]uint64 `json:"path_bytes,omitempty"`
+	// CompetingMbps is the goodput the competing TCP downloads got together
+	// while this download ran (absent without competing flows).
+	CompetingMbps *float64 `json:"competing_mbps,omitempty"`
 }

@@ -231,7 +231,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	defer sess.Close()
 
 	var errs []string
-	var goodputs []float64
+	var goodputs, competing []float64
 	totals := map[string]uint64{}
 	for rep := 0; rep < r.exp.Reps; rep++ {
 		if ctx.Err() != nil {
@@ -245,12 +245,19 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		}
 		rp.Samples = append(rp.Samples, smp)
 		goodputs = append(goodputs, smp.GoodputMbps)
+		if smp.CompetingMbps != nil {
+			competing = append(competing, *smp.CompetingMbps)
+		}
 		for k, v := range smp.PathBytes {
 			totals[k] += v
 		}
 		time.Sleep(RepPause)
 	}
 	rp.Goodput = stats.Summarize(goodputs)
+	if len(competing) > 0 {
+		c := stats.Summarize(competing)
+		rp.Competing = &c
+	}
 	rp.PathShares = Shares(totals)
 	if len(errs) > 0 {
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
@@ -305,12 +312,21 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		}
 		return c, err
 	}
+	var comp *competition
+	if r.exp.Competing > 0 {
+		if comp, err = r.startCompeting(ctx); err != nil {
+			return results.Sample{}, err
+		}
+		defer comp.stop()
+	}
+	compBefore := comp.bytes()
 	dctx, cancel := context.WithTimeout(ctx, r.exp.Timeout)
 	res, err := httpbench.Fetch(dctx, httpbench.URL(sess.Target(), r.exp.Size), httpbench.Options{Dial: dial})
 	cancel()
 	if err != nil {
 		return results.Sample{}, err
 	}
+	compMbps := float64(comp.bytes()-compBefore) * 8 / res.Duration.Seconds() / 1e6
 	after, err := sess.Counters(ctx)
 	if err != nil {
 		return results.Sample{}, fmt.Errorf("reading counters: %w", err)
@@ -321,6 +337,9 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		Reordered:       sub(after.Reordered, before.Reordered),
 		ReorderTimeouts: sub(after.ReorderTimeouts, before.ReorderTimeouts),
 		PathBytes:       map[string]uint64{},
+	}
+	if comp != nil {
+		smp.CompetingMbps = &compMbps
 	}
 	if after.PathBytes != nil {
 		for k, v := range after.PathBytes {

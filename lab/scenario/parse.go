@@ -79,6 +79,9 @@ type rawExperiment struct {
 	Reps    *int64 `toml:"reps"`
 	Timeout string `toml:"timeout"`
 	Seed    *int64 `toml:"seed"`
+
+	Competing     *int64 `toml:"competing"`
+	CompetingPath string `toml:"competing_path"`
 }
 
 // rawTCP is both [tcp] and [tcp.nodes.NAME]; nodes inside a per-node table
@@ -176,6 +179,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	}
 	p.tcp(s.Topology, &raw.TCP)
 	p.experiment(&s.Experiment, &raw.Experiment)
+	p.competingPath(s.Topology, &s.Experiment)
 	s.Transports = p.transports(s.Topology, raw.Transports)
 	if p.err != nil {
 		return s
@@ -676,6 +680,16 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 		}
 		e.Seed = uint64(*raw.Seed)
 	}
+	if raw.Competing != nil {
+		if n := *raw.Competing; n < 0 || n > MaxCompeting {
+			p.fail("experiment.competing", "%d out of range (0..%d)", n, MaxCompeting)
+		}
+		e.Competing = int(*raw.Competing)
+	}
+	if raw.CompetingPath != "" && e.Competing == 0 {
+		p.fail("experiment.competing_path", "set without competing flows (experiment.competing)")
+	}
+	e.CompetingPath = raw.CompetingPath
 }
 
 // defaultTransports is the list a file without [[transports]] measures: the
@@ -1043,4 +1057,21 @@ func orNone(names []string) string {
 		return "none declared"
 	}
 	return strings.Join(names, ", ")
+}
+
+// competingPath resolves the path the competing flows take: the named one,
+// or the primary.
+func (p *parser) competingPath(t *Topology, e *Experiment) {
+	if e.Competing == 0 {
+		return
+	}
+	var names []string
+	for _, l := range t.Paths() {
+		names = append(names, l.Name)
+	}
+	if e.CompetingPath == "" {
+		e.CompetingPath = names[0]
+	} else if !slices.Contains(names, e.CompetingPath) {
+		p.fail("experiment.competing_path", "no path %q (paths: %s)", e.CompetingPath, strings.Join(names, ", "))
+	}
 }

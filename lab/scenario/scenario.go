@@ -36,6 +36,8 @@ const (
 	// Student-t interval that is not dominated by its t quantile.
 	DefaultReps = 20
 	MaxReps     = 10000
+	// MaxCompeting bounds [experiment] competing.
+	MaxCompeting = 16
 
 	// DefaultTimeout bounds one download. A 16 MiB file at 10 Mbit/s takes
 	// 13.4 s unimpeded; 7% loss at 100 ms RTT can make it ten times slower.
@@ -119,6 +121,12 @@ type Experiment struct {
 	// Seed seeds the emulators' random loss and jitter; 0 lets the runner
 	// choose (and record) one.
 	Seed uint64
+	// Competing is the number of ordinary TCP downloads (the web server to
+	// the client over CompetingPath, the nodes' congestion control) that
+	// run during every measured download: the "do no harm" setting, where
+	// the tunnel shares a bottleneck with other traffic.
+	Competing     int
+	CompetingPath string
 }
 
 // Node is one network namespace of the testbed.

@@ -423,6 +423,9 @@ func TestErrors(t *testing.T) {
 		{"swept rate ratio", "[sweep]\nrate_ratio = [0.0001]\n", `t.toml: line 1: sweep: at rate_ratio=1:0.0001: link "secondary" a_to_b: rate 1kbit/s out of range (8kbit/s..100Gbit/s)`},
 		{"ratio needs rate", "[[links]]\nname = \"primary\"\nrate = \"unlimited\"\n[sweep]\nrate_ratio = [0.5]\n", `t.toml: line 5: sweep.rate_ratio: the first path "primary" is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to`},
 		{"sweep needs emulator", customTopology + "[sweep]\nloss = [\"1%\"]\n", `t.toml: line 51: sweep.loss: path "eth" has no link node (via) to emulate loss`},
+		{"competing range", "[experiment]\ncompeting = 17\n", `t.toml: line 2: experiment.competing: 17 out of range (0..16)`},
+		{"competing path", "[experiment]\ncompeting = 1\ncompeting_path = \"lan\"\n", `t.toml: line 3: experiment.competing_path: no path "lan" (paths: primary, secondary)`},
+		{"competing path alone", "[experiment]\ncompeting_path = \"primary\"\n", `t.toml: line 2: experiment.competing_path: set without competing flows (experiment.competing)`},
 		// Shared media.
 		{"medium unknown", "[[links]]\nname = \"primary\"\nmedium = \"air\"\n", `t.toml: line 3: links[0].medium: no medium "air" (media: none declared)`},
 		{"medium rate", "[[media]]\nname = \"air\"\n", `t.toml: line 1: media[0].rate: required (the capacity the medium's links share)`},
@@ -576,5 +579,15 @@ rtt = "4ms"
 	// Points share the media declaration.
 	if p := s.Points(); len(p[0].Topology.Media) != 1 {
 		t.Errorf("point topology lost its media")
+	}
+}
+
+func TestCompetingParse(t *testing.T) {
+	s, err := Parse("c.toml", []byte("[experiment]\ncompeting = 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Experiment; e.Competing != 2 || e.CompetingPath != "primary" {
+		t.Errorf("competing %d over %q, want 2 over the primary path", e.Competing, e.CompetingPath)
 	}
 }
