@@ -114,7 +114,7 @@ const (
 var (
 	Schedulers  = []string{"roundrobin", "weighted", "minrtt", "rtt-aware", "earliest-arrival", "redundant"}
 	Reorders    = []string{"off", "fixed", "adaptive"}
-	Congestions = []string{"none"}
+	Congestions = []string{"none", "reno", "cubic", "lia", "olia", "balia", "wvegas", "coupled", "ewtcp"}
 	LogLevels   = []string{"debug", "info", "warn", "error"}
 )
 

@@ -419,8 +419,10 @@ func TestErrors(t *testing.T) {
 			`client.toml: client.scheduler: unknown scheduler "fastest" ` + validSched},
 		{"unknown reorder", "client.toml", cl + "reorder = \"magic\"\n",
 			`client.toml: client.reorder: unknown reorder mode "magic" (valid: off, fixed, adaptive)`},
-		{"unknown congestion", "client.toml", cl + "congestion = \"cubic\"\n",
-			`client.toml: client.congestion: unknown congestion controller "cubic" (valid: none)`},
+		{"unknown congestion", "client.toml", cl + "congestion = \"bbr\"\n",
+			`client.toml: client.congestion: unknown congestion controller "bbr" (valid: none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp)`},
+		{"congestion is case sensitive", "client.toml", cl + "congestion = \"LIA\"\n",
+			`client.toml: client.congestion: unknown congestion controller "LIA" (valid: none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp)`},
 		{"unknown log level", "client.toml", edit(t, cl, "[tun]", "log_level = \"verbose\"\n[tun]"),
 			`client.toml: log_level: unknown log level "verbose" (valid: debug, info, warn, error)`},
 
@@ -609,5 +611,15 @@ func TestWeightsAndV6(t *testing.T) {
 	}
 	if c.Paths[1].String() != "fd00::2" || c.Paths[0].String() != "198.18.1.1" {
 		t.Errorf("Paths = %v", c.Paths)
+	}
+}
+
+func TestCongestionNames(t *testing.T) {
+	dir := keyDir(t)
+	for _, name := range []string{"reno", "cubic", "lia", "olia", "balia", "wvegas", "coupled", "ewtcp", "none"} {
+		cfg := mustParse(t, "client.toml", minimalClient(dir)+"congestion = \""+name+"\"\n")
+		if cfg.Client.Congestion != name {
+			t.Errorf("congestion = %q parsed as %q", name, cfg.Client.Congestion)
+		}
 	}
 }

@@ -87,6 +87,7 @@ type Sender struct {
 	lostPackets, lostBytes   uint64
 	spurious                 uint64
 	takePkts, takeBytes      int
+	takeNewest               int64 // send time of the newest packet counted in takePkts
 
 	// loss rate: per-round counts folded into EWMAs of lost and total.
 	roundStart            int64
@@ -202,6 +203,9 @@ func (s *Sender) declareLost(p *sentPkt, feedRate bool) {
 	s.inflight -= int(p.size)
 	s.lostPackets++
 	s.lostBytes += uint64(p.size)
+	if s.takePkts == 0 || p.sent > s.takeNewest {
+		s.takeNewest = p.sent
+	}
 	s.takePkts++
 	s.takeBytes += int(p.size)
 	if feedRate {
@@ -243,7 +247,21 @@ func (s *Sender) popResolved() {
 type ackResult struct {
 	pkts, elic int
 	bytes      uint64
-	revive     bool // acked a packet sent after the path went Down
+	elicBytes  int
+	newestSent int64 // send time of the newest newly acked ack-eliciting packet
+	revive     bool  // acked a packet sent after the path went Down
+}
+
+// AckResult is what one Ack newly acknowledged, for a congestion controller.
+type AckResult struct {
+	// Bytes and Packets count the newly acknowledged ack-eliciting packets (the
+	// ones that were in flight).
+	Bytes, Packets int
+	// RTT is the RTT sample this ack produced (0 = none).
+	RTT time.Duration
+	// NewestSent is when the most recently sent of those packets left (zero
+	// when none was newly acknowledged).
+	NewestSent time.Time
 }
 
 func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
@@ -255,6 +273,10 @@ func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
 	case slotOutstanding:
 		s.inflight -= int(p.size)
 		r.elic++
+		r.elicBytes += int(p.size)
+		if r.elic == 1 || p.sent > r.newestSent {
+			r.newestSent = p.sent
+		}
 	case slotSentNE:
 	case slotLost:
 		s.spurious++
@@ -272,10 +294,12 @@ func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
 }
 
 // OnAck processes an ACK frame received for this path: RTT sample, acked
-// bytes, loss detection, delivery rate, one-way delay and state changes.
-func (s *Sender) OnAck(a Ack, now time.Time) {
+// bytes, loss detection, delivery rate, one-way delay and state changes. It
+// returns what the ack newly acknowledged; the losses it detected are left for
+// TakeLoss.
+func (s *Sender) OnAck(a Ack, now time.Time) (res AckResult) {
 	if !s.sentAny || int32(a.Largest-(s.next-1)) > 0 {
-		return // acks something never sent: not for us
+		return res // acks something never sent: not for us
 	}
 	t := s.ns(now)
 	s.lastAck = now
@@ -287,7 +311,11 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 		s.ackOne(a.Largest-1-uint32(bits.TrailingZeros64(bm)), &r)
 	}
 	if r.pkts == 0 {
-		return
+		return res
+	}
+	res.Bytes, res.Packets = r.elicBytes, r.elic
+	if r.elic > 0 {
+		res.NewestSent = s.epoch.Add(time.Duration(r.newestSent))
 	}
 	s.ackedPackets += uint64(r.pkts)
 	s.ackedBytes += r.bytes
@@ -303,7 +331,7 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 	if s.state == Down {
 		if !r.revive {
 			s.detectLosses(t)
-			return
+			return res
 		}
 		s.revive()
 		revived = true
@@ -312,6 +340,9 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 	sampled := false
 	if largestNew && r.elic > 0 {
 		sampled = s.rttSample(t, t-sentL, a.AckDelay)
+		if sampled {
+			res.RTT = time.Duration(s.latest)
+		}
 	}
 	s.detectLosses(t)
 	if revived {
@@ -331,6 +362,7 @@ func (s *Sender) OnAck(a Ack, now time.Time) {
 	}
 	s.updateLossRound(t)
 	s.updateState(t, sampled)
+	return res
 }
 
 // rttSample applies RFC 9002 §5.3 (ack delay subtracted only when the result
@@ -646,10 +678,25 @@ func (s *Sender) Usable() bool {
 // TakeLost returns the packets and bytes declared lost since the last call
 // (for a congestion controller).
 func (s *Sender) TakeLost() (packets, bytes int) {
+	packets, bytes, _ = s.TakeLoss()
+	return
+}
+
+// TakeLoss is TakeLost plus the send time of the most recently sent of those
+// packets: a congestion controller treats losses of packets sent before its
+// last reduction as part of the same congestion event.
+func (s *Sender) TakeLoss() (packets, bytes int, newestSent time.Time) {
 	packets, bytes = s.takePkts, s.takeBytes
+	if packets > 0 {
+		newestSent = s.epoch.Add(time.Duration(s.takeNewest))
+	}
 	s.takePkts, s.takeBytes = 0, 0
 	return
 }
+
+// InFlight returns the bytes of ack-eliciting packets sent, not acked and not
+// declared lost (the same as Stats().InFlight, without the snapshot).
+func (s *Sender) InFlight() int { return s.inflight }
 
 // RTO returns the RFC 6298 retransmission timeout.
 func (s *Sender) RTO() time.Duration {

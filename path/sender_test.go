@@ -496,3 +496,49 @@ func TestDeliveryRateNoDataInterval(t *testing.T) {
 		t.Fatalf("an interval without data produced a rate estimate of %v B/s", r)
 	}
 }
+
+// The signals a congestion controller takes from the Sender: what an ack newly
+// acknowledged (ack-eliciting bytes only, the RTT sample, the send time of the
+// newest of them), and for losses the send time of the newest lost packet.
+//
+//	seq 1 (elicting, 100 B, sent 0 ms), 2 (pure ack, 40 B, 1 ms), 3..5 (100 B, 2..4 ms)
+//	ack at 50 ms of 5 and 1 (bitmap bit 3 = seq 1) and 2 (bit 2):
+//	  newly acked eliciting: 1 and 5 = 200 B, newest sent 4 ms, RTT sample 50-4 = 46 ms
+//	  lost: 3 (5-3 = 2 < 3, 48 ms < 9/8·46) no; none by threshold yet
+//	ack at 60 ms of 7 (seqs 6, 7 sent at 5, 6 ms): seq 3 and 4 are ≥ 3 below 7 → lost,
+//	  newest lost sent 3 ms
+func TestCongestionSignals(t *testing.T) {
+	s := NewSender(Config{}, base)
+	s.OnSent(s.NextSeq(), 100, true, ms(0))
+	s.OnSent(s.NextSeq(), 40, false, ms(1))
+	for i := 0; i < 3; i++ {
+		s.OnSent(s.NextSeq(), 100, true, ms(float64(2+i)))
+	}
+	if s.InFlight() != 400 {
+		t.Fatalf("InFlight %d, want 400", s.InFlight())
+	}
+	r := s.OnAck(Ack{Largest: 5, Bitmap: 1<<3 | 1<<2}, ms(50))
+	if r.Bytes != 200 || r.Packets != 2 || r.RTT != dms(46) || !r.NewestSent.Equal(ms(4)) {
+		t.Errorf("ack result %+v, want 200 B, 2 packets, RTT 46ms, newest sent at 4 ms", r)
+	}
+	if n, _, _ := s.TakeLoss(); n != 0 {
+		t.Errorf("%d losses, want 0", n)
+	}
+	s.OnSent(s.NextSeq(), 100, true, ms(5))
+	s.OnSent(s.NextSeq(), 100, true, ms(6))
+	r = s.OnAck(Ack{Largest: 7}, ms(60))
+	if r.Bytes != 100 || r.RTT != dms(54) || !r.NewestSent.Equal(ms(6)) {
+		t.Errorf("second ack result %+v", r)
+	}
+	n, b, newest := s.TakeLoss()
+	if n != 2 || b != 200 || !newest.Equal(ms(3)) {
+		t.Errorf("TakeLoss = %d packets %d B newest %v, want 2, 200, 3 ms", n, b, newest.Sub(base))
+	}
+	// An ack that acknowledges nothing new reports nothing.
+	if r := s.OnAck(Ack{Largest: 7}, ms(61)); r != (AckResult{}) {
+		t.Errorf("duplicate ack reported %+v", r)
+	}
+	if s.InFlight() != 100 { // seq 6
+		t.Errorf("InFlight %d, want 100", s.InFlight())
+	}
+}

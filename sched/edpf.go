@@ -41,8 +41,12 @@ import "time"
 // delivery rate is at most the link's). Each path keeps its own one-way delay, so
 // within a link the packet still takes the path that arrives first.
 //
-// Congestion window. When a controller exists and has less than size bytes of room,
-// the packet cannot leave before (size-room)/rate, which is added to the wait.
+// Congestion window. With a controller a path whose window is full is no candidate
+// (the engine holds the packet until a window opens), and the rate charged is the
+// window's, cwnd/SRTT (summed over the paths of a shared link), instead of the
+// measured delivery rate with its probing credit: the window already is the
+// controller's estimate of what the path carries, and it leads the delivery rate,
+// which only measures what was sent.
 //
 // Degraded paths: only when no healthy usable path exists. Ties go to the first path
 // in the slice.
@@ -70,9 +74,23 @@ func newEDPF(cfg Config) *edpf { return &edpf{cfg: cfg} }
 
 func (*edpf) Name() string { return EarliestArrival }
 
+// windowRate is the rate a congestion window allows, cwnd/SRTT in bytes/s, when
+// p has a controller and an RTT sample.
+func windowRate(p *PathInfo) (float64, bool) {
+	if p.CwndRoom < 0 || p.SRTT <= 0 {
+		return 0, false
+	}
+	return float64(p.InFlight+p.CwndRoom) / p.SRTT.Seconds(), true
+}
+
 // rate returns the rate charged to p given its measured queueing delay mq.
 func (e *edpf) rate(p *PathInfo, mq time.Duration) float64 {
 	r := e.lrate[linkKey(p)]
+	if _, ok := windowRate(p); ok {
+		// The controller probes for capacity itself (its window grows while it
+		// is what limits the path); no probing credit on top.
+		return max(r, e.cfg.MinRate)
+	}
 	if mq < e.cfg.ProbeQueue {
 		// No queue: the path is not saturated, so its delivery rate (which only
 		// measures what we sent, e.g. probes on an idle path) is a lower bound, not
@@ -99,27 +117,29 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 		if !eligible(p, deg) {
 			continue
 		}
+		k := linkKey(p)
+		if r, ok := windowRate(p); ok {
+			// Each path's window is its own share of a shared link: they add up.
+			e.lrate[k] += r
+			continue
+		}
 		r := p.Rate
 		if r <= 0 {
 			r = e.cfg.InitialRate
 		}
-		k := linkKey(p)
 		e.lrate[k] = max(e.lrate[k], r)
 	}
 	best := -1
 	var bestArr, bestEnd int64
 	for i := range paths {
 		p := &paths[i]
-		if !eligible(p, deg) {
+		if !eligible(p, deg) || !hasRoom(p, size) {
 			continue
 		}
 		mq := max(p.OWD-p.BaseOWD, 0)
 		rate := e.rate(p, mq)
 		tx := int64(float64(size) * 1e9 / rate)
 		wait := max(e.busy[linkKey(p)]-t, int64(mq))
-		if p.CwndRoom >= 0 && p.CwndRoom < size {
-			wait = max(wait, int64(float64(size-p.CwndRoom)*1e9/rate))
-		}
 		wait = min(wait, int64(e.cfg.MaxBacklog))
 		arr := wait + tx + int64(p.BaseOWD)
 		if best < 0 || arr < bestArr {

@@ -140,15 +140,19 @@ func TestEDPFCongestionRoom(t *testing.T) {
 	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 0 {
 		t.Fatalf("no controller: picked %d, want 0", got)
 	}
-	// A's controller has no room: 1000 B must be acked first, 6.4ms more → 12.8 > 10.8.
-	a.CwndRoom = 0
+	// A's window is full: A is no candidate.
+	a.CwndRoom = 999
+	b.CwndRoom = 50000
 	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 1 {
 		t.Fatalf("full window: picked %d, want 1", got)
 	}
-	// Room for the packet: back to A.
-	a.CwndRoom = 1000
-	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 0 {
-		t.Fatalf("window with room: picked %d, want 0", got)
+	// With controllers the rate charged is cwnd/SRTT, not the delivery rate and no
+	// probing credit. A: 6000 B per 20 ms = 300 kB/s → 3.333 ms per 1000 B, base 0;
+	// B: 50000 B per 40 ms = 1.25 MB/s → 0.8 ms, base 10 ms. Arrivals: A 3.33, 6.67,
+	// 10.0, 13.33; B 10.8, 11.6, 12.4, 13.2, 14.0 → AAABBBBA.
+	a.CwndRoom = 6000
+	if got, want := burst(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 8, 1000, t0), "AAABBBBA"; got != want {
+		t.Fatalf("window rates: got %s, want %s", got, want)
 	}
 }
 
@@ -195,9 +199,9 @@ func TestEDPFStateFollowsID(t *testing.T) {
 func TestEDPFSharedLink(t *testing.T) {
 	s, _ := New(EarliestArrival, Options{})
 	paths := []PathInfo{
-		{ID: 0, Usable: true, Rate: 1.25e6, Link: 1},
-		{ID: 1, Usable: true, Rate: 1.25e6, Link: 1},
-		{ID: 2, Usable: true, Rate: 1.25e6},
+		{ID: 0, Usable: true, Rate: 1.25e6, Link: 1, CwndRoom: -1},
+		{ID: 1, Usable: true, Rate: 1.25e6, Link: 1, CwndRoom: -1},
+		{ID: 2, Usable: true, Rate: 1.25e6, CwndRoom: -1},
 	}
 	now := time.Unix(100, 0)
 	var count [3]int

@@ -5,7 +5,8 @@ import "time"
 // minRTT is MPTCP's default scheduler: the candidate path with the lowest SRTT among
 // those with room for the packet (ties go to the first in the slice, as in Linux).
 //
-// Room. With a congestion controller (CwndRoom >= 0) room is CwndRoom >= size. Without
+// Room. With a congestion controller (CwndRoom >= 0) a path without room for the
+// packet is no candidate at all (see hasRoom): the engine holds the packet. Without
 // one (CwndRoom < 0) there is no window to respect, yet "send everything on the
 // fastest path" would pile a queue onto it, so a window is estimated as
 //
@@ -17,10 +18,10 @@ import "time"
 // rate, which only measures what we send, climb; the headroom lets a path with an
 // unknown or tiny rate carry an initial window and so produce rate samples.
 //
-// No room anywhere. Linux would wait for an ack; a tunnel must not sit on packets, so
-// the packet goes where MPTCP would eventually have sent it: the path whose room frees
-// soonest, estimating (missing bytes)/(drain rate), ties to the lower SRTT. It is never
-// dropped for lack of room.
+// No room anywhere (estimated windows only). Linux would wait for an ack; without a
+// controller the tunnel does not hold packets, so the packet goes where MPTCP would
+// eventually have sent it: the path whose estimated room frees soonest, estimating
+// (missing bytes)/(drain rate), ties to the lower SRTT.
 //
 // Degraded paths: only when no healthy usable path exists.
 type minRTT struct{ cfg Config }
@@ -65,7 +66,7 @@ func (m *minRTT) Pick(dst []int, paths []PathInfo, size int, flow uint32, now ti
 	var fullWait float64
 	for i := range paths {
 		p := &paths[i]
-		if !eligible(p, deg) {
+		if !eligible(p, deg) || !hasRoom(p, size) {
 			continue
 		}
 		rtt := rttOf(p, m.cfg.DefaultRTT)

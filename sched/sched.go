@@ -44,7 +44,7 @@ type PathInfo struct {
 	BaseOWD  time.Duration
 	Rate     float64 // bytes/s delivery rate estimate; 0 = unknown yet
 	InFlight int     // bytes sent, not yet acked/lost
-	CwndRoom int     // bytes the congestion controller still allows; <0 = no controller
+	CwndRoom int     // bytes the congestion controller still allows; <0 = no controller (see hasRoom)
 	Weight   float64 // configured static weight for "weighted" (0 if none)
 	// Link, when nonzero (1..MaxPaths-1), says which paths share a bottleneck: a
 	// full mesh of local paths × server addresses runs several paths over each
@@ -199,6 +199,15 @@ func useDegraded(paths []PathInfo) bool {
 func eligible(p *PathInfo, degraded bool) bool {
 	return p.Usable && p.Degraded == degraded && uint(p.ID) < MaxPaths
 }
+
+// hasRoom reports whether p's congestion window admits size more bytes. Without a
+// controller (CwndRoom < 0) every path has room. With one, a full path is no
+// candidate for any scheduler: a full window is the capacity signal, and sending
+// past it is what the controller exists to prevent. When every usable path is
+// full Pick returns nothing and the engine holds the packet until acks open a
+// window (or drops it after a while, counted). Full does not make a healthy path
+// unusable, so it never sends traffic to degraded paths.
+func hasRoom(p *PathInfo, size int) bool { return p.CwndRoom < 0 || p.CwndRoom >= size }
 
 // rng is a PCG generator held by value so drawing never allocates.
 type rng struct{ pcg rand.PCG }

@@ -317,15 +317,6 @@ func TestMinRTTRoom(t *testing.T) {
 		{"controller: room exactly size",
 			PathInfo{ID: 0, Usable: true, SRTT: 10 * ms, CwndRoom: 1200},
 			PathInfo{ID: 1, Usable: true, SRTT: 30 * ms, CwndRoom: 5000}, 1200, 0},
-		// Neither has room: A misses 1200 B at 1 MB/s = 1.2ms, B misses 200 B at
-		// 100 kB/s = 2ms → A frees first.
-		{"controller: none has room, A frees first",
-			PathInfo{ID: 0, Usable: true, SRTT: 10 * ms, CwndRoom: 0, Rate: 1e6},
-			PathInfo{ID: 1, Usable: true, SRTT: 30 * ms, CwndRoom: 1000, Rate: 1e5}, 1200, 0},
-		// B misses 200 B at 1 MB/s = 0.2ms → B.
-		{"controller: none has room, B frees first",
-			PathInfo{ID: 0, Usable: true, SRTT: 10 * ms, CwndRoom: 0, Rate: 1e6},
-			PathInfo{ID: 1, Usable: true, SRTT: 30 * ms, CwndRoom: 1000, Rate: 1e6}, 1200, 1},
 		// No controller: W_A = 1.25e6 × 20ms(MinRTT) × 2 + 15000 = 65000; in flight 64000
 		// leaves 1000 < 1200 (with SRTT 25ms W would be 77500: MinRTT matters).
 		{"estimated window full",
@@ -358,6 +349,36 @@ func TestMinRTTRoom(t *testing.T) {
 	}
 }
 
+// With a congestion controller a full window is not a candidate for any
+// scheduler: when every usable path is full Pick returns nothing (the engine holds
+// the packet), and a full healthy path does not send traffic to a degraded one.
+func TestFullWindowsAreSkipped(t *testing.T) {
+	full := func(id int) PathInfo {
+		return PathInfo{ID: id, Usable: true, SRTT: 10 * time.Millisecond, Rate: 1e6, InFlight: 15000, CwndRoom: 100}
+	}
+	roomy := func(id int) PathInfo {
+		return PathInfo{ID: id, Usable: true, SRTT: 30 * time.Millisecond, Rate: 1e6, InFlight: 0, CwndRoom: 1500}
+	}
+	for _, name := range Names() {
+		s := mustNew(t, name, Options{Seed: 7})
+		var buf [MaxPaths]int
+		for i := 0; i < 50; i++ {
+			got := s.Pick(buf[:0], []PathInfo{full(0), roomy(1), full(2)}, 1200, 0, t0)
+			if len(got) != 1 || got[0] != 1 {
+				t.Fatalf("%s: picked %v among full, roomy, full; want [1]", name, got)
+			}
+		}
+		if got := s.Pick(buf[:0], []PathInfo{full(0), full(1)}, 1200, 0, t0); len(got) != 0 {
+			t.Errorf("%s: picked %v with every window full, want nothing", name, got)
+		}
+		deg := roomy(1)
+		deg.Degraded = true
+		if got := s.Pick(buf[:0], []PathInfo{full(0), deg}, 1200, 0, t0); len(got) != 0 {
+			t.Errorf("%s: picked %v: a full healthy path must not push traffic to a degraded one", name, got)
+		}
+	}
+}
+
 // allocScenarios are path sets Pick is exercised on for allocation checks.
 func benchPaths(n int) []PathInfo {
 	ps := make([]PathInfo, n)
@@ -372,11 +393,28 @@ func benchPaths(n int) []PathInfo {
 	return ps
 }
 
+// windowPaths is benchPaths with congestion windows: every other path full.
+func windowPaths(n int) []PathInfo {
+	ps := benchPaths(n)
+	for i := range ps {
+		ps[i].CwndRoom = 30000
+		if i%2 == 1 {
+			ps[i].CwndRoom = 500
+		}
+	}
+	return ps
+}
+
 func TestPickDoesNotAllocate(t *testing.T) {
 	for _, n := range Names() {
-		for _, np := range []int{2, 8} {
+		for _, np := range []int{2, 8, -8} {
 			s := mustNew(t, n, Options{Seed: 1, Weights: []float64{1, 2, 3}})
-			paths := benchPaths(np)
+			var paths []PathInfo
+			if np < 0 {
+				paths = windowPaths(-np)
+			} else {
+				paths = benchPaths(np)
+			}
 			dst := make([]int, 0, MaxPaths)
 			now := t0
 			allocs := testing.AllocsPerRun(1000, func() {
@@ -396,6 +434,17 @@ func BenchmarkPick(b *testing.B) {
 			b.Run(n+"/"+string(rune('0'+np))+"paths", func(b *testing.B) {
 				s := mustNew(b, n, Options{Seed: 1})
 				paths := benchPaths(np)
+				dst := make([]int, 0, MaxPaths)
+				now := t0
+				b.ReportAllocs()
+				for b.Loop() {
+					dst = s.Pick(dst[:0], paths, 1300, 7, now)
+					now = now.Add(10 * time.Microsecond)
+				}
+			})
+			b.Run(n+"/"+string(rune('0'+np))+"paths-windows", func(b *testing.B) {
+				s := mustNew(b, n, Options{Seed: 1})
+				paths := windowPaths(np)
 				dst := make([]int, 0, MaxPaths)
 				now := t0
 				b.ReportAllocs()

@@ -2,7 +2,7 @@ package sched
 
 import "time"
 
-// roundRobin cycles over the candidate paths in ID order, one packet each. It
+// roundRobin cycles over the candidate paths (with window room) in ID order, one packet each. It
 // remembers the last ID rather than a slice index so that paths joining, leaving
 // or being listed in a different order do not make it skip or repeat a path.
 // Degraded paths: only when no healthy usable path exists.
@@ -15,7 +15,7 @@ func (r *roundRobin) Pick(dst []int, paths []PathInfo, size int, flow uint32, no
 	next, first := -1, -1 // next: smallest ID > last; first: smallest ID (wrap-around)
 	for i := range paths {
 		p := &paths[i]
-		if !eligible(p, deg) {
+		if !eligible(p, deg) || !hasRoom(p, size) {
 			continue
 		}
 		if p.ID > r.last && (next < 0 || p.ID < paths[next].ID) {
@@ -46,7 +46,7 @@ func (redundant) Name() string { return Redundant }
 func (redundant) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time.Time) []int {
 	deg := useDegraded(paths)
 	for i := range paths {
-		if eligible(&paths[i], deg) {
+		if eligible(&paths[i], deg) && hasRoom(&paths[i], size) {
 			dst = append(dst, i)
 		}
 	}

@@ -15,7 +15,9 @@ import "time"
 // Degraded paths: the configured split takes precedence over health. Candidates are
 // tried in tiers — healthy weighted, degraded weighted, healthy standby, degraded
 // standby — and the first tier with a positive total weight is drawn from. A degraded
-// path thus keeps its share only while no healthy weighted path exists.
+// path thus keeps its share only while no healthy weighted path exists. With a
+// congestion controller the draw is among the tier's paths with window room; when
+// they are all full nothing is picked (a full path is not a missing one).
 type weighted struct {
 	weights []float64
 	rng     rng
@@ -68,7 +70,7 @@ func (w *weighted) Pick(dst []int, paths []PathInfo, size int, flow uint32, now 
 			}
 			s = equal // standby paths, equal share
 		}
-		total := 0.0
+		total, tierTotal := 0.0, 0.0
 		for i := range paths {
 			p := &paths[i]
 			if !eligible(p, deg) {
@@ -77,16 +79,24 @@ func (w *weighted) Pick(dst []int, paths []PathInfo, size int, flow uint32, now 
 			if s == equal && src != equal && w.weightOf(p, src) > 0 {
 				continue // standby tier: only the zero-weight paths
 			}
-			total += w.weightOf(p, s)
+			tierTotal += w.weightOf(p, s)
+			if hasRoom(p, size) {
+				total += w.weightOf(p, s)
+			}
+		}
+		if tierTotal <= 0 {
+			continue
 		}
 		if total <= 0 {
-			continue
+			// The tier exists but every window in it is full: wait for room
+			// rather than fall through to a lower tier.
+			return dst
 		}
 		u := w.rng.float64() * total
 		last := -1
 		for i := range paths {
 			p := &paths[i]
-			if !eligible(p, deg) {
+			if !eligible(p, deg) || !hasRoom(p, size) {
 				continue
 			}
 			if s == equal && src != equal && w.weightOf(p, src) > 0 {
@@ -133,7 +143,7 @@ func (r *rttAware) Pick(dst []int, paths []PathInfo, size int, flow uint32, now 
 	total := 0.0
 	last := -1
 	for i := range paths {
-		if p := &paths[i]; eligible(p, deg) {
+		if p := &paths[i]; eligible(p, deg) && hasRoom(p, size) {
 			total += r.weight(p)
 			last = i
 		}
@@ -144,7 +154,7 @@ func (r *rttAware) Pick(dst []int, paths []PathInfo, size int, flow uint32, now 
 	u := r.rng.float64() * total
 	for i := range paths {
 		p := &paths[i]
-		if !eligible(p, deg) {
+		if !eligible(p, deg) || !hasRoom(p, size) {
 			continue
 		}
 		x := r.weight(p)

@@ -24,6 +24,8 @@ const (
 	dropSendError
 	dropTUNWriteError
 	dropUnvalidatedPath
+	dropCCQueueFull
+	dropCCQueueExpired
 	numDropReasons
 )
 
@@ -46,6 +48,8 @@ var dropNames = [numDropReasons]string{
 	dropSendError:            "send_error",
 	dropTUNWriteError:        "tun_write_error",
 	dropUnvalidatedPath:      "unvalidated_path",
+	dropCCQueueFull:          "cc_queue_full",
+	dropCCQueueExpired:       "cc_queue_expired",
 }
 
 type counters struct {

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"time"
 
+	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/path"
 )
 
@@ -60,6 +61,22 @@ type Tunables struct {
 	// OuterMTU is the largest UDP payload + IP/UDP headers braid builds on purpose
 	// (acks are piggybacked only when they fit).
 	OuterMTU int
+
+	// CC tunes the per-path congestion controllers (congestion != "none"). A zero
+	// MSS is set to the largest datagram the engine builds, and a zero MaxWindow to
+	// three quarters of Path.RingSize (a window the sent-packet ring cannot track
+	// would turn into losses).
+	CC cc.Config
+	// CCQueuePackets and CCQueueDelay bound the packets that wait for window room
+	// when every usable path's congestion window is full: at most CCQueuePackets
+	// per peer (more are dropped on arrival, counted as drop_cc_queue_full), each
+	// for at most CCQueueDelay (older ones are dropped, drop_cc_queue_expired). The
+	// queue is the tunnel's bottleneck buffer as the inner TCP sees it: 100 ms is
+	// about one BDP for typical paths, so the inner flows keep the tunnel busy
+	// without a standing queue much longer than that. 1024 packets of 1380 bytes
+	// cover 100 ms at 113 Mbit/s.
+	CCQueuePackets int
+	CCQueueDelay   time.Duration
 }
 
 // DefaultTunables returns the defaults used by `braid up`.
@@ -85,5 +102,7 @@ func DefaultTunables() Tunables {
 		ReorderFixedHold:   50 * time.Millisecond,
 		ReorderMargin:      3 * time.Millisecond,
 		OuterMTU:           1500,
+		CCQueuePackets:     1024,
+		CCQueueDelay:       100 * time.Millisecond,
 	}
 }
