@@ -109,12 +109,14 @@ type rawTransport struct {
 }
 
 type rawSweep struct {
-	RTT       []string  `toml:"rtt"`
-	RTTRatio  []float64 `toml:"rtt_ratio"`
-	Rate      []string  `toml:"rate"`
-	RateRatio []float64 `toml:"rate_ratio"`
-	Loss      []string  `toml:"loss"`
-	Scheduler []string  `toml:"scheduler"`
+	RTT           []string  `toml:"rtt"`
+	RTTRatio      []float64 `toml:"rtt_ratio"`
+	Rate          []string  `toml:"rate"`
+	RateRatio     []float64 `toml:"rate_ratio"`
+	Loss          []string  `toml:"loss"`
+	LossSecondary []string  `toml:"loss_secondary"`
+	Scheduler     []string  `toml:"scheduler"`
+	Congestion    []string  `toml:"congestion"`
 }
 
 // Load reads and parses the scenario file at path.
@@ -152,6 +154,8 @@ type parser struct {
 	// explicitSched[i] is true when transports[i] set its own scheduler,
 	// which the scheduler axis then leaves alone.
 	explicitSched []bool
+	// explicitCong is the same for the congestion controller.
+	explicitCong []bool
 }
 
 func (p *parser) fail(key, format string, args ...any) {
@@ -782,6 +786,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
 		}
 		p.explicitSched = append(p.explicitSched, r.Scheduler != "")
+		p.explicitCong = append(p.explicitCong, r.Congestion != "")
 		out = append(out, tr)
 	}
 	return out
@@ -850,8 +855,14 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 	s.RateRatio = p.ratios("sweep.rate_ratio", raw.RateRatio)
 	s.Loss = sweepAxis(p, "sweep.loss", raw.Loss, func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) },
 		func(l Loss) string { return strconv.Quote(l.String()) })
+	s.LossSecondary = sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) },
+		func(l Loss) string { return strconv.Quote(l.String()) })
 	s.Scheduler = sweepAxis(p, "sweep.scheduler", raw.Scheduler, func(k, v string) string {
 		p.oneOf(k, "scheduler", v, config.Schedulers)
+		return v
+	}, strconv.Quote)
+	s.Congestion = sweepAxis(p, "sweep.congestion", raw.Congestion, func(k, v string) string {
+		p.oneOf(k, "congestion controller", v, config.Congestions)
 		return v
 	}, strconv.Quote)
 	for _, ax := range []struct {
@@ -862,6 +873,7 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 		{"sweep.rtt", len(raw.RTT), raw.RTT != nil}, {"sweep.rtt_ratio", len(raw.RTTRatio), raw.RTTRatio != nil},
 		{"sweep.rate", len(raw.Rate), raw.Rate != nil}, {"sweep.rate_ratio", len(raw.RateRatio), raw.RateRatio != nil},
 		{"sweep.loss", len(raw.Loss), raw.Loss != nil}, {"sweep.scheduler", len(raw.Scheduler), raw.Scheduler != nil},
+		{"sweep.loss_secondary", len(raw.LossSecondary), raw.LossSecondary != nil}, {"sweep.congestion", len(raw.Congestion), raw.Congestion != nil},
 	} {
 		if ax.decl && ax.n == 0 {
 			p.fail(ax.key, "empty; list values or remove the key")
@@ -889,6 +901,12 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 	if s.Loss != nil {
 		needEmu("sweep.loss", "loss")
 	}
+	if s.LossSecondary != nil {
+		needEmu("sweep.loss_secondary", "loss")
+		if len(paths) < 2 {
+			p.fail("sweep.loss_secondary", "needs at least two paths (it sets every path after the first), found %d", len(paths))
+		}
+	}
 	for _, ax := range []struct {
 		key string
 		on  bool
@@ -913,16 +931,23 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 			p.fail("sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
 		}
 	}
-	if s.Scheduler != nil {
+	for _, ax := range []struct {
+		key, opt string
+		on       bool
+		explicit []bool
+	}{{"sweep.scheduler", OptScheduler, s.Scheduler != nil, p.explicitSched}, {"sweep.congestion", OptCongestion, s.Congestion != nil, p.explicitCong}} {
+		if !ax.on {
+			continue
+		}
 		takes := false
 		for i, tr := range trs {
 			k, _ := LookupTransport(tr.Name)
-			if k.Accepts(OptScheduler) && !p.explicitSched[i] {
+			if k.Accepts(ax.opt) && !ax.explicit[i] {
 				takes = true
 			}
 		}
 		if !takes {
-			p.fail("sweep.scheduler", "no transport takes it: each either has no scheduler option or sets its own")
+			p.fail(ax.key, "no transport takes it: each either has no %s option or sets its own", ax.opt)
 		}
 	}
 	return s

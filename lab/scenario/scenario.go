@@ -354,9 +354,12 @@ const (
 	AxisRate      Axis = "rate"
 	AxisRateRatio Axis = "rate_ratio"
 	AxisLoss      Axis = "loss"
+	// AxisLossSecondary sets the loss of every path but the first.
+	AxisLossSecondary Axis = "loss_secondary"
 	// AxisTransport is the [[transports]] list; every scenario has it.
-	AxisTransport Axis = "transport"
-	AxisScheduler Axis = "scheduler"
+	AxisTransport  Axis = "transport"
+	AxisScheduler  Axis = "scheduler"
+	AxisCongestion Axis = "congestion"
 )
 
 // Sweep holds the declared axes; a nil slice is an axis not declared.
@@ -373,9 +376,14 @@ type Sweep struct {
 	RateRatio []float64
 	// Loss sets every path's loss model in both directions.
 	Loss []Loss
+	// LossSecondary sets the loss model of every path after the first (one
+	// lossy branch against a clean one).
+	LossSecondary []Loss
 	// Scheduler expands every transport that takes a scheduler and does not
 	// set one itself.
 	Scheduler []string
+	// Congestion does the same with the congestion controller.
+	Congestion []string
 }
 
 // Axes returns the axes of the scenario in the order Points nests them
@@ -398,9 +406,15 @@ func (s *Scenario) Axes() []Axis {
 	if sw.Loss != nil {
 		out = append(out, AxisLoss)
 	}
+	if sw.LossSecondary != nil {
+		out = append(out, AxisLossSecondary)
+	}
 	out = append(out, AxisTransport)
 	if sw.Scheduler != nil {
 		out = append(out, AxisScheduler)
+	}
+	if sw.Congestion != nil {
+		out = append(out, AxisCongestion)
 	}
 	return out
 }

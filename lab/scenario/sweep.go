@@ -33,40 +33,42 @@ func (p *parser) expand(s *Scenario) []Point {
 		nets = next
 	}
 
-	type variant struct {
-		tr     Transport
-		params []Param
-	}
 	var variants []variant
 	for i, tr := range s.Transports {
 		kind, _ := LookupTransport(tr.Name)
-		tp := Param{Axis: AxisTransport, Text: tr.Label}
-		if sw.Scheduler == nil || !kind.Accepts(OptScheduler) || p.explicitSched[i] {
-			variants = append(variants, variant{tr: tr, params: []Param{tp}})
-			continue
+		vs := []variant{{tr: tr, params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
+		if sw.Scheduler != nil && kind.Accepts(OptScheduler) && !p.explicitSched[i] {
+			vs = fan(vs, AxisScheduler, sw.Scheduler, func(t *Transport, sch string) {
+				t.Scheduler = sch
+				t.Weights = nil
+				if sch == "weighted" {
+					t.Weights = equalWeights(len(s.Topology.Paths()))
+				}
+			})
 		}
-		for _, sch := range sw.Scheduler {
-			v := tr
-			v.Scheduler = sch
-			v.Label = tr.Label + " " + sch
-			v.Weights = nil
-			if sch == "weighted" {
-				v.Weights = equalWeights(len(s.Topology.Paths()))
-			}
-			variants = append(variants, variant{tr: v, params: []Param{tp, {Axis: AxisScheduler, Text: sch}}})
+		if sw.Congestion != nil && kind.Accepts(OptCongestion) && !p.explicitCong[i] {
+			vs = fan(vs, AxisCongestion, sw.Congestion, func(t *Transport, cc string) { t.Congestion = cc })
 		}
+		variants = append(variants, vs...)
 	}
 	seen := map[string]int{}
+	clashKey := "sweep"
+	switch {
+	case sw.Congestion == nil:
+		clashKey = "sweep.scheduler"
+	case sw.Scheduler == nil:
+		clashKey = "sweep.congestion"
+	}
 	for i, v := range variants {
 		if j, ok := seen[v.tr.Label]; ok {
-			p.fail("sweep.scheduler", "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
+			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
 			return nil
 		}
 		seen[v.tr.Label] = i
 	}
 
 	total := len(variants)
-	for _, n := range []int{len(sw.RTT), len(sw.RTTRatio), len(sw.Rate), len(sw.RateRatio), len(sw.Loss)} {
+	for _, n := range []int{len(sw.RTT), len(sw.RTTRatio), len(sw.Rate), len(sw.RateRatio), len(sw.Loss), len(sw.LossSecondary)} {
 		if n > 0 {
 			total *= n
 		}
@@ -126,6 +128,15 @@ func (p *parser) expand(s *Scenario) []Point {
 			return Param{Axis: AxisLoss, Text: m.String(), Value: 100 * m.MeanLoss()}
 		})
 	}
+	if sw.LossSecondary != nil {
+		step(len(sw.LossSecondary), func(t *Topology, i int) Param {
+			m := sw.LossSecondary[i]
+			for _, l := range t.Paths()[1:] {
+				l.AB.Loss, l.BA.Loss = m, m
+			}
+			return Param{Axis: AxisLossSecondary, Text: m.String(), Value: 100 * m.MeanLoss()}
+		})
+	}
 
 	// A swept value can break what the file's links allow (an RTT below
 	// twice the jitter, a ratio that takes a rate out of range): check
@@ -158,6 +169,28 @@ func (p *parser) expand(s *Scenario) []Point {
 		}
 	}
 	return points
+}
+
+// variant is a transport with the sweep params that made it.
+type variant struct {
+	tr     Transport
+	params []Param
+}
+
+// fan multiplies variants by the values of an option axis, appending each
+// value to the label.
+func fan(vs []variant, axis Axis, values []string, set func(*Transport, string)) []variant {
+	out := make([]variant, 0, len(vs)*len(values))
+	for _, v := range vs {
+		for _, val := range values {
+			t := cloneTransport(v.tr)
+			set(&t, val)
+			t.Label = v.tr.Label + " " + val
+			params := append(append([]Param(nil), v.params...), Param{Axis: axis, Text: val})
+			out = append(out, variant{tr: t, params: params})
+		}
+	}
+	return out
 }
 
 func cloneTransport(t Transport) Transport {

@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -188,5 +190,54 @@ func TestPointsIsACopy(t *testing.T) {
 	a = append(a[:0], a[1:]...)
 	if b := s.Points(); len(b) != 3 || b[0].Transport.Label != "direct" {
 		t.Errorf("Points shares its slice: %+v", b)
+	}
+}
+
+func TestCongestionAndSecondaryLossAxes(t *testing.T) {
+	s, err := Parse("cc.toml", []byte(`
+[[transports]]
+name = "direct"
+[[transports]]
+name = "braid"
+[[transports]]
+name = "braid"
+label = "braid reno"
+congestion = "reno"
+[sweep]
+loss_secondary = ["none", "10%"]
+scheduler = ["minrtt", "earliest-arrival"]
+congestion = ["none", "lia"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per network: direct, braid × 2 schedulers × 2 controllers, braid reno
+	// × 2 schedulers = 7; two networks.
+	pts := s.Points()
+	if len(pts) != 14 {
+		t.Fatalf("%d points, want 14", len(pts))
+	}
+	var labels []string
+	for _, p := range pts[:7] {
+		labels = append(labels, p.Transport.Label+"/"+p.Transport.Scheduler+"/"+p.Transport.Congestion)
+	}
+	want := []string{
+		"direct//",
+		"braid minrtt none/minrtt/none", "braid minrtt lia/minrtt/lia",
+		"braid earliest-arrival none/earliest-arrival/none", "braid earliest-arrival lia/earliest-arrival/lia",
+		"braid reno minrtt/minrtt/reno", "braid reno earliest-arrival/earliest-arrival/reno",
+	}
+	if strings.Join(labels, ",") != strings.Join(want, ",") {
+		t.Errorf("variants\n got %q\nwant %q", labels, want)
+	}
+	if q, ok := pts[2].Param(AxisCongestion); !ok || q.Text != "lia" {
+		t.Errorf("point 2 congestion param %+v", q)
+	}
+	lossy := pts[7].Topology
+	if !lossy.Link("primary").BA.Loss.IsZero() || lossy.Link("secondary").BA.Loss.Percent != 10 || lossy.Link("secondary").AB.Loss.Percent != 10 {
+		t.Errorf("loss_secondary 10%%: primary %v, secondary %v/%v", lossy.Link("primary").BA.Loss, lossy.Link("secondary").AB.Loss, lossy.Link("secondary").BA.Loss)
+	}
+	if got := s.Axes(); fmt.Sprint(got) != "[loss_secondary transport scheduler congestion]" {
+		t.Errorf("axes %v", got)
 	}
 }
