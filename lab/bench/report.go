@@ -90,6 +90,7 @@ func (c CPU) scale(k float64) CPU {
 
 // Sample is one timed download.
 type Sample struct {
+	// Rep counts from 1.
 	Rep     int     `json:"rep"`
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`

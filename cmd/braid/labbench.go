@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/braid-vpn/braid/lab/bench"
+	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/scenario"
+)
+
+func newLabBenchCmd() *cobra.Command {
+	var (
+		size, wgGo, out, cc string
+		reps                int
+		cases               []string
+		idle, timeout       time.Duration
+		asJSON              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Throughput and CPU per GB: kernel TCP vs braid on 1 and 2 paths vs wireguard-go, on unshaped veths (root)",
+		Long: `bench joins a client and a server namespace with two unshaped veth pairs and
+times bulk HTTP downloads (cubic) over plain kernel TCP, braid on one path, braid on
+two paths and wireguard-go (when wireguard-go and wg are installed), round-robin,
+--reps times each. It prints Mbit/s and CPU seconds per GB of the tunnel daemons, of
+the HTTP client and server, and of the whole machine, with ratios against kernel TCP
+and wireguard-go. docs/lab.md explains each number.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return runner.ErrNotRoot
+			}
+			n, err := scenario.ParseSize(size)
+			if err != nil {
+				return fmt.Errorf("--size: %w", err)
+			}
+			if reps < 1 || reps > scenario.MaxReps {
+				return fmt.Errorf("--reps: %d is outside 1..%d", reps, scenario.MaxReps)
+			}
+			if err := bench.CheckCases(cases); err != nil {
+				return fmt.Errorf("--cases: %w", err)
+			}
+			stderr := cmd.ErrOrStderr()
+			cfg := bench.Config{
+				Size: n, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
+				Braid:    labBraidCommand(),
+				Progress: func(line string) { fmt.Fprintln(stderr, line) },
+			}
+			if idle == 0 {
+				cfg.Idle = -1 // 0 on the command line means none
+			}
+			if slices.Contains(cases, bench.CaseWireGuardGo) {
+				if cfg.WireGuardGo, err = bench.FindWireGuardGo(wgGo); err != nil {
+					if !errors.Is(err, bench.ErrToolMissing) {
+						return err
+					}
+					fmt.Fprintln(stderr, bench.WireGuardGoHint())
+				}
+				if cfg.Wg, err = bench.FindWg(); err != nil {
+					if !errors.Is(err, bench.ErrToolMissing) {
+						return err
+					}
+					fmt.Fprintln(stderr, bench.WgHint())
+				}
+			}
+			if out != "" {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			rep, runErr := bench.Run(ctx, cfg)
+			if rep == nil {
+				return runErr
+			}
+			if errors.Is(runErr, context.Canceled) {
+				runErr = errors.New("interrupted; the namespaces were removed")
+			}
+			if out != "" {
+				if err := writeBenchFiles(rep, out); err != nil {
+					return err
+				}
+				fmt.Fprintf(stderr, "results.json and report.md written to %s\n", out)
+			}
+			stdout := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				rep.WriteText(stdout)
+			}
+			return runErr
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&size, "size", "1GiB", `bytes per download, e.g. "1GiB", "64MiB"`)
+	f.IntVar(&reps, "reps", bench.DefaultReps, "downloads per case")
+	f.StringSliceVar(&cases, "cases", bench.AllCases, "cases to run, comma-separated")
+	f.StringVar(&wgGo, "wireguard-go", "", "wireguard-go program (default: wireguard-go, or go install's wireguard, on PATH)")
+	f.StringVar(&cc, "cc", bench.DefaultCC, "TCP congestion control of the downloads")
+	f.DurationVar(&idle, "idle", bench.DefaultIdle, "background-load window before each download (0: none)")
+	f.DurationVar(&timeout, "timeout", 0, "give up on a download after this long (default: size at 20 Mbit/s, at least 1m)")
+	f.BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout")
+	f.StringVar(&out, "out", "", "directory for results.json and report.md")
+	return cmd
+}
+
+func writeBenchFiles(rep *bench.Report, dir string) error {
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	rep.WriteMarkdown(&md)
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/lab/bench"
+	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/testbed"
+)
+
+// TestLabBench runs `braid lab bench` small (64 MiB, one repetition, kernel
+// TCP and braid on one path) and checks that every figure is there and
+// plausible, and that nothing is left behind.
+func TestLabBench(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds network namespaces and veth pairs and starts braid daemons")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip): apt-get install iproute2")
+	}
+	saved := labBraidCommand
+	t.Cleanup(func() { labBraidCommand = saved })
+	labBraidCommand = func() runner.BraidCommand {
+		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
+	}
+	const size = 64 << 20
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(ctx, []string{"lab", "bench", "--size", "64MiB", "--reps", "1", "--cases", "kernel,braid-1path", "--idle", "200ms", "--json", "--out", out}, nil, &stdout, &stderr)
+	took := time.Since(start)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not a bench.Report: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Cases) != 2 || rep.Cases[0].Name != bench.CaseKernel || rep.Cases[1].Name != bench.CaseBraid1 {
+		t.Fatalf("cases %+v", rep.Cases)
+	}
+	if strings.Contains(stderr.String(), "wireguard-go not found") {
+		t.Error("hinted at wireguard-go although the case was not asked for")
+	}
+	const slack = 0.03 // CPU-s: two readings of 1/100 s ticks, and some
+	for _, c := range rep.Cases {
+		if len(c.Errors) > 0 || len(c.Samples) != 1 {
+			t.Fatalf("%s: %d samples, errors %v", c.Name, len(c.Samples), c.Errors)
+		}
+		s := c.Samples[0]
+		t.Logf("%-12s %8.0f Mbit/s in %.3f s; CPU-s tunnel %v/%v app %v/%v system %v; bg %.2f cores; veth RX %v",
+			c.Name, s.Mbps, s.Seconds, s.CPU.TunnelClient, s.CPU.TunnelServer, s.CPU.AppClient, s.CPU.AppServer, s.CPU.System, s.BackgroundCores, s.PathBytes)
+		if s.Bytes != size || !(s.Mbps > 0) || !(s.Seconds > 0) {
+			t.Errorf("%s: %d bytes, %v Mbit/s, %v s", c.Name, s.Bytes, s.Mbps, s.Seconds)
+		}
+		if want := float64(size) * 8 / s.Seconds / 1e6; s.Mbps < want*0.999 || s.Mbps > want*1.001 {
+			t.Errorf("%s: %v Mbit/s, but %d bytes in %v s is %v", c.Name, s.Mbps, s.Bytes, s.Seconds, want)
+		}
+		// No figure can exceed every CPU busy for the whole download, and
+		// the machine's busy time includes the processes'.
+		ceiling := float64(rep.CPUs)*s.Seconds + slack
+		procs := []bench.Num{s.CPU.AppClient, s.CPU.AppServer, s.CPU.System}
+		if c.Name == bench.CaseBraid1 {
+			procs = append(procs, s.CPU.TunnelClient, s.CPU.TunnelServer)
+		} else if s.CPU.TunnelClient.Valid() || s.CPU.TunnelServer.Valid() {
+			t.Errorf("kernel TCP has tunnel CPU %v/%v", s.CPU.TunnelClient, s.CPU.TunnelServer)
+		}
+		for i, v := range procs {
+			if !v.Valid() || v < 0 || float64(v) > ceiling {
+				t.Errorf("%s: CPU figure %d = %v, want 0..%v", c.Name, i, v, ceiling)
+			}
+		}
+		// Kernel TCP moves 64 MiB in ~15 ms, about one 1/100 s tick: its
+		// figures may round to 0. braid's transfer lasts hundreds of ticks.
+		if c.Name == bench.CaseBraid1 && !(s.CPU.System > 0) {
+			t.Errorf("%s: no system CPU counted for %v s of transfer", c.Name, s.Seconds)
+		}
+		if float64(s.CPU.System)+slack < float64(s.CPU.Processes()) {
+			t.Errorf("%s: system %v below the processes' %v", c.Name, s.CPU.System, s.CPU.Processes())
+		}
+		// Both cases take the first veth and only it.
+		if len(s.PathBytes) != 2 || s.PathBytes[0] < size || s.PathBytes[1] > 1<<20 {
+			t.Errorf("%s: veth RX bytes %v, want ≥ %d on the first and ~0 on the second", c.Name, s.PathBytes, size)
+		}
+		if !c.CPUPerGB.System.Valid() || c.Mbps.N != 1 {
+			t.Errorf("%s: summary %+v %+v", c.Name, c.Mbps, c.CPUPerGB)
+		}
+	}
+	// A userspace tunnel's daemons work for every packet: a 64 MiB transfer
+	// costs each of them at least one tick.
+	b := rep.Cases[1].Samples[0].CPU
+	if !(b.TunnelClient > 0 && b.TunnelServer > 0) {
+		t.Errorf("braid daemons' CPU %v / %v, want > 0", b.TunnelClient, b.TunnelServer)
+	}
+	if len(rep.Ratios) != 1 || rep.Ratios[0].Case != bench.CaseBraid1 || rep.Ratios[0].Ref != bench.CaseKernel || !(rep.Ratios[0].Throughput > 0) || !rep.Ratios[0].SystemCPU.Valid() {
+		t.Errorf("ratios %+v", rep.Ratios)
+	}
+
+	if js, err := os.ReadFile(filepath.Join(out, "results.json")); err != nil || !json.Valid(js) {
+		t.Errorf("results.json: %v", err)
+	}
+	if md, err := os.ReadFile(filepath.Join(out, "report.md")); err != nil || !strings.Contains(string(md), "| kernel TCP, 1 veth | ") {
+		t.Errorf("report.md: %v\n%s", err, md)
+	}
+
+	// Everything this process created is gone: namespaces carry its PID.
+	ents, _ := os.ReadDir("/run/netns")
+	mine := testbed.Prefix + "-" + strconv.Itoa(os.Getpid()) + "-"
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), mine) {
+			t.Errorf("namespace %s left behind", e.Name())
+		}
+	}
+	t.Logf("bench took %v", took.Round(100*time.Millisecond))
+	if took > 60*time.Second {
+		t.Errorf("the small bench took %v", took)
+	}
+}
+
+// TestLabBenchArgs: a bad case list (or, without root, the lack of it) is
+// one line and exit code 1.
+func TestLabBenchArgs(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"lab", "bench", "--cases", "kernel,nope"}, nil, &stdout, &stderr)
+	msg := stderr.String()
+	if code != 1 || strings.Count(msg, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q", code, msg)
+	}
+	want := `--cases: unknown case "nope"`
+	if os.Geteuid() != 0 {
+		want = "the lab needs root"
+	}
+	if !strings.Contains(msg, want) {
+		t.Errorf("stderr %q, want it to contain %q", msg, want)
+	}
+}
+
+// The hint names the wireguard-go version braid itself is built with.
+func TestWireGuardHintVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, l := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == bench.WireGuardModule {
+			want = f[1]
+		}
+	}
+	if want == "" {
+		t.Fatal("go.mod does not require " + bench.WireGuardModule)
+	}
+	if got := bench.WireGuardVersion(); got != want {
+		t.Errorf("WireGuardVersion %q, go.mod %q", got, want)
+	}
+	if h := bench.WireGuardGoHint(); !strings.Contains(h, "go install "+bench.WireGuardModule+"@"+want) {
+		t.Errorf("hint %q", h)
+	}
+}
