@@ -106,6 +106,8 @@ type rawTransport struct {
 	Weights    []float64 `toml:"weights"`
 	Reorder    string    `toml:"reorder"`
 	Congestion string    `toml:"congestion"`
+	Cipher     string    `toml:"cipher"`
+	Subflows   *int64    `toml:"subflows"`
 }
 
 type rawSweep struct {
@@ -724,6 +726,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		set := map[string]bool{
 			OptPath: r.Path != "", OptScheduler: r.Scheduler != "", OptWeights: r.Weights != nil,
 			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "",
+			OptCipher: r.Cipher != "", OptSubflows: r.Subflows != nil,
 		}
 		for _, opt := range optionKeys {
 			if set[opt] && !kind.Accepts(opt) {
@@ -771,6 +774,23 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			if r.Congestion != "" {
 				tr.Congestion = p.oneOf(key+".congestion", "congestion controller", r.Congestion, config.Congestions)
 				label = append(label, "cc="+r.Congestion)
+			}
+		}
+		if kind.Accepts(OptCipher) {
+			tr.Cipher = CipherDefault
+			if r.Cipher != "" {
+				tr.Cipher = p.oneOf(key+".cipher", "cipher", r.Cipher, []string{CipherDefault, CipherNone})
+				label = append(label, "cipher="+r.Cipher)
+			}
+		}
+		if kind.Accepts(OptSubflows) {
+			tr.Subflows = 1
+			if r.Subflows != nil {
+				if n := *r.Subflows; n < 1 || n > MaxSubflows {
+					p.fail(key+".subflows", "%d out of range (1..%d)", n, MaxSubflows)
+				}
+				tr.Subflows = int(*r.Subflows)
+				label = append(label, fmt.Sprintf("×%d", tr.Subflows))
 			}
 		}
 		tr.Label = strings.Join(label, " ")

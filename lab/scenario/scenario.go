@@ -343,6 +343,12 @@ type Transport struct {
 	// Weights holds one weight per path (Topology.Paths order) for the
 	// "weighted" scheduler.
 	Weights []float64
+	// Cipher is OpenVPN's data channel cipher: CipherDefault (OpenVPN's
+	// own negotiation) or CipherNone (no encryption, as the paper ran).
+	Cipher string
+	// Subflows is the number of MPTCP subflows per path of an MPTCP tunnel
+	// (1 = full mesh; more = ndiffports-like extra subflows per path).
+	Subflows int
 }
 
 // Axis names one sweep dimension, as its key in [sweep].

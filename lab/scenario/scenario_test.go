@@ -527,7 +527,7 @@ func TestRegisterTransport(t *testing.T) {
 		t.Errorf("Check error = %v", err)
 	}
 	_, err = Parse("t.toml", []byte("[[transports]]\nname = \"nope\"\n"))
-	if err == nil || !strings.HasSuffix(err.Error(), "(valid: direct, mptcp-direct, braid, test-tunnel)") {
+	if err == nil || !strings.HasSuffix(err.Error(), ", test-tunnel)") || !strings.Contains(err.Error(), "(valid: direct, mptcp-direct, braid, ") {
 		t.Errorf("unknown transport error does not list the registered one: %v", err)
 	}
 
@@ -589,5 +589,39 @@ func TestCompetingParse(t *testing.T) {
 	}
 	if e := s.Experiment; e.Competing != 2 || e.CompetingPath != "primary" {
 		t.Errorf("competing %d over %q, want 2 over the primary path", e.Competing, e.CompetingPath)
+	}
+}
+
+func TestTunnelTransportOptions(t *testing.T) {
+	s := mustParse(t, `
+[[transports]]
+name = "openvpn-udp"
+cipher = "none"
+path = "secondary"
+[[transports]]
+name = "openvpn-mptcp"
+subflows = 2
+[[transports]]
+name = "tcp-tunnel"
+`)
+	got := []Transport{s.Transports[0], s.Transports[1], s.Transports[2]}
+	if tr := got[0]; tr.Cipher != CipherNone || tr.Path != "secondary" || tr.Label != "openvpn-udp secondary cipher=none" {
+		t.Errorf("openvpn-udp: %+v", tr)
+	}
+	if tr := got[1]; tr.Cipher != CipherDefault || tr.Subflows != 2 || tr.Label != "openvpn-mptcp ×2" {
+		t.Errorf("openvpn-mptcp: %+v", tr)
+	}
+	if tr := got[2]; tr.Path != "primary" || tr.Subflows != 0 || tr.Cipher != "" {
+		t.Errorf("tcp-tunnel: %+v", tr)
+	}
+	for doc, want := range map[string]string{
+		"[[transports]]\nname = \"openvpn-tcp\"\ncipher = \"aes\"\n": `transports[0].cipher: unknown cipher "aes" (valid: default, none)`,
+		"[[transports]]\nname = \"mptcp-tunnel\"\nsubflows = 9\n":    `transports[0].subflows: 9 out of range (1..8)`,
+		"[[transports]]\nname = \"udp-tunnel\"\nsubflows = 2\n":      `transports[0].subflows: transport "udp-tunnel" takes no subflows option (its options: path, reorder)`,
+	} {
+		_, err := Parse("t.toml", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want …%s", doc, err, want)
+		}
 	}
 }

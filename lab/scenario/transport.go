@@ -19,7 +19,20 @@ const (
 	OptCongestion = "congestion"
 	// OptWeights gives one weight per path; scheduler = "weighted" only.
 	OptWeights = "weights"
+	// OptCipher is OpenVPN's data cipher: "default" or "none".
+	OptCipher = "cipher"
+	// OptSubflows is the MPTCP subflows per path of an MPTCP tunnel.
+	OptSubflows = "subflows"
 )
+
+// OpenVPN data channel ciphers (OptCipher).
+const (
+	CipherDefault = "default"
+	CipherNone    = "none"
+)
+
+// MaxSubflows bounds OptSubflows.
+const MaxSubflows = 8
 
 // TransportKind describes a transport the lab can measure. The scenario
 // package registers the built-in kinds; the packages that implement more
@@ -51,6 +64,15 @@ const (
 	TransportDirect      = "direct"
 	TransportMPTCPDirect = "mptcp-direct"
 	TransportBraid       = "braid"
+	// braid's single-path and stream-transport variants (the paper's
+	// TCP-in-UDP, TCP-in-TCP and TCP-in-MPTCP tunnels).
+	TransportUDPTunnel   = "udp-tunnel"
+	TransportTCPTunnel   = "tcp-tunnel"
+	TransportMPTCPTunnel = "mptcp-tunnel"
+	// OpenVPN 2.x over UDP, TCP, and TCP made MPTCP by mptcpize.
+	TransportOpenVPNUDP   = "openvpn-udp"
+	TransportOpenVPNTCP   = "openvpn-tcp"
+	TransportOpenVPNMPTCP = "openvpn-mptcp"
 )
 
 func init() {
@@ -67,6 +89,36 @@ func init() {
 		Name:    TransportBraid,
 		Summary: "the download runs through a braid tunnel over every path",
 		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportUDPTunnel,
+		Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP",
+		Options: []string{OptPath, OptReorder},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportTCPTunnel,
+		Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP",
+		Options: []string{OptPath},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportMPTCPTunnel,
+		Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP",
+		Options: []string{OptSubflows},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportOpenVPNUDP,
+		Summary: "OpenVPN over UDP on one path",
+		Options: []string{OptPath, OptCipher},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportOpenVPNTCP,
+		Summary: "OpenVPN over TCP on one path",
+		Options: []string{OptPath, OptCipher},
+	})
+	RegisterTransport(TransportKind{
+		Name:    TransportOpenVPNMPTCP,
+		Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path",
+		Options: []string{OptCipher, OptSubflows},
 	})
 }
 
@@ -92,7 +144,7 @@ func RegisterTransport(k TransportKind) {
 	registry.kinds = append(registry.kinds, k)
 }
 
-var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion}
+var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptCipher, OptSubflows}
 
 // TransportNames lists the registered kinds in registration order.
 func TransportNames() []string {
