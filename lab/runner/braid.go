@@ -172,14 +172,29 @@ func (d *daemon) lastLine() string {
 
 type braidSession struct {
 	env      *Env
+	paths    []testbed.Path // the paths the tunnel runs on
 	srv, cli *daemon
 	cliSock  string
 	target   string
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-func startBraid(ctx context.Context, env *Env) (_ Session, err error) {
-	s := &braidSession{env: env, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
+func startBraid(ctx context.Context, env *Env) (Session, error) {
+	return startBraidOn(ctx, env, env.TB.Plan.Paths)
+}
+
+// startUDPTunnel is braid over one path: the paper's single-path TCP-in-UDP
+// tunnel.
+func startUDPTunnel(ctx context.Context, env *Env) (Session, error) {
+	p, err := pathFor(env, env.Point.Transport.Path)
+	if err != nil {
+		return nil, err
+	}
+	return startBraidOn(ctx, env, []testbed.Path{p})
+}
+
+func startBraidOn(ctx context.Context, env *Env, paths []testbed.Path) (_ Session, err error) {
+	s := &braidSession{env: env, paths: paths, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -209,7 +224,7 @@ func startBraid(ctx context.Context, env *Env) (_ Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, env.TB.Plan.Paths, env.TB.Plan.WebSubnet, srvKey, cliSock))
+	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock))
 	if err != nil {
 		return nil, err
 	}
@@ -222,22 +237,7 @@ func startBraid(ctx context.Context, env *Env) (_ Session, err error) {
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	plain := dialFrom(env.TB.Client(), netip.Addr{}, env.CC, false)
-	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := plain(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		// The web subnet has a direct route too (metric DirectMetric); make
-		// sure this download really takes the tunnel.
-		if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
-			if a, _ := netip.AddrFromSlice(la.IP); !braidClientAddr.Contains(a.Unmap()) {
-				c.Close()
-				return nil, fmt.Errorf("braid: the download left from %v, not through the tunnel", la)
-			}
-		}
-		return c, nil
-	}
+	s.dial = tunnelDial(env, "braid")
 	return s, nil
 }
 
@@ -277,7 +277,7 @@ func onPath(ps control.PathStatus, p testbed.Path) bool {
 }
 
 func (s *braidSession) waitReady(ctx context.Context) error {
-	want := len(s.env.TB.Plan.Paths)
+	want := len(s.paths)
 	deadline := time.Now().Add(BraidReadyTimeout)
 	got := 0
 	for time.Now().Before(deadline) {
@@ -288,7 +288,7 @@ func (s *braidSession) waitReady(ctx context.Context) error {
 			return fmt.Errorf("braid client exited: %s", s.cli.lastLine())
 		}
 		if st, err := control.Query(s.cliSock); err == nil {
-			if got = UsablePaths(st, s.env.TB.Plan.Paths); got >= want {
+			if got = UsablePaths(st, s.paths); got >= want {
 				return nil
 			}
 		}

@@ -116,6 +116,7 @@ func init() {
 	Register(scenario.TransportDirect, startDirect)
 	Register(scenario.TransportMPTCPDirect, startMPTCP)
 	Register(scenario.TransportBraid, startBraid)
+	Register(scenario.TransportUDPTunnel, startUDPTunnel)
 	Register(scenario.TransportOpenVPNUDP, startOpenVPN("udp", false))
 	Register(scenario.TransportOpenVPNTCP, startOpenVPN("tcp", false))
 	Register(scenario.TransportOpenVPNMPTCP, startOpenVPN("tcp", true))
