@@ -16,15 +16,21 @@ var committed = map[string]struct {
 	points, networks, reps int
 	size                   int64
 }{
-	"smoke.toml":           {points: 3, networks: 1, reps: 3, size: 4 << 20},
-	"demo.toml":            {points: 4, networks: 1, reps: 3, size: 8 << 20},
-	"rtt-uniform.toml":     {points: 7 * 3 * 3, networks: 21, reps: 20, size: 16 << 20},
-	"rtt-ge.toml":          {points: 7 * 4 * 3, networks: 28, reps: 20, size: 16 << 20},
-	"rtt-ratio.toml":       {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
-	"splits.toml":          {points: 5 * 4 * 4, networks: 20, reps: 20, size: 16 << 20},
-	"schedulers.toml":      {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
-	"rate-ratio.toml":      {points: 4 * 6, networks: 4, reps: 20, size: 16 << 20},
-	"rtt-ratio-quick.toml": {points: 5 * 6, networks: 5, reps: 3, size: 8 << 20},
+	"smoke.toml":               {points: 3, networks: 1, reps: 3, size: 4 << 20},
+	"demo.toml":                {points: 4, networks: 1, reps: 3, size: 8 << 20},
+	"rtt-uniform.toml":         {points: 7 * 3 * 3, networks: 21, reps: 20, size: 16 << 20},
+	"rtt-ge.toml":              {points: 7 * 4 * 3, networks: 28, reps: 20, size: 16 << 20},
+	"rtt-ratio.toml":           {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
+	"splits.toml":              {points: 5 * 4 * 4, networks: 20, reps: 20, size: 16 << 20},
+	"schedulers.toml":          {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
+	"rate-ratio.toml":          {points: 4 * 6, networks: 4, reps: 20, size: 16 << 20},
+	"rtt-ratio-quick.toml":     {points: 5 * 6, networks: 5, reps: 3, size: 8 << 20},
+	"cc-nornet.toml":           {points: 2 + 9, networks: 1, reps: 5, size: 16 << 20},
+	"cc-shared.toml":           {points: 2 + 9, networks: 1, reps: 5, size: 8 << 20},
+	"cc-diamond-1ch-both.toml": {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
+	"cc-diamond-1ch-one.toml":  {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
+	"cc-diamond-2ch-both.toml": {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
+	"cc-diamond-2ch-one.toml":  {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
 }
 
 func loadCommitted(t *testing.T, name string) *Scenario {
