@@ -517,3 +517,102 @@ func TestServeMetricsBadAddr(t *testing.T) {
 		t.Fatal("no error for a bad address")
 	}
 }
+
+// ccSample is sample() with a congestion controller: path 0 past its first loss,
+// path 1 still in initial slow start (ssthresh infinite).
+func ccSample() Status {
+	s := sample()
+	p := &s.Peers[0]
+	p.Congestion = "lia"
+	p.CCQueued = 3
+	p.Paths[0].CC = &PathCC{CwndBytes: 29440, SsthreshBytes: 14720, InRecovery: true, CongestionEvents: 4}
+	p.Paths[0].InFlight = 28000
+	p.Paths[1].CC = &PathCC{CwndBytes: 14720, SsthreshBytes: -1, SlowStart: true}
+	return s
+}
+
+func TestFormatStatusCongestion(t *testing.T) {
+	var b strings.Builder
+	if err := FormatStatus(&b, ccSample()); err != nil {
+		t.Fatal(err)
+	}
+	// 29440 B = 28.75 KiB, 14720 B = 14.38 KiB, 28000 B = 27.34 KiB.
+	want := `interface braid0 (client)
+  public key:  CLIENTKEY=
+  uptime:      1h2m3s
+  drops:       bad_mac 1, replay 3
+  counters:    handshakes 2
+
+peer server (SERVERKEY=)
+  allowed ips: 0.0.0.0/0
+  session:     established, index 0x1a2b3c4d, last handshake 12s ago
+  scheduler:   earliest-arrival, reorder adaptive (hold 12.5 ms), congestion lia (3 queued)
+  transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
+  reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
+
+  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX       CWND   SSTHRESH   INFLIGHT
+     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  28.75 KiB  14.38 KiB  27.34 KiB
+     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B  14.38 KiB        inf        0 B
+`
+	if got := b.String(); got != want {
+		t.Errorf("FormatStatus:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestCongestionJSONAndMetrics(t *testing.T) {
+	b, err := json.Marshal(ccSample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"cc_queued":3`, `"cc":{"cwnd_bytes":29440,"ssthresh_bytes":14720,"slow_start":false,"in_recovery":true,"congestion_events":4}`,
+		`"cc":{"cwnd_bytes":14720,"ssthresh_bytes":-1,"slow_start":true`} {
+		if !bytes.Contains(b, []byte(key)) {
+			t.Errorf("JSON lacks %s:\n%s", key, b)
+		}
+	}
+	var back Status
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, ccSample()) {
+		t.Errorf("round trip changed the status (%v)", err)
+	}
+	// Without a controller none of it appears.
+	if b, _ := json.Marshal(sample()); bytes.Contains(b, []byte(`"cc`)) {
+		t.Errorf("congestion fields present without a controller: %s", b)
+	}
+
+	c := NewCollector(ccSample)
+	const want = `
+# HELP braid_path_cwnd_bytes Congestion window (absent with congestion "none").
+# TYPE braid_path_cwnd_bytes gauge
+braid_path_cwnd_bytes{device="eth1",local="198.18.1.1:40000",name="server",path="0",peer="SERVERKEY=",remote="198.18.1.2:7000"} 29440
+braid_path_cwnd_bytes{device="wwan0",local="198.18.2.1:40001",name="server",path="1",peer="SERVERKEY=",remote="198.18.2.2:7000"} 14720
+# HELP braid_path_ssthresh_bytes Slow-start threshold (absent while infinite or with congestion "none").
+# TYPE braid_path_ssthresh_bytes gauge
+braid_path_ssthresh_bytes{device="eth1",local="198.18.1.1:40000",name="server",path="0",peer="SERVERKEY=",remote="198.18.1.2:7000"} 14720
+# HELP braid_path_in_flight_bytes Bytes sent and neither acknowledged nor declared lost.
+# TYPE braid_path_in_flight_bytes gauge
+braid_path_in_flight_bytes{device="eth1",local="198.18.1.1:40000",name="server",path="0",peer="SERVERKEY=",remote="198.18.1.2:7000"} 28000
+braid_path_in_flight_bytes{device="wwan0",local="198.18.2.1:40001",name="server",path="1",peer="SERVERKEY=",remote="198.18.2.2:7000"} 0
+# HELP braid_path_congestion_events_total Congestion-window reductions (losses and timeouts).
+# TYPE braid_path_congestion_events_total counter
+braid_path_congestion_events_total{device="eth1",local="198.18.1.1:40000",name="server",path="0",peer="SERVERKEY=",remote="198.18.1.2:7000"} 4
+braid_path_congestion_events_total{device="wwan0",local="198.18.2.1:40001",name="server",path="1",peer="SERVERKEY=",remote="198.18.2.2:7000"} 0
+# HELP braid_peer_cc_queued_packets Packets waiting for congestion-window room now.
+# TYPE braid_peer_cc_queued_packets gauge
+braid_peer_cc_queued_packets{name="server",peer="SERVERKEY="} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "braid_path_cwnd_bytes", "braid_path_ssthresh_bytes",
+		"braid_path_in_flight_bytes", "braid_path_congestion_events_total", "braid_peer_cc_queued_packets"); err != nil {
+		t.Error(err)
+	}
+	// 49 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
+	if n := testutil.CollectAndCount(c); n != 6+13+2*15+6 {
+		t.Errorf("collected %d metrics, want %d", n, 6+13+2*15+6)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Errorf("pedantic gather: %v", err)
+	}
+}

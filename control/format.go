@@ -52,8 +52,12 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 		state = fmt.Sprintf("established, index %#08x", p.SessionIndex)
 	}
 	ew.printf("  session:     %s, last handshake %s\n", state, handshakeAge(now, p.LastHandshake))
-	ew.printf("  scheduler:   %s, reorder %s (hold %.1f ms), congestion %s\n",
-		orDash(p.Scheduler), orDash(p.Reorder), p.ReorderStats.HoldMs, orDash(p.Congestion))
+	queued := ""
+	if hasCC(p) {
+		queued = fmt.Sprintf(" (%d queued)", p.CCQueued)
+	}
+	ew.printf("  scheduler:   %s, reorder %s (hold %.1f ms), congestion %s%s\n",
+		orDash(p.Scheduler), orDash(p.Reorder), p.ReorderStats.HoldMs, orDash(p.Congestion), queued)
 	ew.printf("  transfer:    %s sent (%d packets), %s received (%d packets)\n",
 		HumanBytes(p.TxBytes), p.TxPackets, HumanBytes(p.RxBytes), p.RxPackets)
 	r := &p.ReorderStats
@@ -68,15 +72,44 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// AlignRight pads every cell on the left, which suits the numeric
 	// columns and also indents the table under the peer.
-	fmt.Fprintln(tw, "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\t")
+	// With congestion control the table also shows each path's window, slow-start
+	// threshold and bytes in flight; without, it stays as narrow as before.
+	cc := hasCC(p)
+	head := "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\t"
+	if cc {
+		head += "CWND\tSSTHRESH\tINFLIGHT\t"
+	}
+	fmt.Fprintln(tw, head)
 	for i := range p.Paths {
 		ps := &p.Paths[i]
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f %%\t%.2f Mbit/s\t%.1f %%\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f %%\t%.2f Mbit/s\t%.1f %%\t%s\t%s\t",
 			ps.ID, orDash(ps.Local), orDash(ps.Remote), orDash(ps.Device), orDash(ps.State),
 			rtt(ps.SRTTMs), 100*ps.LossRate, ps.DeliveryRateBps/1e6, 100*ps.Share,
 			HumanBytes(ps.TxBytes), HumanBytes(ps.RxBytes))
+		if cc {
+			if c := ps.CC; c != nil {
+				ss := "inf"
+				if c.SsthreshBytes >= 0 {
+					ss = HumanBytes(uint64(c.SsthreshBytes))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t", HumanBytes(uint64(c.CwndBytes)), ss, HumanBytes(uint64(max(ps.InFlight, 0))))
+			} else {
+				fmt.Fprintf(tw, "-\t-\t%s\t", HumanBytes(uint64(max(ps.InFlight, 0))))
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// hasCC reports whether any path of p runs a congestion controller.
+func hasCC(p *PeerStatus) bool {
+	for i := range p.Paths {
+		if p.Paths[i].CC != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func handshakeAge(now, t time.Time) string {

@@ -55,6 +55,10 @@ var (
 	descPathTxPackets  = desc("braid_path_tx_packets_total", "Packets sent on the path.", pathLabels...)
 	descPathRxPackets  = desc("braid_path_rx_packets_total", "Packets received on the path.", pathLabels...)
 	descPathLost       = desc("braid_path_lost_packets_total", "Packets declared lost on the path.", pathLabels...)
+	descPathCwnd       = desc("braid_path_cwnd_bytes", "Congestion window (absent with congestion \"none\").", pathLabels...)
+	descPathSsthresh   = desc("braid_path_ssthresh_bytes", "Slow-start threshold (absent while infinite or with congestion \"none\").", pathLabels...)
+	descPathCongEvents = desc("braid_path_congestion_events_total", "Congestion-window reductions (losses and timeouts).", pathLabels...)
+	descPeerCCQueued   = desc("braid_peer_cc_queued_packets", "Packets waiting for congestion-window room now.", peerLabels...)
 
 	allDescs = []*prometheus.Desc{
 		descInfo, descUptime, descDrops, descEvents,
@@ -63,6 +67,7 @@ var (
 		descPathState, descPathSRTT, descPathRTTVar, descPathMinRTT, descPathLoss, descPathRate, descPathShare,
 		descPathInFlight, descPathQueueDelay, descPathOWDTrend,
 		descPathTxBytes, descPathRxBytes, descPathTxPackets, descPathRxPackets, descPathLost,
+		descPathCwnd, descPathSsthresh, descPathCongEvents, descPeerCCQueued,
 	}
 )
 
@@ -126,6 +131,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}{{"in_order", r.InOrder}, {"reordered", r.Reordered}, {"timeout", r.Timeouts}, {"late", r.Late}, {"duplicate", r.Duplicates}} {
 			counter(descPeerReorderTotal, o.n, p.PublicKey, p.Name, o.outcome)
 		}
+		if hasCC(p) {
+			gauge(descPeerCCQueued, float64(p.CCQueued), pl...)
+		}
 
 		for j := range p.Paths {
 			ps := &p.Paths[j]
@@ -145,6 +153,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descPathTxPackets, ps.TxPackets, l...)
 			counter(descPathRxPackets, ps.RxPackets, l...)
 			counter(descPathLost, ps.LostPackets, l...)
+			if c := ps.CC; c != nil {
+				gauge(descPathCwnd, float64(c.CwndBytes), l...)
+				if c.SsthreshBytes >= 0 {
+					gauge(descPathSsthresh, float64(c.SsthreshBytes), l...)
+				}
+				counter(descPathCongEvents, c.CongestionEvents, l...)
+			}
 		}
 	}
 }

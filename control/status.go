@@ -91,7 +91,11 @@ type PeerStatus struct {
 	TxPackets    uint64        `json:"tx_packets"`
 	RxPackets    uint64        `json:"rx_packets"`
 	ReorderStats ReorderStatus `json:"reorder_stats"`
-	Paths        []PathStatus  `json:"paths"`
+	// CCQueued is the packets waiting for congestion-window room now (0 with
+	// congestion "none"); the ones dropped from that queue are counted in
+	// Status.Counters as drop_cc_queue_full and drop_cc_queue_expired.
+	CCQueued int          `json:"cc_queued,omitempty"`
+	Paths    []PathStatus `json:"paths"`
 }
 
 // ReorderStatus summarises the receive-side reorder buffers of one peer.
@@ -143,4 +147,17 @@ type PathStatus struct {
 	// OWDTrend is the slope of the one-way delay over time (seconds per
 	// second); positive means a queue is building on the path.
 	OWDTrend float64 `json:"owd_trend"`
+	// CC is the path's congestion-control state; absent with congestion "none".
+	CC *PathCC `json:"cc,omitempty"`
+}
+
+// PathCC is a path's congestion window.
+type PathCC struct {
+	CwndBytes int `json:"cwnd_bytes"`
+	// SsthreshBytes is -1 while it is infinite (slow start before the first loss).
+	SsthreshBytes int  `json:"ssthresh_bytes"`
+	SlowStart     bool `json:"slow_start"`
+	InRecovery    bool `json:"in_recovery"`
+	// CongestionEvents counts window reductions (losses and timeouts).
+	CongestionEvents uint64 `json:"congestion_events"`
 }

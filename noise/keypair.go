@@ -141,7 +141,12 @@ func (k *Keypair) SendCounter() uint64 { return min(k.sendNext.Load(), RejectAft
 
 // MaxRecvCounter returns the highest counter opened so far (0 if none was).
 func (k *Keypair) MaxRecvCounter() uint64 {
-	c, _ := k.window.Highest()
+	c, ok := k.window.Highest()
+	if !ok {
+		// Nothing opened yet: Highest's counter is then 2^64-1, which would read as
+		// "rekey now" to every caller comparing it with a limit.
+		return 0
+	}
 	return c
 }
 

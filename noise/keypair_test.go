@@ -27,6 +27,9 @@ func pair(window int) (ini, resp *Keypair) {
 func TestSealLayout(t *testing.T) {
 	ini, resp := pair(0)
 	plain := "hello, multipath"
+	if got := resp.MaxRecvCounter(); got != 0 {
+		t.Fatalf("MaxRecvCounter before any packet = %d, want 0", got)
+	}
 	for want := uint64(0); want < 3; want++ {
 		if got := ini.SendCounter(); got != want {
 			t.Fatalf("SendCounter = %d, want %d", got, want)

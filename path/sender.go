@@ -698,6 +698,10 @@ func (s *Sender) TakeLoss() (packets, bytes int, newestSent time.Time) {
 // declared lost (the same as Stats().InFlight, without the snapshot).
 func (s *Sender) InFlight() int { return s.inflight }
 
+// SRTT returns the smoothed RTT (Config.InitialRTT before the first sample), the
+// same as Stats().SRTT without the snapshot.
+func (s *Sender) SRTT() time.Duration { return time.Duration(s.srtt) }
+
 // RTO returns the RFC 6298 retransmission timeout.
 func (s *Sender) RTO() time.Duration {
 	v := 4 * s.rttvar

@@ -99,6 +99,9 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 		}
 		return false
 	}
+	if p.cc != nil {
+		return p.sendGated(w, pb, now)
+	}
 	pkt := pb.b[pb.start:pb.end]
 	n := len(pkt)
 	flow := reorder.FlowID(pkt, len(p.flowSq))
@@ -109,6 +112,15 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 		p.e.counters.drop(dropNoPath)
 		return false
 	}
+	p.transmit(w, pb, flow, seq, now)
+	return true
+}
+
+// transmit sends pb, packet seq of its flow, on the paths in p.picks (copies for
+// all but the last). Caller holds p.mu.
+func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now time.Time) {
+	pkt := pb.b[pb.start:pb.end]
+	n := len(pkt)
 	frameLen := wire.DataFrameHeaderLen + n
 	dataAt := wire.DataHeaderLen + wire.InnerHeaderLen
 	for k, idx := range p.picks {
@@ -124,7 +136,6 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 		p.infos[idx].InFlight += n
 		p.sealAndQueue(w, ps, out, frameLen+len(b), true, now)
 	}
-	return true
 }
 
 // innerDst returns the destination address of an IPv4 or IPv6 packet.

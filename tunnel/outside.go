@@ -196,6 +196,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	ackNow := rx.r.OnPacket(ih.Seq, len(d), ih.TxUs, e.nowUs(now), eliciting, now)
 
 	kept := false
+	acked := false // an ACK frame may have opened a congestion window
 	frames := plain[wire.InnerHeaderLen:]
 	for len(frames) > 0 {
 		frameAt := wire.DataHeaderLen + len(plain) - len(frames)
@@ -216,7 +217,13 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		case wire.FrameAck:
 			if int(f.Ack.Path) < len(p.paths) {
 				if tp := p.paths[f.Ack.Path]; tp != nil {
-					tp.sender.OnAck(fromWireAck(f.Ack), now)
+					if tp.cc == nil {
+						tp.sender.OnAck(fromWireAck(f.Ack), now)
+					} else {
+						prior := tp.sender.InFlight()
+						p.ccAck(tp, prior, tp.sender.OnAck(fromWireAck(f.Ack), now), now)
+						acked = true
+					}
 				}
 			}
 		case wire.FramePing:
@@ -236,6 +243,9 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	}
 	if ackNow && ps.validated {
 		p.sendControl(in.w, ps, now, frameAckOnly, [wire.ChallengeLen]byte{})
+	}
+	if acked {
+		p.drainQueue(in.w, now, true)
 	}
 	return kept
 }

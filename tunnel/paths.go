@@ -182,6 +182,7 @@ func (p *peer) addPath(cs *connState, ep conn.Endpoint, validated bool, now time
 	}
 	p.paths[id] = ps
 	p.byKey[ps.key] = ps
+	p.attachCC(ps, now)
 	return ps, nil
 }
 
@@ -214,6 +215,10 @@ func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
 
 func (p *peer) removePath(ps *pathState) {
 	delete(p.byKey, ps.key)
+	if p.cc != nil && ps.cc != nil {
+		p.cc.RemovePath(ps.cc)
+		ps.cc = nil
+	}
 	if int(ps.id) < len(p.paths) && p.paths[ps.id] == ps {
 		p.paths[ps.id] = nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"sync"
 
+	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
@@ -34,6 +35,8 @@ type peer struct {
 
 	params     Params
 	sched      sched.Scheduler
+	cc         *cc.Controller // nil: congestion = "none"
+	ccq        ccQueue        // packets waiting for window room (see congestion.go)
 	reorder    *reorder.Buffer[*packetBuf]
 	reorderCfg reorder.Config
 	weights    []float64
@@ -103,6 +106,8 @@ type pathState struct {
 	downSince time.Time
 	rxBytes   uint64
 	rxPackets uint64
+	cc        *cc.Path // nil without a congestion controller
+	ccDown    bool     // cc has seen the path go Down (and not come back)
 }
 
 func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix, params Params, isSrv bool) (*peer, error) {
@@ -148,8 +153,8 @@ func (p *peer) applyParams(want Params) error {
 	if want.Congestion == "" {
 		want.Congestion = "none"
 	}
-	if want.Congestion != "none" {
-		return fmt.Errorf("tunnel: congestion controller %q is not available (valid: none)", want.Congestion)
+	if _, err := cc.New(want.Congestion, cc.Config{}); err != nil {
+		return err
 	}
 	// The scheduler keeps state (virtual queues, round-robin position): a rekey
 	// that re-applies the same parameters keeps it.
@@ -190,7 +195,7 @@ func (p *peer) applyParams(want Params) error {
 	p.sched = s
 	p.params = want
 	p.resolveWeights()
-	return nil
+	return p.setCongestion(want.Congestion, time.Now())
 }
 
 // resolveWeights turns the configured weights into weights by path id. A client's
@@ -272,6 +277,10 @@ func (p *peer) refreshInfos() {
 		if p.owdKnown[k] && (!haveRef || int32(st.OWDMinRaw-ref) < 0) {
 			ref, haveRef = st.OWDMinRaw, true
 		}
+		room := -1
+		if ps.cc != nil {
+			room = ps.cc.Room(st.InFlight)
+		}
 		p.infos = append(p.infos, sched.PathInfo{
 			ID:       int(ps.id),
 			Usable:   ps.sender.Usable(),
@@ -282,7 +291,7 @@ func (p *peer) refreshInfos() {
 			BaseOWD:  st.MinRTT / 2,
 			Rate:     st.DeliveryRate,
 			InFlight: st.InFlight,
-			CwndRoom: -1,
+			CwndRoom: room,
 			Weight:   p.weightOf(ps),
 			Link:     ps.link,
 		})

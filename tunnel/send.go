@@ -155,6 +155,9 @@ func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackE
 		return false
 	}
 	ps.sender.OnSent(seq, len(dgram), ackEliciting, now)
+	if ps.cc != nil && ackEliciting {
+		ps.cc.OnSent(len(dgram), ps.sender.InFlight(), now)
+	}
 	p.txPackets++
 	p.txBytes += uint64(len(dgram))
 	p.lastTx = now

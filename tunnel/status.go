@@ -49,6 +49,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 		RxBytes:       p.rxBytes,
 		TxPackets:     p.txPackets,
 		RxPackets:     p.rxPackets,
+		CCQueued:      p.ccq.len(),
 	}
 	for _, a := range p.allowed {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
@@ -102,6 +103,16 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			InFlight:        s.InFlight,
 			QueueDelayMs:    ms(s.QueueDelay),
 			OWDTrend:        s.OWDTrend,
+		}
+		if pa.cc != nil {
+			cs := pa.cc.Stats()
+			x.CC = &control.PathCC{
+				CwndBytes:        pa.cc.Window(),
+				SsthreshBytes:    pa.cc.Ssthresh(),
+				SlowStart:        cs.SlowStart,
+				InRecovery:       cs.InRecovery,
+				CongestionEvents: cs.CongestionEvents + cs.RTOs,
+			}
 		}
 		if total > 0 {
 			x.Share = float64(s.TxBytes) / float64(total)

@@ -66,6 +66,9 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if ps.sender.OnTimer(now) {
 				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
 			}
+			if ps.cc != nil {
+				p.ccTick(ps, now)
+			}
 			st := ps.sender.State()
 			if wasUsable != ps.sender.Usable() {
 				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
@@ -92,6 +95,9 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			p.sendControl(w, r.arrival, now, frameAckOnly, [wire.ChallengeLen]byte{})
 		}
 	}
+	// Losses and liveness changes above may have opened windows; and packets that
+	// waited too long go.
+	p.drainQueue(w, now, true)
 	if p.reorder != nil {
 		p.updateHold()
 		toTUN = p.reorder.Expire(now, toTUN)

@@ -128,3 +128,29 @@ const (
 	// MaxPacket is the largest inner IP packet braid carries.
 	MaxPacket = 65535 - DataPrefixLen - TagLen
 )
+
+// Stream framing: transport = "tcp" and "mptcp" carry the same datagrams as UDP over
+// one byte stream per connection (docs/protocol.md, "Stream transports").
+//
+// Each side first sends StreamHello, then every datagram as a frame:
+//
+//	0          2
+//	| len u16  | datagram (len bytes) |
+//
+// The length counts the datagram only. A receiver checks each frame before passing it
+// on: the datagram must be 1..MaxStreamFrame bytes, start with a known message type and
+// have a length that type allows (StreamFrameBounds). Anything else means the peer does
+// not speak braid (or the stream is corrupt): the connection is closed.
+const (
+	// StreamHelloLen is the length of StreamHello.
+	StreamHelloLen = 8
+	// StreamFrameHeaderLen is the length prefix of a frame.
+	StreamFrameHeaderLen = 2
+	// MaxStreamFrame is the largest datagram a frame carries (the u16 limit).
+	MaxStreamFrame = 65535
+)
+
+// StreamHello opens every stream connection in both directions: the protocol name
+// and a version byte (1), so a port scanner, a web client or a future version is
+// told apart from garbage in the first 8 bytes.
+var StreamHello = [StreamHelloLen]byte{'b', 'r', 'a', 'i', 'd', 0, 1, '\n'}
