@@ -35,6 +35,12 @@
 //     delay is smoothed minus minimum, and the trend is the least-squares
 //     slope of bucketed samples over about two srtt.
 //
+// A congestion controller (package cc) takes its signals from here rather than
+// detecting loss itself: OnAck returns what the ack newly acknowledged (ack-eliciting
+// bytes, the RTT sample, when the newest of those packets was sent), and TakeLoss
+// what was declared lost since the last call, with the send time of the newest lost
+// packet, so that losses from before a window reduction are not counted again.
+//
 // Packets that are not ack-eliciting (pure acks) occupy seqs and are credited
 // when an ack covers them, but they are never declared lost and do not
 // count toward in-flight bytes or liveness: nobody promised to ack them soon.

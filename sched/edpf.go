@@ -42,11 +42,13 @@ import "time"
 // within a link the packet still takes the path that arrives first.
 //
 // Congestion window. With a controller a path whose window is full is no candidate
-// (the engine holds the packet until a window opens), and the rate charged is the
-// window's, cwnd/SRTT (summed over the paths of a shared link), instead of the
-// measured delivery rate with its probing credit: the window already is the
-// controller's estimate of what the path carries, and it leads the delivery rate,
-// which only measures what was sent.
+// (the engine holds the packet until a window opens), and the rate charged is at
+// most what the windows allow, cwnd/SRTT summed over the paths of a shared link: a
+// path a coupled controller keeps small delivers no faster than its window. The
+// windows are only a cap, not the estimate itself: a window larger than the path
+// needs (not cwnd-limited, or SRTT inflated by a queue) says nothing about the
+// path's capacity, and charging it made the scheduler overload shared links (in the
+// end-to-end test aggregation over two 10 Mbit/s links fell from ×1.6+ to ×1.35).
 //
 // Degraded paths: only when no healthy usable path exists. Ties go to the first path
 // in the slice.
@@ -57,8 +59,9 @@ type edpf struct {
 	// busy is, per link key (see linkKey), the time (ns since epoch) at which the
 	// last packet we scheduled on that link finishes serialising at the bottleneck.
 	busy [2 * MaxPaths]int64
-	// lrate is scratch: per link key, the largest rate of its candidate paths.
-	lrate [2 * MaxPaths]float64
+	// lrate is scratch: per link key, the largest rate of its candidate paths;
+	// wrate the sum of their congestion windows' rates (cwnd/SRTT).
+	lrate, wrate [2 * MaxPaths]float64
 }
 
 // linkKey indexes the per-link state: a path of its own uses its ID, a shared link
@@ -85,18 +88,19 @@ func windowRate(p *PathInfo) (float64, bool) {
 
 // rate returns the rate charged to p given its measured queueing delay mq.
 func (e *edpf) rate(p *PathInfo, mq time.Duration) float64 {
-	r := e.lrate[linkKey(p)]
-	if _, ok := windowRate(p); ok {
-		// The controller probes for capacity itself (its window grows while it
-		// is what limits the path); no probing credit on top.
-		return max(r, e.cfg.MinRate)
-	}
+	k := linkKey(p)
+	r := e.lrate[k]
 	if mq < e.cfg.ProbeQueue {
 		// No queue: the path is not saturated, so its delivery rate (which only
 		// measures what we sent, e.g. probes on an idle path) is a lower bound, not
 		// its capacity. Charging that would starve the path for good.
 		r = max(r, e.cfg.InitialRate)
 		r *= e.cfg.ProbeGain
+	}
+	if _, ok := windowRate(p); ok {
+		// The windows cap what the link's paths may carry: a coupled controller
+		// that keeps a path small means the path delivers no faster than that.
+		r = min(r, e.wrate[k])
 	}
 	return max(r, e.cfg.MinRate)
 }
@@ -109,7 +113,8 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 	deg := useDegraded(paths)
 	for i := range paths {
 		if uint(paths[i].ID) < MaxPaths {
-			e.lrate[linkKey(&paths[i])] = 0
+			k := linkKey(&paths[i])
+			e.lrate[k], e.wrate[k] = 0, 0
 		}
 	}
 	for i := range paths {
@@ -120,8 +125,7 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 		k := linkKey(p)
 		if r, ok := windowRate(p); ok {
 			// Each path's window is its own share of a shared link: they add up.
-			e.lrate[k] += r
-			continue
+			e.wrate[k] += r
 		}
 		r := p.Rate
 		if r <= 0 {

@@ -146,13 +146,20 @@ func TestEDPFCongestionRoom(t *testing.T) {
 	if got := pick1(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 1000, t0); got != 1 {
 		t.Fatalf("full window: picked %d, want 1", got)
 	}
-	// With controllers the rate charged is cwnd/SRTT, not the delivery rate and no
-	// probing credit. A: 6000 B per 20 ms = 300 kB/s → 3.333 ms per 1000 B, base 0;
-	// B: 50000 B per 40 ms = 1.25 MB/s → 0.8 ms, base 10 ms. Arrivals: A 3.33, 6.67,
-	// 10.0, 13.33; B 10.8, 11.6, 12.4, 13.2, 14.0 → AAABBBBA.
+	// With controllers the rate charged is capped by cwnd/SRTT. A: measured 125 kB/s,
+	// no queue ⇒ ×1.25 = 156.25 kB/s, window 6000 B per 20 ms = 300 kB/s does not bind
+	// ⇒ 6.4 ms per 1000 B; B: 1.25 MB/s ×1.25 = 1.5625 MB/s, window 50000 B per 40 ms
+	// = 1.25 MB/s binds ⇒ 0.8 ms, base 10 ms. Arrivals: A 6.4, 12.8, 19.2; B 10.8,
+	// 11.6, 12.4, 13.2, 14.0, 14.8 → ABBBABBB.
 	a.CwndRoom = 6000
-	if got, want := burst(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 8, 1000, t0), "AAABBBBA"; got != want {
-		t.Fatalf("window rates: got %s, want %s", got, want)
+	if got, want := burst(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 8, 1000, t0), "ABBBABBB"; got != want {
+		t.Fatalf("window caps: got %s, want %s", got, want)
+	}
+	// A's window 1000 B per 20 ms = 50 kB/s binds ⇒ 20 ms per packet: B carries
+	// 10.8 … 19.6 (12 packets) before A's first (20.0) beats B's 13th (20.4).
+	a.CwndRoom = 1000
+	if got, want := burst(t, mustNew(t, EarliestArrival, low), []PathInfo{a, b}, 13, 1000, t0), "BBBBBBBBBBBBA"; got != want {
+		t.Fatalf("small window: got %s, want %s", got, want)
 	}
 }
 

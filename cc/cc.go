@@ -1,0 +1,619 @@
+package cc
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Algorithm names accepted by New.
+const (
+	None    = "none"
+	Reno    = "reno"
+	Cubic   = "cubic"
+	LIA     = "lia"
+	OLIA    = "olia"
+	BALIA   = "balia"
+	WVegas  = "wvegas"
+	Coupled = "coupled"
+	EWTCP   = "ewtcp"
+)
+
+var names = []string{None, Reno, Cubic, LIA, OLIA, BALIA, WVegas, Coupled, EWTCP}
+
+// Names returns the valid algorithm names (a fresh slice the caller may keep).
+func Names() []string { return append([]string(nil), names...) }
+
+// IsCoupled reports whether name couples the windows of a session's paths.
+func IsCoupled(name string) bool {
+	switch name {
+	case LIA, OLIA, BALIA, WVegas, Coupled, EWTCP:
+		return true
+	}
+	return false
+}
+
+type algorithm uint8
+
+const (
+	algNone algorithm = iota
+	algReno
+	algCubic
+	algLIA
+	algOLIA
+	algBALIA
+	algWVegas
+	algCoupled
+	algEWTCP
+)
+
+// Config holds the tunables. Zero fields take the value of DefaultConfig.
+type Config struct {
+	// MSS is the segment size in bytes that windows are counted in (default
+	// 1400). The tunnel sets it to its largest datagram, so that a window of one
+	// segment always admits one packet.
+	MSS int
+	// InitialWindow in segments (default 10, RFC 6928).
+	InitialWindow float64
+	// MinWindow is the floor of the window after a congestion event, in segments
+	// (default 2, RFC 5681's and RFC 9002's minimum). Only an RTO goes below it
+	// (to 1), and fully coupled, whose decrease is floored at 1 as in htsim.
+	MinWindow float64
+	// MaxWindow caps the window in segments (default 8192, the tunnel's per-path
+	// sent-packet ring: a larger window could not be tracked anyway).
+	MaxWindow float64
+	// MaxBurst (default 3 segments, as mp-quic and quic-go): a path whose free
+	// window is at most this is cwnd-limited.
+	MaxBurst float64
+
+	// CubicC and CubicBeta are CUBIC's constants (defaults 0.4 and 0.7, RFC 9438).
+	CubicC, CubicBeta float64
+
+	// VegasAlpha is wVegas's initial per-path queue target and its floor in
+	// segments (default 2), VegasTotalAlpha the session's total (default 10),
+	// VegasGamma the slow-start exit threshold (default 1), all as mptcp_wvegas.c.
+	VegasAlpha, VegasTotalAlpha, VegasGamma float64
+
+	// EWTCPWeight is EWTCP's a (the increase is a/w_r); 0 means 1/N² for N active
+	// paths, which makes N paths through one bottleneck as aggressive as one TCP.
+	EWTCPWeight float64
+}
+
+// DefaultConfig returns the defaults documented on Config.
+func DefaultConfig() Config {
+	return Config{
+		MSS:             1400,
+		InitialWindow:   10,
+		MinWindow:       2,
+		MaxWindow:       8192,
+		MaxBurst:        3,
+		CubicC:          0.4,
+		CubicBeta:       0.7,
+		VegasAlpha:      2,
+		VegasTotalAlpha: 10,
+		VegasGamma:      1,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MSS <= 0 {
+		c.MSS = d.MSS
+	}
+	setF := func(v *float64, def float64) {
+		if !(*v > 0) {
+			*v = def
+		}
+	}
+	setF(&c.InitialWindow, d.InitialWindow)
+	setF(&c.MinWindow, d.MinWindow)
+	setF(&c.MaxWindow, d.MaxWindow)
+	setF(&c.MaxBurst, d.MaxBurst)
+	setF(&c.CubicC, d.CubicC)
+	setF(&c.CubicBeta, d.CubicBeta)
+	setF(&c.VegasAlpha, d.VegasAlpha)
+	setF(&c.VegasTotalAlpha, d.VegasTotalAlpha)
+	setF(&c.VegasGamma, d.VegasGamma)
+	if c.CubicBeta >= 1 {
+		c.CubicBeta = d.CubicBeta
+	}
+	if c.MaxWindow < c.MinWindow {
+		c.MaxWindow = c.MinWindow
+	}
+	c.InitialWindow = min(max(c.InitialWindow, c.MinWindow), c.MaxWindow)
+	if c.EWTCPWeight < 0 {
+		c.EWTCPWeight = 0
+	}
+	return c
+}
+
+// Controller is the congestion control of one session: the algorithm, its
+// tunables and the paths it couples.
+type Controller struct {
+	alg  algorithm
+	name string
+	cfg  Config
+	mss  float64
+	// paths by id (nil = none); active lists those in the coupling set.
+	paths  []*Path
+	active []*Path
+}
+
+// New returns a controller running the algorithm called name. An unknown name is
+// an error that lists the valid ones.
+func New(name string, cfg Config) (*Controller, error) {
+	var a algorithm
+	switch name {
+	case None:
+		a = algNone
+	case Reno:
+		a = algReno
+	case Cubic:
+		a = algCubic
+	case LIA:
+		a = algLIA
+	case OLIA:
+		a = algOLIA
+	case BALIA:
+		a = algBALIA
+	case WVegas:
+		a = algWVegas
+	case Coupled:
+		a = algCoupled
+	case EWTCP:
+		a = algEWTCP
+	default:
+		return nil, fmt.Errorf("cc: unknown congestion controller %q (valid: %s)", name, strings.Join(names, ", "))
+	}
+	cfg = cfg.withDefaults()
+	return &Controller{alg: a, name: name, cfg: cfg, mss: float64(cfg.MSS)}, nil
+}
+
+// Name returns the algorithm's name.
+func (c *Controller) Name() string { return c.name }
+
+// Enabled reports whether the controller limits anything ("none" does not).
+func (c *Controller) Enabled() bool { return c.alg != algNone }
+
+// Config returns the effective tunables (defaults applied).
+func (c *Controller) Config() Config { return c.cfg }
+
+// AddPath returns the state of path id (a small non-negative int), creating it
+// in slow start with the initial window. A path starts usable; it joins the
+// coupling set with its first RTT sample. Adding an id that exists returns the
+// existing path.
+func (c *Controller) AddPath(id int, now time.Time) *Path {
+	if id < 0 {
+		panic("cc: negative path id")
+	}
+	for len(c.paths) <= id {
+		c.paths = append(c.paths, nil)
+	}
+	if p := c.paths[id]; p != nil {
+		return p
+	}
+	p := &Path{c: c, id: id, usable: true}
+	p.reset(now)
+	c.paths[id] = p
+	return p
+}
+
+// Path returns path id, or nil.
+func (c *Controller) Path(id int) *Path {
+	if id < 0 || id >= len(c.paths) {
+		return nil
+	}
+	return c.paths[id]
+}
+
+// RemovePath forgets a path; its id may be added again later as a new path.
+func (c *Controller) RemovePath(p *Path) {
+	if p == nil || p.c != c || p.id >= len(c.paths) || c.paths[p.id] != p {
+		return
+	}
+	p.setActive(false)
+	c.paths[p.id] = nil
+	p.removed = true
+}
+
+// ActivePaths returns how many paths are in the coupling set.
+func (c *Controller) ActivePaths() int { return len(c.active) }
+
+// Ack is what one acknowledgement newly acknowledged on a path.
+type Ack struct {
+	Now time.Time
+	// Bytes newly acknowledged that counted toward the bytes in flight.
+	Bytes int
+	// PriorInFlight is the bytes in flight just before this ack (the acked
+	// ones included): the cwnd-limited test.
+	PriorInFlight int
+	// RTT is the RTT sample this ack produced, 0 for none.
+	RTT time.Duration
+	// SRTT is the path's smoothed RTT after this ack; 0 = unknown (RTT is used).
+	SRTT time.Duration
+	// LargestSent is when the largest newly acknowledged packet was sent; zero
+	// = unknown (Now-RTT is assumed). It ends a recovery period and a wVegas round.
+	LargestSent time.Time
+}
+
+// Loss is what a loss detector declared lost on a path at once.
+type Loss struct {
+	Now   time.Time
+	Bytes int
+	// LargestSent is when the newest lost packet was sent; zero = unknown
+	// (Now-SRTT is assumed). Losses of packets sent before the current
+	// recovery period began do not reduce the window again.
+	LargestSent time.Time
+}
+
+// Path is the congestion state of one path.
+type Path struct {
+	c       *Controller
+	id      int
+	usable  bool
+	active  bool
+	removed bool
+
+	cwnd, ssthresh float64 // segments; ssthresh +Inf until the first congestion event
+	srtt, minRTT   float64 // seconds; 0 = no sample yet
+
+	inRecovery    bool
+	recoveryStart time.Time // zero: no congestion event yet
+	limitedAt     time.Time // last OnSent that found the path window-limited
+	limitedSet    bool
+
+	// OLIA: bytes acknowledged between the last two losses and since the last.
+	l1, l2 float64
+
+	cub cubicState
+	veg vegasState
+
+	congestionEvents, rtos uint64
+}
+
+func (p *Path) reset(now time.Time) {
+	cfg := &p.c.cfg
+	p.cwnd = cfg.InitialWindow
+	p.ssthresh = math.Inf(1)
+	p.srtt, p.minRTT = 0, 0
+	p.inRecovery = false
+	p.recoveryStart = time.Time{}
+	p.limitedSet = false
+	p.l1, p.l2 = 0, 0
+	p.cub = cubicState{}
+	p.veg.reset(cfg)
+	p.veg.baseRTT = math.Inf(1)
+	p.setActive(false)
+}
+
+// Reset puts the path back to its initial state (initial window, slow start,
+// no RTT): for a path that came back from an outage and may be a different
+// route now.
+func (p *Path) Reset(now time.Time) {
+	if p == nil {
+		return
+	}
+	p.reset(now)
+}
+
+// ID returns the path's id.
+func (p *Path) ID() int { return p.id }
+
+// SetUsable says whether the path may carry data now (the tunnel: Active or
+// Degraded, not Down). Only usable paths with an RTT sample are coupled.
+func (p *Path) SetUsable(u bool) {
+	if p == nil || p.usable == u {
+		return
+	}
+	p.usable = u
+	p.setActive(u && p.srtt > 0 && !p.removed)
+}
+
+func (p *Path) setActive(a bool) {
+	if p.active == a {
+		return
+	}
+	p.active = a
+	c := p.c
+	if a {
+		c.active = append(c.active, p)
+		return
+	}
+	for i, q := range c.active {
+		if q == p {
+			copy(c.active[i:], c.active[i+1:])
+			c.active[len(c.active)-1] = nil
+			c.active = c.active[:len(c.active)-1]
+			break
+		}
+	}
+}
+
+// Window returns the congestion window in bytes.
+func (p *Path) Window() int {
+	if p == nil || p.c.alg == algNone {
+		return math.MaxInt32
+	}
+	return int(p.cwnd * p.c.mss)
+}
+
+// Ssthresh returns the slow-start threshold in bytes, -1 while it is infinite
+// (before the first congestion event).
+func (p *Path) Ssthresh() int {
+	if p == nil || p.c.alg == algNone || math.IsInf(p.ssthresh, 1) {
+		return -1
+	}
+	return int(p.ssthresh * p.c.mss)
+}
+
+// Room returns the bytes the window still admits with inflight bytes in flight
+// (negative when over the window). An empty pipe always admits a full segment,
+// so a window below one segment (never the case with the default floors) cannot
+// stall the path.
+func (p *Path) Room(inflight int) int {
+	if p == nil || p.c.alg == algNone {
+		return math.MaxInt32
+	}
+	r := p.Window() - inflight
+	if inflight <= 0 && r < p.c.cfg.MSS {
+		r = p.c.cfg.MSS
+	}
+	return r
+}
+
+// CanSend reports whether a datagram of size bytes may be sent now.
+func (p *Path) CanSend(inflight, size int) bool { return p.Room(inflight) >= size }
+
+// Stats is a snapshot of a path's congestion state.
+type Stats struct {
+	Cwnd       float64 // segments
+	Ssthresh   float64 // segments; +Inf before the first congestion event
+	InRecovery bool
+	SlowStart  bool
+	Active     bool // in the coupling set
+	// CongestionEvents counts window reductions by loss, RTOs the OnRTO calls.
+	CongestionEvents, RTOs uint64
+}
+
+// Stats returns a snapshot.
+func (p *Path) Stats() Stats {
+	return Stats{
+		Cwnd:             p.cwnd,
+		Ssthresh:         p.ssthresh,
+		InRecovery:       p.inRecovery,
+		SlowStart:        p.cwnd < p.ssthresh,
+		Active:           p.active,
+		CongestionEvents: p.congestionEvents,
+		RTOs:             p.rtos,
+	}
+}
+
+// OnSent records an ack-eliciting datagram; inflight is the bytes in flight
+// after it. It notes whether the window is what limits the path.
+func (p *Path) OnSent(bytes, inflight int, now time.Time) {
+	if p == nil || p.c.alg == algNone {
+		return
+	}
+	if p.limitedBy(inflight) {
+		p.limitedAt, p.limitedSet = now, true
+	}
+}
+
+// limitedBy is the cwnd-limited test on a number of bytes in flight.
+func (p *Path) limitedBy(inflight int) bool {
+	cw := p.cwnd * p.c.mss
+	f := float64(inflight)
+	if f >= cw || cw-f <= p.c.cfg.MaxBurst*p.c.mss {
+		return true
+	}
+	return p.cwnd < p.ssthresh && f > cw/2
+}
+
+func (p *Path) cwndLimited(a *Ack) bool {
+	if p.limitedBy(a.PriorInFlight) {
+		return true
+	}
+	if !p.limitedSet {
+		return false
+	}
+	rtt := p.srtt
+	if rtt <= 0 {
+		rtt = 0.1
+	}
+	return a.Now.Sub(p.limitedAt).Seconds() <= rtt
+}
+
+func (p *Path) updateRTT(a *Ack) {
+	s := a.SRTT
+	if s <= 0 {
+		s = a.RTT
+	}
+	if s > 0 {
+		p.srtt = s.Seconds()
+	}
+	if a.RTT > 0 {
+		r := a.RTT.Seconds()
+		if p.minRTT == 0 || r < p.minRTT {
+			p.minRTT = r
+		}
+	}
+	if p.srtt > 0 && p.usable && !p.active && !p.removed {
+		p.setActive(true)
+	}
+}
+
+// OnAck processes an acknowledgement.
+func (p *Path) OnAck(a Ack) {
+	if p == nil || p.c.alg == algNone {
+		return
+	}
+	p.updateRTT(&a)
+	if a.Bytes <= 0 {
+		return
+	}
+	sent := a.LargestSent
+	if sent.IsZero() {
+		sent = a.Now.Add(-a.RTT)
+	}
+	if p.inRecovery && sent.After(p.recoveryStart) {
+		p.inRecovery = false
+		if p.c.alg == algWVegas {
+			p.veg.restart(&p.c.cfg, a.Now)
+		}
+	}
+	if p.c.alg == algOLIA {
+		p.l2 += float64(a.Bytes)
+	}
+	if p.inRecovery {
+		// RFC 9002 §7.3.2: no growth until a packet sent after the congestion
+		// event is acknowledged.
+		if p.c.alg == algCubic {
+			p.cub.lastAck = a.Now
+		}
+		return
+	}
+	limited := p.cwndLimited(&a)
+	n := float64(a.Bytes) / p.c.mss
+	switch p.c.alg {
+	case algWVegas:
+		p.vegasAck(&a, sent, n, limited)
+		p.clamp()
+		return
+	case algCubic:
+		if !limited {
+			p.cubicAppLimited(a.Now)
+			return
+		}
+	}
+	if !limited {
+		return
+	}
+	n = p.slowStart(n)
+	if n > 0 {
+		p.avoid(n, a.Now)
+	}
+	if p.c.alg == algCubic {
+		p.cub.lastAck = a.Now
+	}
+	p.clamp()
+}
+
+// slowStart grows the window by the acknowledged segments up to ssthresh and
+// returns the segments left for congestion avoidance.
+func (p *Path) slowStart(n float64) float64 {
+	if p.cwnd >= p.ssthresh {
+		return n
+	}
+	inc := min(n, p.ssthresh-p.cwnd)
+	p.cwnd += inc
+	return n - inc
+}
+
+// avoid is the congestion-avoidance increase for n acknowledged segments.
+func (p *Path) avoid(n float64, now time.Time) {
+	switch p.c.alg {
+	case algReno:
+		p.cwnd += n / p.cwnd
+	case algCubic:
+		p.cubicAvoid(n, now)
+	default:
+		p.cwnd += n * p.c.coupledIncrease(p)
+	}
+}
+
+func (p *Path) clamp() {
+	cfg := &p.c.cfg
+	if p.cwnd > cfg.MaxWindow {
+		p.cwnd = cfg.MaxWindow
+	}
+	if floor := p.floor(); p.cwnd < floor {
+		p.cwnd = floor
+	}
+}
+
+// floor is the least window outside an RTO.
+func (p *Path) floor() float64 {
+	if p.c.alg == algCoupled {
+		return 1
+	}
+	return p.c.cfg.MinWindow
+}
+
+// OnLoss processes packets declared lost. The first loss of a packet sent after
+// the last congestion event is a new congestion event.
+func (p *Path) OnLoss(l Loss) {
+	if p == nil || p.c.alg == algNone || l.Bytes <= 0 {
+		return
+	}
+	sent := l.LargestSent
+	if sent.IsZero() {
+		sent = l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
+	}
+	if !p.recoveryStart.IsZero() && !sent.After(p.recoveryStart) {
+		return
+	}
+	p.congestionEvents++
+	p.ssthresh = p.c.decrease(p)
+	p.cwnd = p.ssthresh
+	p.inRecovery = true
+	p.recoveryStart = l.Now
+	p.afterCongestion()
+}
+
+// afterCongestion updates the per-algorithm state a congestion event or an RTO
+// changes.
+func (p *Path) afterCongestion() {
+	switch p.c.alg {
+	case algOLIA:
+		// Shift the loss interval, unless nothing was acknowledged since the last.
+		if p.l2 > 0 {
+			p.l1, p.l2 = p.l2, 0
+		}
+	case algWVegas:
+		p.veg.instantRate = 0
+	case algCubic:
+		p.cub.epochValid = false
+	}
+}
+
+// OnRTO handles a retransmission timeout (the path stopped answering): the
+// algorithm's ssthresh, a window of one segment, slow start.
+func (p *Path) OnRTO(now time.Time) {
+	if p == nil || p.c.alg == algNone {
+		return
+	}
+	p.rtos++
+	p.ssthresh = p.c.decrease(p)
+	p.cwnd = 1
+	p.inRecovery = false
+	p.recoveryStart = now
+	p.limitedSet = false
+	p.afterCongestion()
+	if p.c.alg == algCubic {
+		// RFC 9438 §4.8: the first congestion avoidance after an RTO starts a
+		// fresh curve (K = 0, W_max = the window then).
+		p.cub.wMax = 0
+	}
+}
+
+// decrease returns the new ssthresh for a congestion event on p.
+func (c *Controller) decrease(p *Path) float64 {
+	w := p.cwnd
+	var s float64
+	switch c.alg {
+	case algCubic:
+		s = p.cubicDecrease()
+	case algBALIA:
+		s = w - w/2*min(c.baliaAlpha(p), 1.5)
+	case algCoupled:
+		total := w
+		if p.active {
+			total = c.totalWindow()
+		}
+		return max(w-total/2, 1)
+	default:
+		s = w / 2
+	}
+	return max(s, c.cfg.MinWindow)
+}

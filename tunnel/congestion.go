@@ -1,0 +1,269 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/cc"
+	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/reorder"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Congestion control in the engine (congestion != "none").
+//
+// Each peer has one cc.Controller and each of its paths a cc.Path. The path's
+// Sender stays the only loss detector: the engine hands the controller what an
+// ACK frame newly acknowledged (ack-eliciting bytes, RTT sample, send time of the
+// newest acked packet) and what the Sender declared lost (bytes, send time of the
+// newest lost packet), after every ACK frame and every timer tick. A path that
+// goes Down counts as an RTO; one that comes back starts afresh.
+//
+// Sending is gated by the windows through the scheduler: a full path is no
+// candidate (sched.PathInfo.CwndRoom). When every usable path is full the packet
+// waits in the peer's queue, bounded in packets (Tunables.CCQueuePackets, more are
+// dropped on arrival) and in time (Tunables.CCQueueDelay, older ones are dropped);
+// both drops are counted. The queue drains in order whenever an ACK frame or the
+// timer may have opened a window. Packets get their per-flow sequence number when
+// they leave, so a packet dropped from the queue leaves no gap for the receiver's
+// reorder buffer to wait on. Probes, challenges and acks are never gated.
+
+// ccEntry is a packet waiting for window room.
+type ccEntry struct {
+	pb *packetBuf
+	at time.Time
+}
+
+// ccQueue is a FIFO ring of waiting packets.
+type ccQueue struct {
+	buf        []ccEntry
+	head, size int
+}
+
+func (q *ccQueue) len() int { return q.size }
+
+func (q *ccQueue) push(e ccEntry) bool {
+	if q.size == len(q.buf) {
+		return false
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = e
+	q.size++
+	return true
+}
+
+func (q *ccQueue) front() *ccEntry { return &q.buf[q.head] }
+
+func (q *ccQueue) pop() {
+	q.buf[q.head] = ccEntry{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+}
+
+// ccConfig is the controller configuration for this engine: segments are the
+// largest datagram the engine builds, so one segment always admits one packet.
+func (e *Engine) ccConfig() cc.Config {
+	c := e.tn.CC
+	if c.MSS <= 0 {
+		c.MSS = max(e.mtu+wire.DataOverhead+wire.InnerHeaderLen+wire.DataFrameHeaderLen, e.tn.OuterMTU-28)
+	}
+	if c.MaxWindow <= 0 {
+		ring := e.tn.Path.RingSize
+		if ring <= 0 {
+			ring = path.DefaultConfig().RingSize
+		}
+		c.MaxWindow = float64(ring) * 3 / 4
+	}
+	return c
+}
+
+// setCongestion installs the controller for name ("none": no controller). A
+// controller that already runs the algorithm is kept (a rekey re-applies the same
+// parameters). Caller holds p.mu or owns p.
+func (p *peer) setCongestion(name string, now time.Time) error {
+	if name == cc.None {
+		if p.cc != nil {
+			p.cc = nil
+			for _, ps := range p.paths {
+				if ps != nil {
+					ps.cc = nil
+				}
+			}
+			p.flushQueue(dropCCQueueExpired)
+		}
+		return nil
+	}
+	if p.cc != nil && p.cc.Name() == name {
+		return nil
+	}
+	ctl, err := cc.New(name, p.e.ccConfig())
+	if err != nil {
+		return err
+	}
+	p.cc = ctl
+	if p.ccq.buf == nil {
+		p.ccq.buf = make([]ccEntry, max(p.e.tn.CCQueuePackets, 1))
+	}
+	for _, ps := range p.paths {
+		if ps != nil {
+			p.attachCC(ps, now)
+		}
+	}
+	return nil
+}
+
+// attachCC gives a path its congestion state. Caller holds p.mu.
+func (p *peer) attachCC(ps *pathState, now time.Time) {
+	if p.cc == nil {
+		ps.cc = nil
+		return
+	}
+	ps.cc = p.cc.AddPath(int(ps.id), now)
+	ps.ccDown = false
+	p.ccState(ps, now)
+}
+
+// ccState follows the path's liveness: Down is an RTO (the window collapses and
+// the path leaves the coupling set), coming back starts the path afresh (it may
+// be a different route now). Caller holds p.mu.
+func (p *peer) ccState(ps *pathState, now time.Time) {
+	down := ps.sender.State() == path.Down
+	if down != ps.ccDown {
+		if down {
+			ps.cc.OnRTO(now)
+		} else {
+			ps.cc.Reset(now)
+		}
+		ps.ccDown = down
+	}
+	ps.cc.SetUsable(ps.validated && ps.sender.Usable())
+}
+
+// ccLosses hands the controller what the Sender declared lost since the last call.
+// Losses from going Down were answered by the RTO already.
+func (p *peer) ccLosses(ps *pathState, now time.Time) {
+	n, b, newest := ps.sender.TakeLoss()
+	if n > 0 && !ps.ccDown {
+		ps.cc.OnLoss(cc.Loss{Now: now, Bytes: b, LargestSent: newest})
+	}
+}
+
+// ccAck feeds one ACK frame's outcome to the controller. prior is the bytes in
+// flight before the frame. Caller holds p.mu.
+func (p *peer) ccAck(ps *pathState, prior int, r path.AckResult, now time.Time) {
+	p.ccState(ps, now)
+	if r.Bytes > 0 || r.RTT > 0 {
+		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent})
+	}
+	p.ccLosses(ps, now)
+}
+
+// ccTick runs after the path's timer: time-threshold losses, liveness changes.
+func (p *peer) ccTick(ps *pathState, now time.Time) {
+	p.ccState(ps, now)
+	p.ccLosses(ps, now)
+}
+
+// sendOutcome says what became of a packet offered to the paths.
+type sendOutcome uint8
+
+const (
+	sentOK   sendOutcome = iota
+	sentFull             // usable paths exist but every window is full
+	sentNone             // no usable path
+)
+
+// sendGated sends pb, or queues it behind the packets already waiting, when
+// congestion control is on. It returns true if pb was consumed. Caller holds p.mu
+// and has refreshed p.infos.
+func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
+	if p.ccq.len() > 0 {
+		p.drainQueue(w, now, false)
+		if p.ccq.len() > 0 {
+			p.enqueue(pb, now)
+			return true
+		}
+	}
+	switch p.offer(w, pb, now) {
+	case sentOK:
+		return true
+	case sentFull:
+		p.enqueue(pb, now)
+		return true
+	}
+	p.e.counters.drop(dropNoPath)
+	return false
+}
+
+func (p *peer) enqueue(pb *packetBuf, now time.Time) {
+	if !p.ccq.push(ccEntry{pb: pb, at: now}) {
+		p.e.counters.drop(dropCCQueueFull)
+		p.e.pool.put(pb)
+	}
+}
+
+// offer schedules one packet (not yet numbered in its flow) and sends it if a
+// path has room.
+func (p *peer) offer(w *writer, pb *packetBuf, now time.Time) sendOutcome {
+	pkt := pb.b[pb.start:pb.end]
+	flow := reorder.FlowID(pkt, len(p.flowSq))
+	size := len(pkt) + wire.DataOverhead + wire.InnerHeaderLen + wire.DataFrameHeaderLen
+	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
+	if len(p.picks) == 0 {
+		for i := range p.infos {
+			if p.infos[i].Usable {
+				return sentFull
+			}
+		}
+		return sentNone
+	}
+	seq := p.flowSq[flow]
+	p.flowSq[flow]++
+	p.transmit(w, pb, flow, seq, now)
+	for _, idx := range p.picks {
+		ps := p.infoP[idx]
+		in := ps.sender.InFlight()
+		p.infos[idx].InFlight = in
+		p.infos[idx].CwndRoom = ps.cc.Room(in)
+	}
+	return sentOK
+}
+
+// drainQueue sends waiting packets in order while windows admit them and drops
+// those that waited too long. refresh rebuilds the scheduler's view first (callers
+// outside the TUN batch, whose view is stale). Caller holds p.mu.
+func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
+	if p.ccq.len() == 0 {
+		return
+	}
+	if p.cur == nil || p.cc == nil {
+		p.flushQueue(dropNoSession)
+		return
+	}
+	maxAge := p.e.tn.CCQueueDelay
+	refreshed := !refresh
+	for p.ccq.len() > 0 {
+		e := p.ccq.front()
+		if now.Sub(e.at) > maxAge {
+			p.e.counters.drop(dropCCQueueExpired)
+			p.e.pool.put(e.pb)
+			p.ccq.pop()
+			continue
+		}
+		if !refreshed {
+			p.refreshInfos()
+			refreshed = true
+		}
+		if p.offer(w, e.pb, now) != sentOK {
+			return
+		}
+		p.ccq.pop()
+	}
+}
+
+// flushQueue drops every waiting packet, counted under reason.
+func (p *peer) flushQueue(reason dropReason) {
+	for p.ccq.len() > 0 {
+		p.e.counters.drop(reason)
+		p.e.pool.put(p.ccq.front().pb)
+		p.ccq.pop()
+	}
+}

@@ -1,0 +1,154 @@
+package tunnel
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/cc"
+	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/control"
+)
+
+// setDelays gives client A's two paths the one-way delays d1 (198.18.1.x) and d2
+// (198.18.2.x), both directions.
+func (r *rig) setDelays(d1, d2 time.Duration) {
+	r.net.SetLink(cliAddr1, srvAddr1.Addr(), conntest.LinkOptions{Delay: d1})
+	r.net.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Delay: d1})
+	r.net.SetLink(cliAddr2, srvAddr2.Addr(), conntest.LinkOptions{Delay: d2})
+	r.net.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Delay: d2})
+}
+
+// pathTx returns the bytes client A sent on each of its two data paths, by local
+// address.
+func pathTx(st control.Status) (p1, p2 uint64) {
+	for _, pa := range st.Peers[0].Paths {
+		lp, err := netip.ParseAddrPort(pa.Local)
+		if err != nil {
+			continue
+		}
+		switch lp.Addr() {
+		case cliAddr1:
+			p1 += pa.TxBytes
+		case cliAddr2:
+			p2 += pa.TxBytes
+		}
+	}
+	return
+}
+
+// burstUp injects n packets of size bytes at client A at once and returns how
+// many the server delivered within wait.
+func (r *rig) burstUp(n, size int, wait time.Duration) int {
+	for i := 0; i < n; i++ {
+		payload := make([]byte, size)
+		copy(payload, fmt.Appendf(nil, "b%d", i))
+		r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, payload))
+	}
+	got := 0
+	deadline := time.After(wait)
+	for {
+		select {
+		case <-r.srvTun.Outbound():
+			got++
+			if got == n {
+				return got
+			}
+		case <-deadline:
+			return got
+		}
+	}
+}
+
+// A window that is slow to open carries proportionally less. Round robin splits
+// 50/50 when nothing else matters; with congestion control the path whose acks
+// come back 20 times sooner (4 ms vs 80 ms RTT) opens its window 20 times faster,
+// and a burst of 600 packets mostly takes it. The same burst without a controller
+// is the control: there the split stays even.
+func TestEngineCongestionGatesPaths(t *testing.T) {
+	share := func(congestion string) (float64, *rig) {
+		r := newRig(t, rigOpts{params: Params{Scheduler: "roundrobin", Congestion: congestion}})
+		r.setDelays(2*time.Millisecond, 40*time.Millisecond)
+		waitUsable(t, r.cliA, "server", 2)
+		waitUsable(t, r.srv, "a", 2)
+		a0, b0 := pathTx(r.cliA.Status())
+		if got := r.burstUp(600, 1000, 5*time.Second); got != 600 {
+			t.Fatalf("%s: %d of 600 packets delivered; drops %v", congestion, got, r.cliA.Drops())
+		}
+		a1, b1 := pathTx(r.cliA.Status())
+		return float64(a1-a0) / float64(a1-a0+b1-b0), r
+	}
+	s, r := share("reno")
+	t.Logf("reno: %.2f of the burst on the 4 ms path", s)
+	if s < 0.8 {
+		t.Errorf("with congestion control the short path carried %.2f of the burst, want ≥ 0.8", s)
+	}
+	// Status shows the windows on both ends (the server took the client's choice).
+	for _, e := range []*Engine{r.cliA, r.srv} {
+		ps := e.Status().Peers[0]
+		if ps.Congestion != "reno" {
+			t.Errorf("%s: congestion %q", e.role, ps.Congestion)
+		}
+		for _, pa := range ps.Paths {
+			if pa.CC == nil || pa.CC.CwndBytes <= 0 {
+				t.Errorf("%s path %d: no window in status: %+v", e.role, pa.ID, pa.CC)
+			}
+		}
+	}
+	s, _ = share("none")
+	t.Logf("none: %.2f of the burst on the 4 ms path", s)
+	if s < 0.4 || s > 0.6 {
+		t.Errorf("round robin without congestion control carried %.2f on one path, want ≈ 0.5", s)
+	}
+}
+
+// When every window is full packets wait, but only so many (CCQueuePackets) and
+// only so long (CCQueueDelay); the rest are dropped and counted, and every packet
+// is accounted for: delivered, or dropped for one of the two reasons.
+func TestEngineCongestionQueueBounds(t *testing.T) {
+	r := newRig(t, rigOpts{params: Params{Congestion: "lia"}, tunables: func(tn *Tunables) {
+		tn.CC = cc.Config{InitialWindow: 2, MaxWindow: 2}
+		tn.CCQueuePackets = 32
+		tn.CCQueueDelay = 60 * time.Millisecond
+	}})
+	// 100 ms round trips: two windows of 2 packets move 40 packets a second.
+	r.setDelays(50*time.Millisecond, 50*time.Millisecond)
+	waitUsable(t, r.cliA, "server", 2)
+	const n = 400
+	got := r.burstUp(n, 1000, 700*time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // let the queue empty, by sending or by age
+	d := r.cliA.Drops()
+	full, expired := d["cc_queue_full"], d["cc_queue_expired"]
+	t.Logf("delivered %d, dropped %d (queue full) + %d (waited too long)", got, full, expired)
+	// At most 32 wait; the 4 in flight and the 32 queued are all that can pass the
+	// burst, the next few as acks open room.
+	if full < n-100 {
+		t.Errorf("only %d dropped for a full queue, want most of %d", full, n)
+	}
+	// 32 packets at 4 per 100 ms take 800 ms: most expire after 60 ms.
+	if expired == 0 {
+		t.Errorf("nothing expired from the queue")
+	}
+	if uint64(got)+full+expired != n {
+		t.Errorf("delivered %d + dropped %d + %d != %d sent", got, full, expired, n)
+	}
+	if q := r.cliA.Status().Peers[0].CCQueued; q != 0 {
+		t.Errorf("%d packets still queued", q)
+	}
+	// The status shows the drops like any other.
+	st := r.cliA.Status()
+	if st.Counters[control.DropPrefix+"cc_queue_full"] != full {
+		t.Errorf("status counters %v", st.Counters)
+	}
+}
+
+// An unknown algorithm is an error that names it and lists the valid ones.
+func TestEngineUnknownCongestion(t *testing.T) {
+	_, err := New(Config{Role: Client, PrivateKey: mustKey(t), TUN: newNullTUN(), Listen: conntest.NewNetwork().ListenOptions,
+		ServerPublicKey: mustKey(t).Public(), Servers: []netip.AddrPort{srvAddr1}, Params: Params{Congestion: "bbr"}})
+	if err == nil || !strings.Contains(err.Error(), `"bbr"`) || !strings.Contains(err.Error(), "valid: "+strings.Join(cc.Names(), ", ")) {
+		t.Fatalf("err = %v, want one naming \"bbr\" and listing %v", err, cc.Names())
+	}
+}
