@@ -38,7 +38,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabBenchCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabBenchCmd(), newLabMeshCmd())
 	return lab
 }
 
@@ -195,24 +195,35 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 	stderr := cmd.ErrOrStderr()
 	tty := isTerminal(stderr)
 	lastDone := -1
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// `braid lab run … | head`: with SIGPIPE ignored, a closed stdout or
+	// stderr is a write error instead of death before the namespaces are
+	// removed; a progress line that cannot be written ends the run. (Not
+	// signal.Notify: that would also report every EPIPE of the lab's own
+	// sockets, such as the web server's when a competing download stops.)
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	progress := func(format string, args ...any) {
+		if _, err := fmt.Fprintf(stderr, format, args...); err != nil {
+			cancel(fmt.Errorf("writing progress: %w", err))
+		}
+	}
 	opt.Progress = func(done, total int, eta time.Duration) {
 		line := fmt.Sprintf("%s: %d/%d downloads (%.0f%%), ETA %s", s.Name, done, total, 100*float64(done)/float64(total), eta.Round(time.Second))
 		if tty {
-			fmt.Fprintf(stderr, "\r\033[K%s", line)
+			progress("\r\033[K%s", line)
 			if done == total {
-				fmt.Fprintln(stderr)
+				progress("\n")
 			}
 			return
 		}
 		if done != lastDone {
-			fmt.Fprintln(stderr, line)
+			progress("%s\n", line)
 			lastDone = done
 		}
 	}
-	// SIGPIPE too: `braid lab run … | head` must not kill the run before it
-	// has removed its namespaces.
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
-	defer stop()
 	run, runErr := runner.Run(ctx, s, opt)
 	if tty {
 		fmt.Fprintln(stderr)
