@@ -46,6 +46,11 @@ const (
 	DefaultSubflowsPerPath = 1
 	MaxSubflowsPerPath     = 16
 
+	// DefaultTransport carries the tunnel over UDP, one socket per path: the
+	// multipath tunnel. "tcp" and "mptcp" exist for networks that block UDP and as
+	// the TCP-in-TCP and TCP-in-MPTCP baselines; docs/transports.md.
+	DefaultTransport = "udp"
+
 	DefaultScheduler  = "earliest-arrival"
 	DefaultReorder    = "adaptive"
 	DefaultCongestion = "none"
@@ -112,6 +117,7 @@ const (
 // validated without linking the data path (and so that those packages can test
 // that they implement every name listed here).
 var (
+	Transports  = []string{"udp", "tcp", "mptcp"}
 	Schedulers  = []string{"roundrobin", "weighted", "minrtt", "rtt-aware", "earliest-arrival", "redundant"}
 	Reorders    = []string{"off", "fixed", "adaptive"}
 	Congestions = []string{"none", "reno", "cubic", "lia", "olia", "balia", "wvegas", "coupled", "ewtcp"}
@@ -189,6 +195,12 @@ type Client struct {
 	ReorderHold      time.Duration
 	Congestion       string
 	HandshakeTimeout time.Duration
+	// Transport is "udp", "tcp" or "mptcp"; the server must use the same (an
+	// "mptcp" server also serves "tcp" clients).
+	Transport string
+	// TCPCongestion is the congestion control of the tunnel's own TCP/MPTCP
+	// sockets; "" is the system default. Only with transport tcp or mptcp.
+	TCPCongestion string
 }
 
 // SubflowCount is the number of (path, server, subflow) slots, which is also
@@ -231,6 +243,9 @@ type Server struct {
 	// HandshakeRate is initiations per second answered per source address;
 	// 0 means unlimited.
 	HandshakeRate int
+	// Transport and TCPCongestion: as in Client.
+	Transport     string
+	TCPCongestion string
 	Clients       []Peer
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type rawClient struct {
 	ReorderHold      string    `toml:"reorder_hold"`
 	Congestion       string    `toml:"congestion"`
 	HandshakeTimeout string    `toml:"handshake_timeout"`
+	Transport        string    `toml:"transport"`
+	TCPCongestion    string    `toml:"tcp_congestion"`
 }
 
 type rawServer struct {
@@ -61,6 +64,8 @@ type rawServer struct {
 	ServerID      int64           `toml:"server_id"`
 	ServerIDBits  int64           `toml:"server_id_bits"`
 	HandshakeRate *int64          `toml:"handshake_rate"`
+	Transport     string          `toml:"transport"`
+	TCPCongestion string          `toml:"tcp_congestion"`
 	Clients       []rawServerPeer `toml:"clients"`
 }
 
@@ -419,6 +424,7 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 		c.SubflowsPerPath = int(n)
 	}
 
+	c.Transport, c.TCPCongestion = p.transport("client", raw.Transport, raw.TCPCongestion)
 	c.Scheduler = p.oneOf("client.scheduler", "scheduler", raw.Scheduler, DefaultScheduler, Schedulers)
 	c.Reorder = p.oneOf("client.reorder", "reorder mode", raw.Reorder, DefaultReorder, Reorders)
 	c.Congestion = p.oneOf("client.congestion", "congestion controller", raw.Congestion, DefaultCongestion, Congestions)
@@ -442,6 +448,10 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 
 func (p *parser) weights(c *Client, w []float64) {
 	const key = "client.weights"
+	if c.Transport == "mptcp" && len(w) > 0 {
+		p.fail(key, `set, but transport = "mptcp" runs the tunnel as one path (the kernel spreads its subflows)`)
+		return
+	}
 	if c.Scheduler != "weighted" {
 		if len(w) > 0 {
 			p.fail(key, "set, but only scheduler = \"weighted\" uses weights (scheduler is %q)", c.Scheduler)
@@ -527,9 +537,30 @@ func (p *parser) server(cfg *Config, raw *rawServer) *Server {
 		s.HandshakeRate = int(r)
 	}
 
+	s.Transport, s.TCPCongestion = p.transport("server", raw.Transport, raw.TCPCongestion)
 	p.peers(cfg, s, raw.Clients)
 	return s
 }
+
+// transport checks [client] or [server] transport and tcp_congestion.
+func (p *parser) transport(table, transport, cc string) (string, string) {
+	t := p.oneOf(table+".transport", "transport", transport, DefaultTransport, Transports)
+	if cc == "" {
+		return t, ""
+	}
+	key := table + ".tcp_congestion"
+	switch {
+	case t == "udp":
+		p.fail(key, `set, but transport = "udp" opens no TCP sockets (it applies to "tcp" and "mptcp")`)
+	case !ccNameRE.MatchString(cc):
+		p.fail(key, "%q is not a congestion control name (lower-case letters, digits and '_', at most 15; see /proc/sys/net/ipv4/tcp_available_congestion_control)", cc)
+	}
+	return t, cc
+}
+
+// ccNameRE matches the kernel's congestion control names (TCP_CA_NAME_MAX is 16
+// bytes with the NUL).
+var ccNameRE = regexp.MustCompile(`^[a-z0-9_]{1,15}$`)
 
 // prefixRef remembers where an allowed_ips entry came from, for error text.
 type prefixRef struct {

@@ -18,6 +18,9 @@ func FormatStatus(w io.Writer, s Status) error {
 	if len(s.Listen) > 0 {
 		ew.printf("  listening:   %s\n", strings.Join(s.Listen, ", "))
 	}
+	if s.Transport != "" {
+		ew.printf("  transport:   %s\n", s.Transport)
+	}
 	ew.printf("  uptime:      %s\n", s.Uptime.Round(time.Second))
 
 	drops, events := splitCounters(s.Counters)
@@ -98,6 +101,57 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 			}
 		}
 		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	for i := range p.Paths {
+		if p.Paths[i].Stream != nil {
+			ew.printf("\n")
+			break
+		}
+	}
+	for i := range p.Paths {
+		formatStream(ew, now, &p.Paths[i])
+	}
+}
+
+// formatStream writes the connection under a path of a tcp or mptcp tunnel, and
+// its subflows.
+func formatStream(ew *errWriter, now time.Time, ps *PathStatus) {
+	st := ps.Stream
+	if st == nil {
+		return
+	}
+	if !st.Connected {
+		last := ""
+		if st.LastError != "" {
+			last = ": " + st.LastError
+		}
+		ew.printf("  path %d: %s connection down (%d connects)%s\n", ps.ID, orDash(st.Kind), st.Connects, last)
+		return
+	}
+	age := ""
+	if !st.Since.IsZero() && !now.IsZero() {
+		age = fmt.Sprintf(" for %s", now.Sub(st.Since).Round(time.Second))
+	}
+	ew.printf("  path %d: %s %s → %s connected%s (%d connects), %s sent, %s received",
+		ps.ID, st.Kind, orDash(st.Local), orDash(st.Remote), age, st.Connects, HumanBytes(st.TxBytes), HumanBytes(st.RxBytes))
+	if st.Kind == "tcp" && st.RTTMs > 0 {
+		ew.printf(", rtt %.1f ms, cwnd %d, %d retransmits", st.RTTMs, st.CwndSegments, st.Retransmits)
+	}
+	ew.printf("\n")
+	if st.Kind != "mptcp" {
+		return
+	}
+	ew.printf("    %d subflows (limit %d more than the first)\n", st.ExtraSubflows+1, st.ExtraSubflowsMax)
+	if len(st.Subflows) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SUBFLOW\tLOCAL\tREMOTE\tRTT\tCWND\tSENT\tACKED\tRETRANS\tRECEIVED\t")
+	for i := range st.Subflows {
+		sf := &st.Subflows[i]
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", i, sf.Local, sf.Remote, rtt(sf.RTTMs), sf.CwndSegments,
+			HumanBytes(sf.TxBytes), HumanBytes(sf.AckedBytes), HumanBytes(sf.RetransBytes), HumanBytes(sf.RxBytes))
 	}
 	tw.Flush()
 }

@@ -23,6 +23,9 @@ type Status struct {
 	PublicKey string `json:"public_key"`
 	// Listen holds the server's listening addresses; empty for a client.
 	Listen []string `json:"listen,omitempty"`
+	// Transport is what the tunnel runs over: "udp", "tcp" or "mptcp" (absent when
+	// the provider does not say).
+	Transport string `json:"transport,omitempty"`
 	// Time is when the snapshot was taken. Ages such as "last handshake 12s
 	// ago" are computed against it rather than against the reader's clock, so
 	// that a saved snapshot still reads correctly. Serve fills it in when the
@@ -149,6 +152,8 @@ type PathStatus struct {
 	OWDTrend float64 `json:"owd_trend"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
+	// Stream is the TCP or MPTCP connection under the path; absent over UDP.
+	Stream *StreamStatus `json:"stream,omitempty"`
 }
 
 // PathCC is a path's congestion window.
@@ -160,4 +165,48 @@ type PathCC struct {
 	InRecovery    bool `json:"in_recovery"`
 	// CongestionEvents counts window reductions (losses and timeouts).
 	CongestionEvents uint64 `json:"congestion_events"`
+}
+
+// StreamStatus describes the connection a path of a tcp or mptcp tunnel runs over.
+type StreamStatus struct {
+	// Kind is what the connection runs: "tcp" or "mptcp". An MPTCP connection to a
+	// peer without MPTCP falls back to, and shows, "tcp".
+	Kind      string `json:"kind"`
+	Connected bool   `json:"connected"`
+	// Local and Remote are the connection's addresses (for MPTCP, those of its
+	// first subflow); absent while it is down.
+	Local  string `json:"local,omitempty"`
+	Remote string `json:"remote,omitempty"`
+	// Since is when the current connection was made.
+	Since time.Time `json:"since,omitzero"`
+	// Connects counts connections made for this path (a client's reconnects show
+	// here); LastError says why the previous one, or the last attempt, ended.
+	Connects  uint64 `json:"connects"`
+	LastError string `json:"last_error,omitempty"`
+	// TxBytes and RxBytes are stream bytes of the current connection, framing
+	// included.
+	TxBytes uint64 `json:"tx_bytes"`
+	RxBytes uint64 `json:"rx_bytes"`
+	// TCP's own view (TCP_INFO) of a tcp connection: smoothed RTT, congestion
+	// window in segments, segments retransmitted.
+	RTTMs        float64 `json:"rtt_ms,omitempty"`
+	CwndSegments uint32  `json:"cwnd_segments,omitempty"`
+	Retransmits  uint32  `json:"retransmits,omitempty"`
+	// MPTCP: the subflows besides the first (mptcpi_subflows) and their limit, and
+	// one entry per subflow where the kernel has MPTCP_FULL_INFO (Linux 6.5+).
+	ExtraSubflows    int             `json:"extra_subflows,omitempty"`
+	ExtraSubflowsMax int             `json:"extra_subflows_max,omitempty"`
+	Subflows         []SubflowStatus `json:"subflows,omitempty"`
+}
+
+// SubflowStatus is one TCP subflow of an MPTCP connection, from its tcp_info.
+type SubflowStatus struct {
+	Local        string  `json:"local"`
+	Remote       string  `json:"remote"`
+	RTTMs        float64 `json:"rtt_ms"`
+	CwndSegments uint32  `json:"cwnd_segments"`
+	TxBytes      uint64  `json:"tx_bytes"` // tcpi_bytes_sent (retransmissions included)
+	RxBytes      uint64  `json:"rx_bytes"`
+	AckedBytes   uint64  `json:"acked_bytes"`
+	RetransBytes uint64  `json:"retrans_bytes"`
 }

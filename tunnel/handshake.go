@@ -122,6 +122,10 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 	}
 	if len(rp) > 0 && rp[0]&wire.RespFresh != 0 {
 		p.resetFlows()
+		// The server numbers its paths and their datagrams afresh as well (after a
+		// restart it starts again from path 0, seq 1): receive state kept from the
+		// old session would take those for ancient duplicates and never ack them.
+		p.resetRx()
 	}
 	p.hs, p.hsIndex = nil, 0
 	e.idxMu.Lock()
@@ -314,6 +318,11 @@ func (p *peer) dropPaths() {
 			p.removePath(ps)
 		}
 	}
+	p.resetRx()
+}
+
+// resetRx forgets the receive state of every peer path id.
+func (p *peer) resetRx() {
 	clear(p.rx[:])
 	clear(p.rxList)
 	p.rxList = p.rxList[:0]

@@ -68,32 +68,41 @@ func runUp(ctx context.Context, file string) error {
 		}
 		defer metricsLn.Close()
 	}
+	// The transport first: a kernel without (enabled) MPTCP stops us here, before
+	// anything is created.
+	tt, err := setupTransport(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tt.close()
 	tun, err := tundev.Create(tundev.Options{Name: cfg.Tun.Name, MTU: cfg.Tun.MTU, Addresses: cfg.Tun.Address, Routes: cfg.Tun.Routes})
 	if err != nil {
 		return err
 	}
 	ecfg := engineConfig(cfg, log)
 	ecfg.TUN = tun
+	ecfg.Listen = tt.listen(cfg.Role)
 	eng, err := tunnel.New(ecfg)
 	if err != nil {
 		tun.Close()
 		return err
 	}
+	status := tt.status(eng.Status)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	eng.Start()
 	name, _ := tun.Name()
-	log.Info("braid up", "role", cfg.Role, "interface", name, "public_key", cfg.PublicKey.String())
+	log.Info("braid up", "role", cfg.Role, "interface", name, "public_key", cfg.PublicKey.String(), "transport", tt.name)
 
 	errc := make(chan error, 2)
 	go func() {
-		if err := control.ServeListener(ctx, ctl, eng.Status); err != nil && ctx.Err() == nil {
+		if err := control.ServeListener(ctx, ctl, status); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("control socket: %w", err)
 		}
 	}()
 	if metricsLn != nil {
 		go func() {
-			if err := control.ServeMetricsOn(ctx, metricsLn, control.NewCollector(eng.Status)); err != nil && ctx.Err() == nil {
+			if err := control.ServeMetricsOn(ctx, metricsLn, control.NewCollector(status)); err != nil && ctx.Err() == nil {
 				errc <- fmt.Errorf("metrics: %w", err)
 			}
 		}()
@@ -108,7 +117,7 @@ loop:
 		select {
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				reload(file, cfg.Role, eng, log)
+				reload(file, cfg.Role, eng, tt, log)
 				continue
 			}
 			log.Info("shutting down", "signal", s.String())
@@ -128,7 +137,7 @@ loop:
 }
 
 // reload applies a re-read config file; a bad file changes nothing.
-func reload(file string, role config.Role, eng *tunnel.Engine, log *slog.Logger) {
+func reload(file string, role config.Role, eng *tunnel.Engine, tt *tunnelTransport, log *slog.Logger) {
 	cfg, err := config.Load(file)
 	if err != nil {
 		log.Error("reload failed; keeping the running configuration", "err", err)
@@ -138,10 +147,15 @@ func reload(file string, role config.Role, eng *tunnel.Engine, log *slog.Logger)
 		log.Error("reload failed; keeping the running configuration", "err", fmt.Sprintf("%s: role changed from %s to %s (restart to change roles)", file, role, cfg.Role))
 		return
 	}
+	if name, _ := transportOf(cfg); name != tt.name {
+		log.Warn("reload: transport changes need a restart; keeping "+tt.name, "file", name)
+		cfg.Client, cfg.Server = withTransport(cfg.Client, tt.name), withTransportServer(cfg.Server, tt.name)
+	}
 	if err := eng.Reload(engineConfig(cfg, log)); err != nil {
 		log.Error("reload", "err", err)
 		return
 	}
+	tt.configurePM(cfg)
 	log.Info("configuration reloaded")
 }
 
@@ -182,6 +196,8 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 			ec.Clients = append(ec.Clients, tunnel.ClientPeer{Name: c.Label(), PublicKey: c.PublicKey, PSK: c.PresharedKey, AllowedIPs: c.AllowedIPs})
 		}
 	}
+	name, _ := transportOf(cfg)
+	(&tunnelTransport{name: name}).adjust(&ec)
 	return ec
 }
 

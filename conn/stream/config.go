@@ -1,0 +1,157 @@
+package stream
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Kind is the stream protocol.
+type Kind uint8
+
+const (
+	TCP Kind = iota + 1
+	MPTCP
+)
+
+func (k Kind) String() string {
+	switch k {
+	case TCP:
+		return "tcp"
+	case MPTCP:
+		return "mptcp"
+	}
+	return "unknown"
+}
+
+// Config tunes a Transport. DefaultConfig documents every default; a zero field
+// takes its default.
+type Config struct {
+	Kind Kind
+	// Congestion is the TCP congestion control of braid's own stream sockets
+	// (TCP_CONGESTION; for MPTCP every subflow uses it). "" keeps the system default
+	// (net.ipv4.tcp_congestion_control). As root any built-in algorithm may be set,
+	// even one that a network namespace's tcp_allowed_congestion_control omits.
+	Congestion string
+	// Fallbacks, on a client, are further addresses to dial, in order, when an
+	// endpoint's own address does not answer; frames still carry the endpoint the
+	// engine wrote to. The MPTCP tunnel, which dials one connection to the first
+	// server address, lists the server's other addresses here.
+	Fallbacks []netip.AddrPort
+	Logger    *slog.Logger
+	// Dial, when set, opens client connections instead of d.DialContext(ctx, "tcp",
+	// address). Tests use it to dial inside a network namespace: a socket belongs to
+	// the namespace of the thread that creates it, and the dialler runs on a
+	// goroutine of its own.
+	Dial func(ctx context.Context, d *net.Dialer, address string) (net.Conn, error)
+
+	// OnEstablished, if set, is called (on a goroutine of its own) each time a client
+	// connection is up and the server's hello has arrived on it, i.e. the server
+	// has accepted it. cmd/braid announces MPTCP extra ports then
+	// (PathManager.Announce).
+	OnEstablished func()
+
+	// DialTimeout bounds one connection attempt (default 5s).
+	DialTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait between failed attempts, doubled after
+	// each failure (defaults 100ms and 5s). A connection that lived at least
+	// BackoffReset (default 2s) resets it, so a server restart is retried quickly
+	// but a server that accepts and drops at once is not hammered.
+	BackoffMin, BackoffMax, BackoffReset time.Duration
+	// IdleRedial: a client stops redialling a remote nothing was written to for this
+	// long (default 30s); the next write starts again. The engine probes every path
+	// every 400 ms, so only a remote the engine dropped goes quiet.
+	IdleRedial time.Duration
+	// IdleTimeout: a server closes a connection that delivered no frame for this long
+	// (default 30s). Clients probe idle paths every 400 ms; a connection that stays
+	// silent is dead or not a braid client.
+	IdleTimeout time.Duration
+	// MaxPending is the user-space send queue per connection, in bytes (default
+	// 64 KiB, at least 16 KiB): datagrams beyond it are dropped (counted as
+	// drop_stream_queue_full). Together with NotSentLowat it is the queue in front of
+	// the outer TCP: at 10 Mbit/s, 64 KiB + 32 KiB is ~80 ms.
+	MaxPending int
+	// NotSentLowat is TCP_NOTSENT_LOWAT (default 32 KiB): how many bytes the kernel
+	// keeps queued but unsent. Without it the socket buffer autotunes to megabytes,
+	// seconds of delay on a slow path, and the engine's path measurements (and the
+	// inner TCP) see that queue. -1 leaves the system default.
+	NotSentLowat int
+	// UserTimeout is TCP_USER_TIMEOUT (default 15s): a connection whose sent data
+	// stays unacknowledged this long is ended by the kernel, and a client dials
+	// again, instead of TCP retrying for the quarter of an hour tcp_retries2 allows.
+	// -1 leaves the system default.
+	UserTimeout time.Duration
+	// ReadBuffer is the per-connection read buffer (default 32 KiB). It grows once
+	// if a peer sends a larger frame.
+	ReadBuffer int
+	// MaxConns bounds a server's connections per listen address (default 1024);
+	// further connections are closed on accept.
+	MaxConns int
+	// LogInterval rate-limits the logs about failing peers and dials (default 1s):
+	// at most one line per interval per Transport, with a count of those skipped.
+	LogInterval time.Duration
+}
+
+// DefaultConfig returns the defaults described on Config.
+func DefaultConfig() Config {
+	return Config{
+		Kind:         TCP,
+		DialTimeout:  5 * time.Second,
+		BackoffMin:   100 * time.Millisecond,
+		BackoffMax:   5 * time.Second,
+		BackoffReset: 2 * time.Second,
+		IdleRedial:   30 * time.Second,
+		IdleTimeout:  30 * time.Second,
+		MaxPending:   64 << 10,
+		NotSentLowat: 32 << 10,
+		UserTimeout:  15 * time.Second,
+		ReadBuffer:   32 << 10,
+		MaxConns:     1024,
+		LogInterval:  time.Second,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Kind == 0 {
+		c.Kind = d.Kind
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setD(&c.DialTimeout, d.DialTimeout)
+	setD(&c.BackoffMin, d.BackoffMin)
+	setD(&c.BackoffMax, d.BackoffMax)
+	setD(&c.BackoffReset, d.BackoffReset)
+	setD(&c.IdleRedial, d.IdleRedial)
+	setD(&c.IdleTimeout, d.IdleTimeout)
+	setD(&c.LogInterval, d.LogInterval)
+	if c.BackoffMax < c.BackoffMin {
+		c.BackoffMax = c.BackoffMin
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = d.MaxPending
+	}
+	c.MaxPending = max(c.MaxPending, 16<<10)
+	if c.NotSentLowat == 0 {
+		c.NotSentLowat = d.NotSentLowat
+	}
+	if c.UserTimeout == 0 {
+		c.UserTimeout = d.UserTimeout
+	}
+	if c.ReadBuffer <= 0 {
+		c.ReadBuffer = d.ReadBuffer
+	}
+	c.ReadBuffer = max(c.ReadBuffer, 4096)
+	if c.MaxConns <= 0 {
+		c.MaxConns = d.MaxConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
