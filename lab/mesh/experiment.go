@@ -1,0 +1,674 @@
+package mesh
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/route"
+	"github.com/braid-vpn/braid/route/study"
+)
+
+// Defaults of Experiment.
+const (
+	DefaultNodes      = 32
+	DefaultTopologies = 10
+	DefaultSeed       = 1
+	DefaultSize       = 4 << 20
+	DefaultReps       = 3
+	DefaultCC         = "cubic"
+	// DefaultTimeoutBase plus the download at DefaultTimeoutRate is a
+	// download's time limit when Experiment.Timeout is 0: far beyond any
+	// goodput the mesh gives, so only a stuck transfer hits it.
+	DefaultTimeoutBase = 30 * time.Second
+	DefaultTimeoutRate = 500_000 // bit/s
+	// MaxCandidatesPerTopology bounds the layouts examined per wanted one
+	// (the seed's feasible share at 32 nodes is about 4%).
+	MaxCandidatesPerTopology = 1000
+)
+
+// Algorithms are the seed's greedy algorithms, the route pairs Fig. 10
+// compares.
+var Algorithms = []route.Algorithm{route.LD, route.ND, route.ZD}
+
+// Experiment is the seed's Fig. 10 on emulated meshes: on random
+// topologies where LD, ND and ZD each find two paths, single-path TCP
+// over the shortest path against braid over each algorithm's first two
+// paths, on one channel and on two.
+type Experiment struct {
+	// Nodes, Topologies and Seed choose the layouts: the first Topologies
+	// of `braid routes stats`' Figs 8–9 stream with Nodes nodes and this
+	// seed in which LD, ND and ZD all find two paths, so `braid routes
+	// show --nodes N --seed S --feasible --index I` draws layout I.
+	Nodes, Topologies int
+	Seed              uint64
+	// Topology, if set, replaces the random layouts with this one; the
+	// algorithms that find fewer than two paths on it are skipped.
+	Topology *route.Topology
+	// Channels are the radio models to run braid on. Default both.
+	Channels []Channels
+	// Algorithms default to Algorithms.
+	Algorithms []route.Algorithm
+	// Size is each download's size in bytes, Reps the downloads per
+	// measurement.
+	Size int64
+	Reps int
+	// Mesh is the link model.
+	Mesh Config
+	// CC is the downloads' TCP congestion control (inside the tunnel for
+	// braid). Scheduler is braid's ("" = its default).
+	CC, Scheduler string
+	// Timeout bounds each download (see DefaultTimeoutBase).
+	Timeout time.Duration
+	// Braid is how to start braid; Prefix names the namespaces.
+	Braid  runner.BraidCommand
+	Prefix string
+	// Progress, if set, is told about every download, done or given up.
+	Progress func(label string)
+}
+
+func (e *Experiment) fill() error {
+	if e.Nodes == 0 {
+		e.Nodes = DefaultNodes
+	}
+	if e.Topologies == 0 {
+		e.Topologies = DefaultTopologies
+	}
+	if e.Seed == 0 {
+		e.Seed = DefaultSeed
+	}
+	if len(e.Channels) == 0 {
+		e.Channels = []Channels{SingleChannel, TwoChannels}
+	}
+	if len(e.Algorithms) == 0 {
+		e.Algorithms = Algorithms
+	}
+	if e.Size == 0 {
+		e.Size = DefaultSize
+	}
+	if e.Reps == 0 {
+		e.Reps = DefaultReps
+	}
+	if e.CC == "" {
+		e.CC = DefaultCC
+	}
+	if e.Timeout == 0 {
+		e.Timeout = DefaultTimeoutBase + time.Duration(float64(e.Size*8)/DefaultTimeoutRate*float64(time.Second))
+	}
+	if e.Topology != nil {
+		e.Topologies = 1
+	}
+	switch {
+	case e.Nodes < 2:
+		return fmt.Errorf("mesh: %d nodes (want ≥ 2)", e.Nodes)
+	case e.Topologies < 1:
+		return fmt.Errorf("mesh: %d topologies (want ≥ 1)", e.Topologies)
+	case e.Size < 1:
+		return fmt.Errorf("mesh: download size %d", e.Size)
+	case e.Reps < 1:
+		return fmt.Errorf("mesh: %d repetitions", e.Reps)
+	case e.Timeout < 0:
+		return fmt.Errorf("mesh: timeout %v", e.Timeout)
+	}
+	for _, c := range e.Channels {
+		if !c.valid() {
+			return fmt.Errorf("mesh: %d channels (want 1 or 2)", int(c))
+		}
+	}
+	for _, a := range e.Algorithms {
+		if !a.Greedy() {
+			return fmt.Errorf("mesh: algorithm %q (the experiment compares the greedy ld, nd, zd)", a)
+		}
+	}
+	c := e.Mesh
+	return c.fill()
+}
+
+// Steps is the number of Progress calls a run makes: one per download.
+func (e Experiment) Steps() int {
+	if e.fill() != nil {
+		return 0
+	}
+	return e.Topologies * e.Reps * (1 + len(e.Algorithms)*len(e.Channels))
+}
+
+// Case names one transport over one kind of route pair: "tcp", or braid
+// as "ld-1ch", "nd-2ch", ….
+type Case struct {
+	Algo     route.Algorithm `json:"algo,omitempty"`
+	Channels Channels        `json:"channels,omitempty"`
+}
+
+// TCP is the single-path baseline over the shortest path.
+var TCP = Case{}
+
+// Name is the case's short name.
+func (c Case) Name() string {
+	if c.Algo == "" {
+		return "tcp"
+	}
+	return fmt.Sprintf("%s-%s", c.Algo, c.Channels)
+}
+
+// Label is the case's name in tables and legends.
+func (c Case) Label() string {
+	if c.Algo == "" {
+		return "TCP, shortest path"
+	}
+	ch := "1 channel"
+	if c.Channels == TwoChannels {
+		ch = "2 channels"
+	}
+	return fmt.Sprintf("braid %s, %s", upper(string(c.Algo)), ch)
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// Cases lists the experiment's cases in table order: TCP, then per
+// algorithm its channel models.
+func (e Experiment) Cases() []Case {
+	out := []Case{TCP}
+	for _, a := range e.Algorithms {
+		for _, ch := range e.Channels {
+			out = append(out, Case{Algo: a, Channels: ch})
+		}
+	}
+	return out
+}
+
+// Result is a run's outcome, as `braid lab mesh --json` prints it.
+type Result struct {
+	Nodes        int       `json:"nodes"`
+	Topologies   int       `json:"topologies"`
+	Seed         uint64    `json:"seed"`
+	GraphFile    string    `json:"graph_file,omitempty"`
+	Channels     []int     `json:"channels"`
+	Algorithms   []string  `json:"algorithms"`
+	Size         int64     `json:"size"`
+	Reps         int       `json:"reps"`
+	CC           string    `json:"cc"`
+	Scheduler    string    `json:"scheduler,omitempty"`
+	RateBps      uint64    `json:"rate_bps"`
+	MinDelayMs   float64   `json:"min_delay_ms"`
+	MaxDelayMs   float64   `json:"max_delay_ms"`
+	QueuePackets int       `json:"queue_packets"`
+	Host         string    `json:"host,omitempty"`
+	Started      time.Time `json:"started"`
+	Finished     time.Time `json:"finished"`
+	Cases        []string  `json:"cases"`
+
+	Runs    []TopologyRun `json:"runs"`
+	Summary []SummaryRow  `json:"summary"`
+}
+
+// TopologyRun is one topology and what was measured on it.
+type TopologyRun struct {
+	// Index is the layout's place among the feasible ones (routes show
+	// --feasible --index), Candidate its place in the stream.
+	Index        int    `json:"index"`
+	Candidate    int    `json:"candidate"`
+	Src          string `json:"src"`
+	Dst          string `json:"dst"`
+	ShortestHops int    `json:"shortest_hops"`
+	Pairs        []Pair `json:"pairs"`
+	// Graph is the topology in the graph file format (docs/routes.md).
+	Graph json.RawMessage `json:"graph"`
+	// Measurements follow Result.Cases; a case not run is absent.
+	Measurements []Measurement `json:"measurements"`
+}
+
+// Pair is the route pair one algorithm gives a topology.
+type Pair struct {
+	Algo  route.Algorithm `json:"algo"`
+	Found int             `json:"found"`
+	Paths [][]string      `json:"paths,omitempty"`
+	Hops  []int           `json:"hops,omitempty"`
+}
+
+// Measurement is one case on one topology.
+type Measurement struct {
+	Case    string        `json:"case"`
+	Label   string        `json:"label"`
+	Hops    []int         `json:"hops"`
+	Samples []Sample      `json:"samples"`
+	Goodput stats.Summary `json:"goodput_mbps"`
+	// Shares is each path's fraction of the bytes delivered to the
+	// source over all samples.
+	Shares []float64 `json:"path_shares,omitempty"`
+	// MediumDrops counts frames the shared queues dropped; LatenessMs the
+	// emulators' worst mean and 99th-percentile timing error so far.
+	MediumDrops   uint64  `json:"medium_drops"`
+	LatenessMs    float64 `json:"lateness_mean_ms"`
+	LatenessP99Ms float64 `json:"lateness_p99_ms"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// Sample is one download.
+type Sample struct {
+	Rep         int     `json:"rep"`
+	GoodputMbps float64 `json:"goodput_mbps"`
+	Seconds     float64 `json:"seconds"`
+	Bytes       int64   `json:"bytes"`
+	MaxStallMs  float64 `json:"max_stall_ms"`
+	// PathBytes is what each path delivered to the source during the
+	// download, frames with headers, as the emulators counted them.
+	PathBytes []uint64 `json:"path_bytes"`
+	// Retransmits are the TCP sender's retransmitted segments (the inner
+	// TCP for braid); -1 if unknown.
+	Retransmits int64 `json:"retransmits"`
+}
+
+// SummaryRow is one case at one shortest-path hop count (0: all).
+type SummaryRow struct {
+	Case       string `json:"case"`
+	Label      string `json:"label"`
+	Hops       int    `json:"hops"`
+	Topologies int    `json:"topologies"`
+	// Goodput is over every download of the case on those topologies,
+	// so its interval includes the spread between topologies.
+	Goodput stats.Summary `json:"goodput_mbps"`
+	// Ratio is the case's mean goodput over TCP's on the same topology,
+	// summarized over topologies (TCP's own row has none).
+	Ratio *stats.Summary `json:"ratio_to_tcp,omitempty"`
+}
+
+// Topologies draws the experiment's layouts: the first count in the Figs
+// 8–9 stream of `braid routes stats` with the given nodes and seed in
+// which LD, ND and ZD all find two paths. It returns them with their
+// candidate numbers.
+func Topologies(nodes, count int, seed uint64) ([]*route.Topology, []int, error) {
+	gen, err := route.NewGenerator(route.DefaultGeoConfig(nodes))
+	if err != nil {
+		return nil, nil, err
+	}
+	var s route.Solver
+	var out []*route.Topology
+	var cands []int
+	limit := MaxCandidatesPerTopology * count
+	for c := 0; c < limit && len(out) < count; c++ {
+		t, err := gen.Next(study.Stream(seed, 2, nodes, c))
+		if err != nil {
+			return nil, nil, err
+		}
+		o, err := study.Evaluate(&s, t, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if o.Feasible() {
+			cp := *t
+			cp.Graph = t.Graph.Clone()
+			out = append(out, &cp)
+			cands = append(cands, c)
+		}
+	}
+	if len(out) < count {
+		return out, cands, fmt.Errorf("mesh: only %d of %d %d-node layouts where LD, ND and ZD all find two paths among %d candidates", len(out), count, nodes, limit)
+	}
+	return out, cands, nil
+}
+
+// Run measures every topology. On cancellation it removes what it built
+// and returns the topologies finished so far with ctx's error.
+func Run(ctx context.Context, e Experiment) (*Result, error) {
+	if err := e.fill(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, runner.ErrNotRoot
+	}
+	host, _ := os.Hostname()
+	res := &Result{
+		Nodes: e.Nodes, Topologies: e.Topologies, Seed: e.Seed, Size: e.Size, Reps: e.Reps,
+		CC: e.CC, Scheduler: e.Scheduler, Host: host, Started: time.Now(),
+	}
+	cfg := e.Mesh
+	cfg.fill()
+	res.RateBps, res.QueuePackets = cfg.Rate, cfg.QueuePackets
+	res.MinDelayMs, res.MaxDelayMs = ms(cfg.MinDelay), ms(cfg.MaxDelay)
+	for _, c := range e.Channels {
+		res.Channels = append(res.Channels, int(c))
+	}
+	for _, a := range e.Algorithms {
+		res.Algorithms = append(res.Algorithms, string(a))
+	}
+	for _, c := range e.Cases() {
+		res.Cases = append(res.Cases, c.Name())
+	}
+
+	var topos []*route.Topology
+	var cands []int
+	if e.Topology != nil {
+		topos, cands = []*route.Topology{e.Topology}, []int{0}
+		res.Nodes = e.Topology.Graph.Len()
+	} else {
+		var err error
+		if topos, cands, err = Topologies(e.Nodes, e.Topologies, e.Seed); err != nil {
+			return nil, err
+		}
+	}
+	var runErr error
+	for i, t := range topos {
+		tr, err := e.runTopology(ctx, t, i)
+		tr.Candidate = cands[i]
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
+			break
+		}
+		res.Runs = append(res.Runs, tr)
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	res.Finished = time.Now()
+	res.Summary = Summarize(res.Runs, e.Cases())
+	return res, runErr
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (e *Experiment) progress(label string) {
+	if e.Progress != nil {
+		e.Progress(label)
+	}
+}
+
+// runTopology measures one topology: for each algorithm with two paths a
+// mesh of its pair, TCP on the first such mesh whose first path is the
+// shortest path, braid on each channel model. An error here is the
+// system's (a mesh that cannot be built), not a failed download, which
+// is recorded in its measurement.
+func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index int) (TopologyRun, error) {
+	g := t.Graph
+	tr := TopologyRun{Index: index, Src: g.ID(t.Src), Dst: g.ID(t.Dst)}
+	if data, err := json.Marshal(g); err == nil {
+		tr.Graph = data
+	}
+	shortest, err := route.ShortestPath(g, t.Src, t.Dst, route.HopCount)
+	if err != nil {
+		return tr, err
+	}
+	tr.ShortestHops = shortest.Hops()
+	pairs := map[route.Algorithm][]route.Path{}
+	found := map[route.Algorithm]int{}
+	for _, a := range e.Algorithms {
+		ps, err := route.Find(g, t.Src, t.Dst, a, 0, route.HopCount)
+		if err != nil {
+			return tr, err
+		}
+		pr := Pair{Algo: a, Found: len(ps)}
+		found[a] = len(ps)
+		if len(ps) >= 2 {
+			pairs[a] = ps[:2]
+			for _, p := range ps[:2] {
+				pr.Paths = append(pr.Paths, g.IDs(p))
+				pr.Hops = append(pr.Hops, p.Hops())
+			}
+		}
+		tr.Pairs = append(tr.Pairs, pr)
+	}
+	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
+	results := map[string]Measurement{}
+	tcpDone := false
+	for _, a := range e.Algorithms {
+		pair := pairs[a]
+		if pair == nil {
+			for _, ch := range e.Channels {
+				c := Case{Algo: a, Channels: ch}
+				results[c.Name()] = Measurement{Case: c.Name(), Label: c.Label(), Goodput: stats.Summarize(nil),
+					Error: fmt.Sprintf("%s finds %d path(s), not two", a, found[a])}
+				e.skip(where, c)
+			}
+			continue
+		}
+		err := e.onMesh(ctx, g, t.Src, t.Dst, pair, func(m *Mesh, web *runner.WebServer) error {
+			if !tcpDone && slices.Equal(pair[0], shortest) {
+				tcpDone = true
+				results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
+			}
+			for _, ch := range e.Channels {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				c := Case{Algo: a, Channels: ch}
+				if err := m.SetChannels(ch); err != nil {
+					return err
+				}
+				results[c.Name()] = e.measureBraid(ctx, m, web, c, where)
+			}
+			return nil
+		})
+		if err != nil {
+			return tr, err
+		}
+	}
+	if !tcpDone && ctx.Err() == nil {
+		err := e.onMesh(ctx, g, t.Src, t.Dst, []route.Path{shortest}, func(m *Mesh, web *runner.WebServer) error {
+			results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
+			return nil
+		})
+		if err != nil {
+			return tr, err
+		}
+	}
+	for _, c := range e.Cases() {
+		if m, ok := results[c.Name()]; ok {
+			tr.Measurements = append(tr.Measurements, m)
+		}
+	}
+	return tr, ctx.Err()
+}
+
+func (e *Experiment) skip(where string, c Case) {
+	for range e.Reps {
+		e.progress(fmt.Sprintf("%s %s: skipped", where, c.Name()))
+	}
+}
+
+// onMesh builds a mesh of paths with a web server in the destination,
+// runs f on it and removes it.
+func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, paths []route.Path, f func(*Mesh, *runner.WebServer) error) error {
+	plan, err := NewPlan(g, src, dst, paths, e.Mesh)
+	if err != nil {
+		return err
+	}
+	m, err := Build(plan, Options{Prefix: e.Prefix, Channels: TwoChannels})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	web, err := runner.StartWeb(m.Destination(), plan.Service, e.CC)
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	return f(m, web)
+}
+
+// measureTCP downloads over path 0 of m, the shortest path, from its
+// address. The mesh runs TwoChannels: the path contends only with itself,
+// which is what a single path sees on either radio model, the other path
+// being idle.
+func (e *Experiment) measureTCP(ctx context.Context, m *Mesh, web *runner.WebServer, where string) Measurement {
+	meas := Measurement{Case: TCP.Name(), Label: TCP.Label(), Hops: []int{m.Plan.Paths[0].Nodes.Hops()}}
+	if err := m.SetChannels(TwoChannels); err != nil {
+		meas.Error = err.Error()
+		meas.Goodput = stats.Summarize(nil)
+		e.skip(where, TCP)
+		return meas
+	}
+	target := netip.AddrPortFrom(m.Plan.Service, runner.WebPort).String()
+	e.downloads(ctx, m, web, &meas, target, m.DialPath(0, e.CC), where)
+	return meas
+}
+
+// measureBraid starts braid over both paths of m and downloads through it.
+func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
+	meas := Measurement{Case: c.Name(), Label: c.Label()}
+	for _, pp := range m.Plan.Paths {
+		meas.Hops = append(meas.Hops, pp.Nodes.Hops())
+	}
+	dir, err := os.MkdirTemp("", "braid-mesh-")
+	if err != nil {
+		meas.Error = err.Error()
+		meas.Goodput = stats.Summarize(nil)
+		e.skip(where, c)
+		return meas
+	}
+	defer os.RemoveAll(dir)
+	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler)
+	if err != nil {
+		meas.Error = err.Error()
+		meas.Goodput = stats.Summarize(nil)
+		e.skip(where, c)
+		return meas
+	}
+	defer b.Close()
+	e.downloads(ctx, m, web, &meas, b.Target(), b.Dial(e.CC), where)
+	return meas
+}
+
+// downloads runs the repetitions of one measurement.
+func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, target string,
+	dial func(context.Context, string, string) (net.Conn, error), where string) {
+	npaths := len(m.Plan.Paths)
+	totals := make([]uint64, npaths)
+	dropsBefore := m.Dropped()
+	var goodputs []float64
+	var errs []error
+	for rep := range e.Reps {
+		if ctx.Err() != nil {
+			break
+		}
+		before := make([]uint64, npaths)
+		for k := range before {
+			before[k] = m.Delivered(k)
+		}
+		var local string
+		d := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err == nil {
+				local = c.LocalAddr().String()
+			}
+			return c, err
+		}
+		dctx, cancel := context.WithTimeout(ctx, e.Timeout)
+		r, err := httpbench.Fetch(dctx, httpbench.URL(target, e.Size), httpbench.Options{Dial: d})
+		cancel()
+		label := fmt.Sprintf("%s %s rep %d", where, meas.Case, rep+1)
+		if err != nil {
+			if ctx.Err() == nil {
+				errs = append(errs, fmt.Errorf("rep %d: %w", rep+1, err))
+			}
+			e.progress(label + ": failed")
+			continue
+		}
+		s := Sample{
+			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
+			MaxStallMs: ms(r.MaxStall), PathBytes: make([]uint64, npaths),
+		}
+		for k := range s.PathBytes {
+			s.PathBytes[k] = m.Delivered(k) - before[k]
+			totals[k] += s.PathBytes[k]
+		}
+		s.Retransmits = web.Retransmits(local, runner.RetransWait)
+		meas.Samples = append(meas.Samples, s)
+		goodputs = append(goodputs, s.GoodputMbps)
+		e.progress(fmt.Sprintf("%s: %.2f Mbit/s", label, s.GoodputMbps))
+		if rep+1 < e.Reps {
+			select {
+			case <-ctx.Done():
+			case <-time.After(runner.RepPause):
+			}
+		}
+	}
+	meas.Goodput = stats.Summarize(goodputs)
+	var sum uint64
+	for _, v := range totals {
+		sum += v
+	}
+	if sum > 0 {
+		for _, v := range totals {
+			meas.Shares = append(meas.Shares, float64(v)/float64(sum))
+		}
+	}
+	meas.MediumDrops = m.Dropped() - dropsBefore
+	mean, p99 := m.Lateness()
+	meas.LatenessMs, meas.LatenessP99Ms = ms(mean), ms(p99)
+	if len(errs) > 0 {
+		meas.Error = fmt.Sprintf("%d of %d downloads failed: %v", len(errs), e.Reps, errors.Join(errs...))
+	}
+}
+
+// Summarize groups the runs' downloads by case and shortest-path hop
+// count (and over all hop counts, Hops 0): mean goodput with its 95%
+// interval over downloads, and the ratio to TCP over topologies.
+func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
+	var hops []int
+	for _, r := range runs {
+		if !slices.Contains(hops, r.ShortestHops) {
+			hops = append(hops, r.ShortestHops)
+		}
+	}
+	slices.Sort(hops)
+	hops = append(hops, 0)
+	var out []SummaryRow
+	for _, h := range hops {
+		for _, c := range cases {
+			row := SummaryRow{Case: c.Name(), Label: c.Label(), Hops: h}
+			var xs, ratios []float64
+			for _, r := range runs {
+				if h != 0 && r.ShortestHops != h {
+					continue
+				}
+				m := r.measurement(c.Name())
+				if m == nil || len(m.Samples) == 0 {
+					continue
+				}
+				row.Topologies++
+				for _, s := range m.Samples {
+					xs = append(xs, s.GoodputMbps)
+				}
+				if c == TCP {
+					continue
+				}
+				if t := r.measurement(TCP.Name()); t != nil && len(t.Samples) > 0 && t.Goodput.Mean > 0 {
+					ratios = append(ratios, m.Goodput.Mean/t.Goodput.Mean)
+				}
+			}
+			row.Goodput = stats.Summarize(xs)
+			if c != TCP {
+				rs := stats.Summarize(ratios)
+				row.Ratio = &rs
+			}
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func (r *TopologyRun) measurement(name string) *Measurement {
+	for i := range r.Measurements {
+		if r.Measurements[i].Case == name {
+			return &r.Measurements[i]
+		}
+	}
+	return nil
+}

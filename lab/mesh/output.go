@@ -1,0 +1,502 @@
+package mesh
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/braid-vpn/braid/lab/report"
+	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/route"
+)
+
+// cases returns the result's cases in its order.
+func (r *Result) cases() []Case {
+	var out []Case
+	for _, name := range r.Cases {
+		out = append(out, parseCase(name))
+	}
+	return out
+}
+
+func parseCase(name string) Case {
+	if name == "tcp" {
+		return TCP
+	}
+	a, ch, _ := strings.Cut(name, "-")
+	c := Case{Algo: route.Algorithm(a)}
+	if ch == TwoChannels.String() {
+		c.Channels = TwoChannels
+	} else {
+		c.Channels = SingleChannel
+	}
+	return c
+}
+
+// row finds the summary row of case name at hops.
+func (r *Result) row(name string, hops int) *SummaryRow {
+	for i := range r.Summary {
+		if s := &r.Summary[i]; s.Case == name && s.Hops == hops {
+			return s
+		}
+	}
+	return nil
+}
+
+// hopCounts are the summary's shortest-path hop counts, ascending, with
+// 0 (all) last.
+func (r *Result) hopCounts() []int {
+	var hs []int
+	for _, s := range r.Summary {
+		if !slices.Contains(hs, s.Hops) {
+			hs = append(hs, s.Hops)
+		}
+	}
+	slices.SortFunc(hs, func(a, b int) int {
+		if a == 0 || b == 0 {
+			return b - a // 0 last
+		}
+		return a - b
+	})
+	return hs
+}
+
+func num(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+func meanCI(s stats.Summary, prec int) string {
+	if s.N == 0 {
+		return "—"
+	}
+	if math.IsNaN(s.CI95) {
+		return num(s.Mean, prec)
+	}
+	return num(s.Mean, prec) + " ± " + num(s.CI95, prec)
+}
+
+func hopsLabel(h int) string {
+	if h == 0 {
+		return "all"
+	}
+	return strconv.Itoa(h)
+}
+
+// tables returns the goodput and ratio tables as rows of cells, header
+// first.
+func (r *Result) tables() (goodput, ratio [][]string) {
+	cases := r.cases()
+	gh := []string{"shortest path hops", "topologies"}
+	rh := []string{"shortest path hops", "topologies"}
+	for _, c := range cases {
+		gh = append(gh, c.Label())
+		if c != TCP {
+			rh = append(rh, c.Label())
+		}
+	}
+	goodput, ratio = [][]string{gh}, [][]string{rh}
+	for _, h := range r.hopCounts() {
+		topos := 0
+		g := []string{hopsLabel(h), ""}
+		q := []string{hopsLabel(h), ""}
+		for _, c := range cases {
+			s := r.row(c.Name(), h)
+			if s == nil {
+				g = append(g, "—")
+				if c != TCP {
+					q = append(q, "—")
+				}
+				continue
+			}
+			topos = max(topos, s.Topologies)
+			g = append(g, meanCI(s.Goodput, 2))
+			if c != TCP {
+				if s.Ratio != nil {
+					q = append(q, meanCI(*s.Ratio, 2))
+				} else {
+					q = append(q, "—")
+				}
+			}
+		}
+		g[1], q[1] = strconv.Itoa(topos), strconv.Itoa(topos)
+		goodput, ratio = append(goodput, g), append(ratio, q)
+	}
+	return goodput, ratio
+}
+
+// topologyTable is one row per topology: its pairs' hop counts and each
+// case's mean goodput.
+func (r *Result) topologyTable() [][]string {
+	cases := r.cases()
+	head := []string{"topology", "shortest hops"}
+	for _, a := range r.Algorithms {
+		head = append(head, upper(a)+" pair hops")
+	}
+	for _, c := range cases {
+		head = append(head, c.Name())
+	}
+	out := [][]string{head}
+	for _, t := range r.Runs {
+		row := []string{strconv.Itoa(t.Index), strconv.Itoa(t.ShortestHops)}
+		for _, a := range r.Algorithms {
+			cell := "—"
+			for _, p := range t.Pairs {
+				if string(p.Algo) == a && len(p.Hops) == 2 {
+					cell = fmt.Sprintf("%d + %d", p.Hops[0], p.Hops[1])
+				}
+			}
+			row = append(row, cell)
+		}
+		for _, c := range cases {
+			cell := "—"
+			if m := t.measurement(c.Name()); m != nil && m.Goodput.N > 0 {
+				cell = num(m.Goodput.Mean, 2)
+				if m.Error != "" {
+					cell += "*"
+				}
+			}
+			row = append(row, cell)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func writeAligned(w io.Writer, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func writeMarkdownTable(w io.Writer, rows [][]string) {
+	for i, r := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		if i == 0 {
+			seps := make([]string, len(r))
+			for j := range seps {
+				seps[j] = "---"
+				if j > 0 {
+					seps[j] = "--:"
+				}
+			}
+			fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
+		}
+	}
+}
+
+// setupLine says what was run, in one line.
+func (r *Result) setupLine() string {
+	what := fmt.Sprintf("%d topologies of %d nodes (seed %d)", len(r.Runs), r.Nodes, r.Seed)
+	if r.GraphFile != "" {
+		what = "graph " + r.GraphFile
+	}
+	return fmt.Sprintf("%s; %d × %s per case, %s; %s Mbit/s per channel, %s–%s ms per hop, medium queue %d frames",
+		what, r.Reps, sizeString(r.Size), r.CC, num(float64(r.RateBps)/1e6, 1), num(r.MinDelayMs, 1), num(r.MaxDelayMs, 1), r.QueuePackets)
+}
+
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// errors lists the measurements that failed or were skipped.
+func (r *Result) errorLines() []string {
+	var out []string
+	for _, t := range r.Runs {
+		for _, m := range t.Measurements {
+			if m.Error != "" {
+				out = append(out, fmt.Sprintf("topology %d %s: %s", t.Index, m.Case, m.Error))
+			}
+		}
+	}
+	return out
+}
+
+// WriteText writes the tables for a terminal: goodput (Mbit/s, mean ± 95%
+// CI over downloads) and the ratio to TCP by shortest-path hop count, then
+// one row per topology.
+func WriteText(w io.Writer, r *Result) {
+	g, q := r.tables()
+	fmt.Fprintln(w, "goodput, Mbit/s (mean ± 95% CI over downloads):")
+	writeAligned(w, g)
+	fmt.Fprintln(w, "\ngoodput ÷ TCP's on the same topology (mean ± 95% CI over topologies):")
+	writeAligned(w, q)
+	fmt.Fprintln(w, "\nper topology (mean goodput, Mbit/s; * = some downloads failed):")
+	writeAligned(w, r.topologyTable())
+	for _, l := range r.errorLines() {
+		fmt.Fprintln(w, "error:", l)
+	}
+	fmt.Fprintln(w, r.setupLine())
+}
+
+// WriteMarkdown writes the same tables as Markdown.
+func WriteMarkdown(w io.Writer, r *Result) {
+	g, q := r.tables()
+	fmt.Fprintf(w, "%s.\n\nGoodput in Mbit/s, mean ± 95%% CI over all downloads of the topologies with that shortest-path hop count:\n\n", r.setupLine())
+	writeMarkdownTable(w, g)
+	fmt.Fprintf(w, "\nGoodput ÷ TCP's on the same topology, mean ± 95%% CI over topologies:\n\n")
+	writeMarkdownTable(w, q)
+	fmt.Fprintf(w, "\nPer topology (mean goodput in Mbit/s; * = some downloads failed):\n\n")
+	writeMarkdownTable(w, r.topologyTable())
+	if errs := r.errorLines(); len(errs) > 0 {
+		fmt.Fprintln(w, "\nErrors:")
+		fmt.Fprintln(w)
+		for _, l := range errs {
+			fmt.Fprintf(w, "- %s\n", l)
+		}
+	}
+}
+
+// WriteCSV writes every sample (samples.csv) and the summary
+// (summary.csv) into dir.
+func WriteCSV(r *Result, dir string) error {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	w.Write([]string{"topology", "candidate", "shortest_hops", "case", "path_hops", "rep", "goodput_mbps", "seconds", "bytes", "max_stall_ms", "retransmits", "path_bytes"})
+	for _, t := range r.Runs {
+		for _, m := range t.Measurements {
+			for _, s := range m.Samples {
+				w.Write([]string{
+					strconv.Itoa(t.Index), strconv.Itoa(t.Candidate), strconv.Itoa(t.ShortestHops), m.Case,
+					joinInts(m.Hops), strconv.Itoa(s.Rep + 1), csvNum(s.GoodputMbps, 4), csvNum(s.Seconds, 4),
+					strconv.FormatInt(s.Bytes, 10), csvNum(s.MaxStallMs, 1), strconv.FormatInt(s.Retransmits, 10),
+					joinUints(s.PathBytes),
+				})
+			}
+		}
+	}
+	w.Flush()
+	if err := os.WriteFile(filepath.Join(dir, "samples.csv"), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	b.Reset()
+	w = csv.NewWriter(&b)
+	w.Write([]string{"case", "shortest_hops", "topologies", "n", "mean_mbps", "ci95_mbps", "min_mbps", "max_mbps", "ratio_mean", "ratio_ci95"})
+	for _, s := range r.Summary {
+		rm, rc := "", ""
+		if s.Ratio != nil {
+			rm, rc = csvNum(s.Ratio.Mean, 4), csvNum(s.Ratio.CI95, 4)
+		}
+		w.Write([]string{s.Case, hopsLabel(s.Hops), strconv.Itoa(s.Topologies), strconv.Itoa(s.Goodput.N),
+			csvNum(s.Goodput.Mean, 4), csvNum(s.Goodput.CI95, 4), csvNum(s.Goodput.Min, 4), csvNum(s.Goodput.Max, 4), rm, rc})
+	}
+	w.Flush()
+	return os.WriteFile(filepath.Join(dir, "summary.csv"), b.Bytes(), 0o644)
+}
+
+// csvNum is num for CSV: an undefined value is an empty field.
+func csvNum(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, "+")
+}
+
+func joinUints(xs []uint64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatUint(x, 10)
+	}
+	return strings.Join(s, "+")
+}
+
+// WriteFiles writes results.json, samples.csv, summary.csv, tables.md and
+// the plots into dir and returns the plot files.
+func WriteFiles(r *Result, dir string) ([]string, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := WriteCSV(r, dir); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	WriteMarkdown(&md, r)
+	if err := os.WriteFile(filepath.Join(dir, "tables.md"), md.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	return Plot(r, dir)
+}
+
+// figure is one plot: its file stem, title and cases.
+type figure struct {
+	stem, title string
+	cases       []Case
+}
+
+func (r *Result) figures() []figure {
+	var out []figure
+	for _, chn := range r.Channels {
+		ch := Channels(chn)
+		f := figure{stem: "mesh-goodput-" + ch.String(), cases: []Case{TCP}}
+		f.title = "Goodput vs shortest-path hops, single channel"
+		if ch == TwoChannels {
+			f.title = "Goodput vs shortest-path hops, two channels"
+		}
+		for _, a := range r.Algorithms {
+			f.cases = append(f.cases, Case{Algo: route.Algorithm(a), Channels: ch})
+		}
+		out = append(out, f)
+	}
+	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
+		// The seed's Fig. 10: TCP against MPTCP over LD routes on one
+		// channel and on two.
+		out = append(out, figure{stem: "mesh-goodput-ld", title: "TCP vs braid over LD route pairs (seed's Fig. 10)",
+			cases: []Case{TCP, {Algo: route.LD, Channels: SingleChannel}, {Algo: route.LD, Channels: TwoChannels}}})
+	}
+	return out
+}
+
+// series is one case's points: x, mean, CI half-width; it is the XYer and
+// YErrorer the plotters take.
+type series struct{ x, y, ci []float64 }
+
+func (s *series) Len() int                        { return len(s.x) }
+func (s *series) XY(i int) (float64, float64)     { return s.x[i], s.y[i] }
+func (s *series) YError(i int) (float64, float64) { return s.ci[i], s.ci[i] }
+
+// Plot draws the figures as PNG and SVG in the lab's house style (the
+// size, resolution and error bars of lab/report): goodput against the
+// shortest path's hop count, one series per case with its 95% interval,
+// offset a little sideways so the bars do not hide each other.
+func Plot(r *Result, dir string) ([]string, error) {
+	var hops []int
+	for _, h := range r.hopCounts() {
+		if h != 0 {
+			hops = append(hops, h)
+		}
+	}
+	if len(hops) == 0 {
+		return nil, nil
+	}
+	var files []string
+	for _, f := range r.figures() {
+		p := plot.New()
+		p.Title.Text = f.title
+		p.Title.Padding = vg.Points(8)
+		p.X.Label.Text = "hops of the shortest path"
+		p.Y.Label.Text = "goodput (Mbit/s)"
+		p.Legend.Top = true
+		p.Legend.Padding = vg.Points(2)
+		p.Legend.XOffs = -vg.Points(6)
+		p.Add(plotter.NewGrid())
+		top := 0.0
+		n := len(f.cases)
+		for si, c := range f.cases {
+			var d series
+			off := (float64(si) - float64(n-1)/2) * 0.08
+			for _, h := range hops {
+				s := r.row(c.Name(), h)
+				if s == nil || s.Goodput.N == 0 {
+					continue
+				}
+				ci := s.Goodput.CI95
+				if math.IsNaN(ci) || ci < 0 {
+					ci = 0
+				}
+				d.x = append(d.x, float64(h)+off)
+				d.y = append(d.y, s.Goodput.Mean)
+				d.ci = append(d.ci, ci)
+				top = math.Max(top, s.Goodput.Mean+ci)
+			}
+			if d.Len() == 0 {
+				continue
+			}
+			col := plotutil.Color(si)
+			line, pts, err := plotter.NewLinePoints(&d)
+			if err != nil {
+				return files, err
+			}
+			line.Color, line.Width = col, vg.Points(1.2)
+			if c != TCP && c.Channels == SingleChannel {
+				line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+			}
+			pts.Color, pts.Shape, pts.Radius = col, plotutil.Shape(si), vg.Points(3)
+			bars, err := plotter.NewYErrorBars(&d)
+			if err != nil {
+				return files, err
+			}
+			bars.Color, bars.CapWidth = col, vg.Points(6)
+			p.Add(line, pts, bars)
+			p.Legend.Add(c.Label(), line, pts)
+		}
+		if !(top > 0) {
+			top = 1
+		}
+		p.Y.Min, p.Y.Max = 0, top*(1.08+0.07*float64(n))
+		p.X.Min, p.X.Max = float64(hops[0])-0.5, float64(hops[len(hops)-1])+0.5
+		ticks := make(plot.ConstantTicks, len(hops))
+		for i, h := range hops {
+			ticks[i] = plot.Tick{Value: float64(h), Label: strconv.Itoa(h)}
+		}
+		p.X.Tick.Marker = ticks
+		for _, ext := range []string{".png", ".svg"} {
+			name := filepath.Join(dir, f.stem+ext)
+			if err := savePlot(p, name, ext); err != nil {
+				return files, fmt.Errorf("mesh: %s: %w", name, err)
+			}
+			files = append(files, name)
+		}
+	}
+	return files, nil
+}
+
+func savePlot(p *plot.Plot, name, ext string) error {
+	w, h := vg.Length(report.PlotWidthInches)*vg.Inch, vg.Length(report.PlotHeightInches)*vg.Inch
+	var buf bytes.Buffer
+	switch ext {
+	case ".png":
+		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(report.PlotDPI))
+		p.Draw(draw.New(c))
+		if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
+			return err
+		}
+	default:
+		c := vgsvg.New(w, h)
+		p.Draw(draw.New(c))
+		if _, err := c.WriteTo(&buf); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(name, buf.Bytes(), 0o644)
+}
