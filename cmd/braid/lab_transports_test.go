@@ -24,6 +24,9 @@ var labTunnelTransports = []struct {
 	multipath bool
 }{
 	{entry: `name = "udp-tunnel"`},
+	{entry: `name = "tcp-tunnel"`},
+	{entry: `name = "mptcp-tunnel"`, multipath: true},
+	{entry: "name = \"mptcp-tunnel\"\nsubflows = 2", multipath: true},
 	{entry: `name = "openvpn-udp"`, needs: []string{"openvpn"}},
 	{entry: "name = \"openvpn-udp\"\ncipher = \"none\"", needs: []string{"openvpn"}},
 	{entry: `name = "openvpn-tcp"`, needs: []string{"openvpn"}},

@@ -81,8 +81,8 @@ func tomlStrings(xs []string) string {
 }
 
 // BraidClientConfig is the client's config file for transport t on paths,
-// routing web into the tunnel.
-func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string) string {
+// routing web into the tunnel; extra lines go into [client].
+func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string, extra ...string) string {
 	var ifs, servers []string
 	for _, p := range paths {
 		ifs = append(ifs, p.ClientIf)
@@ -108,14 +108,37 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	if t.Congestion != "" {
 		fmt.Fprintf(&b, "congestion = %q\n", t.Congestion)
 	}
+	for _, l := range extra {
+		fmt.Fprintln(&b, l)
+	}
 	fmt.Fprintf(&b, "[control]\nsocket = %q\n", socket)
 	return b.String()
 }
 
-// BraidServerConfig is the server's config file for one client key.
-func BraidServerConfig(clientKey keys.Key, socket string) string {
-	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n[[server.clients]]\nname = \"lab\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
-		braidServerAddr, BraidPort, clientKey.Public().String(), netip.PrefixFrom(braidClientAddr.Addr(), 32), socket)
+// BraidServerConfig is the server's config file for one client key; extra
+// lines go into [server].
+func BraidServerConfig(clientKey keys.Key, socket string, extra ...string) string {
+	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n%s[[server.clients]]\nname = \"lab\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
+		braidServerAddr, BraidPort, lines(extra), clientKey.Public().String(), netip.PrefixFrom(braidClientAddr.Addr(), 32), socket)
+}
+
+func lines(ls []string) string {
+	var b strings.Builder
+	for _, l := range ls {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// braidSetup is how a braid-based lab transport runs: on which paths, over
+// which transport, and how many paths the client must report usable.
+type braidSetup struct {
+	paths     []testbed.Path
+	transport string // "" = udp
+	subflows  int    // subflows_per_path; 0 = default
+	// onePath: the tunnel is one path for the engine (mptcp); per-path
+	// bytes then come from the link emulators.
+	onePath bool
 }
 
 type daemon struct {
@@ -173,6 +196,7 @@ func (d *daemon) lastLine() string {
 type braidSession struct {
 	env      *Env
 	paths    []testbed.Path // the paths the tunnel runs on
+	onePath  bool           // mptcp: one engine path over all of them
 	srv, cli *daemon
 	cliSock  string
 	target   string
@@ -180,7 +204,23 @@ type braidSession struct {
 }
 
 func startBraid(ctx context.Context, env *Env) (Session, error) {
-	return startBraidOn(ctx, env, env.TB.Plan.Paths)
+	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths})
+}
+
+// startTCPTunnel is braid over one TCP connection on one path: the paper's
+// TCP-in-TCP tunnel.
+func startTCPTunnel(ctx context.Context, env *Env) (Session, error) {
+	p, err := pathFor(env, env.Point.Transport.Path)
+	if err != nil {
+		return nil, err
+	}
+	return startBraidOn(ctx, env, braidSetup{paths: []testbed.Path{p}, transport: "tcp"})
+}
+
+// startMPTCPTunnel is braid over one kernel MPTCP connection whose subflows
+// braid's path manager set-up spreads over every path: TCP-in-MPTCP.
+func startMPTCPTunnel(ctx context.Context, env *Env) (Session, error) {
+	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths, transport: "mptcp", subflows: env.Point.Transport.Subflows, onePath: true})
 }
 
 // startUDPTunnel is braid over one path: the paper's single-path TCP-in-UDP
@@ -190,11 +230,22 @@ func startUDPTunnel(ctx context.Context, env *Env) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startBraidOn(ctx, env, []testbed.Path{p})
+	return startBraidOn(ctx, env, braidSetup{paths: []testbed.Path{p}})
 }
 
-func startBraidOn(ctx context.Context, env *Env, paths []testbed.Path) (_ Session, err error) {
-	s := &braidSession{env: env, paths: paths, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
+func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err error) {
+	paths := set.paths
+	s := &braidSession{env: env, paths: paths, onePath: set.onePath, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
+	var cliExtra, srvExtra []string
+	if set.transport != "" {
+		// The tunnel's own TCP sockets get the download's congestion
+		// control, as the lab's other sockets do (Table 3).
+		t := fmt.Sprintf("transport = %q\ntcp_congestion = %q", set.transport, env.CC)
+		cliExtra, srvExtra = append(cliExtra, t), append(srvExtra, t)
+	}
+	if set.subflows > 1 {
+		cliExtra = append(cliExtra, fmt.Sprintf("subflows_per_path = %d", set.subflows))
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -220,11 +271,11 @@ func startBraidOn(ctx context.Context, env *Env, paths []testbed.Path) (_ Sessio
 	if _, err := write("client.key", cliKey.String()); err != nil {
 		return nil, err
 	}
-	srvCfg, err := write("server.toml", BraidServerConfig(cliKey, srvSock))
+	srvCfg, err := write("server.toml", BraidServerConfig(cliKey, srvSock, srvExtra...))
 	if err != nil {
 		return nil, err
 	}
-	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock))
+	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock, cliExtra...))
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +315,20 @@ func UsablePaths(st control.Status, paths []testbed.Path) int {
 	return n
 }
 
+// usableAny counts the active or degraded paths of st's established peers,
+// wherever they leave from (an MPTCP tunnel's one path has no device).
+func usableAny(st control.Status) int {
+	n := 0
+	for _, peer := range st.Peers {
+		for _, ps := range peer.Paths {
+			if peer.Established && (ps.State == "active" || ps.State == "degraded") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // onPath tells whether a braid subflow belongs to testbed path p: by its
 // device, or by its local address when the status has no device.
 func onPath(ps control.PathStatus, p testbed.Path) bool {
@@ -278,6 +343,9 @@ func onPath(ps control.PathStatus, p testbed.Path) bool {
 
 func (s *braidSession) waitReady(ctx context.Context) error {
 	want := len(s.paths)
+	if s.onePath {
+		want = 1
+	}
 	deadline := time.Now().Add(BraidReadyTimeout)
 	got := 0
 	for time.Now().Before(deadline) {
@@ -288,7 +356,12 @@ func (s *braidSession) waitReady(ctx context.Context) error {
 			return fmt.Errorf("braid client exited: %s", s.cli.lastLine())
 		}
 		if st, err := control.Query(s.cliSock); err == nil {
-			if got = UsablePaths(st, s.paths); got >= want {
+			if s.onePath {
+				got = usableAny(st)
+			} else {
+				got = UsablePaths(st, s.paths)
+			}
+			if got >= want {
 				return nil
 			}
 		}
@@ -312,15 +385,20 @@ func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
 		return Counters{}, err
 	}
 	c := Counters{PathBytes: map[string]uint64{}}
+	if s.onePath {
+		c.PathBytes = nil // the link emulators count each path
+	}
 	for _, p := range s.env.TB.Plan.Paths {
-		c.PathBytes[p.Name] = 0
+		if c.PathBytes != nil {
+			c.PathBytes[p.Name] = 0
+		}
 	}
 	for _, peer := range st.Peers {
 		c.Reordered += peer.ReorderStats.Reordered
 		c.ReorderTimeouts += peer.ReorderStats.Timeouts
 		for _, ps := range peer.Paths {
 			for _, p := range s.env.TB.Plan.Paths {
-				if onPath(ps, p) {
+				if c.PathBytes != nil && onPath(ps, p) {
 					c.PathBytes[p.Name] += ps.RxBytes
 				}
 			}

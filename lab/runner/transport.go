@@ -117,6 +117,8 @@ func init() {
 	Register(scenario.TransportMPTCPDirect, startMPTCP)
 	Register(scenario.TransportBraid, startBraid)
 	Register(scenario.TransportUDPTunnel, startUDPTunnel)
+	Register(scenario.TransportTCPTunnel, startTCPTunnel)
+	Register(scenario.TransportMPTCPTunnel, startMPTCPTunnel)
 	Register(scenario.TransportOpenVPNUDP, startOpenVPN("udp", false))
 	Register(scenario.TransportOpenVPNTCP, startOpenVPN("tcp", false))
 	Register(scenario.TransportOpenVPNMPTCP, startOpenVPN("tcp", true))
