@@ -6,10 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
@@ -54,96 +52,34 @@ func BraidServerConfig(clientKey keys.Key, socket string) string {
 }
 
 type braidTunnel struct {
-	l        *lab
-	paths    []testbed.Path
-	srv, cli *child
-	cliSock  string
-	detail   string
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	l      *lab
+	paths  []testbed.Path
+	pair   *runner.BraidPair
+	detail string
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 	t := &braidTunnel{l: l, paths: benchPaths[:n]}
-	defer func() {
-		if err != nil {
-			t.Close()
-		}
-	}()
 	dir, err := os.MkdirTemp(l.dir, "braid-")
 	if err != nil {
 		return nil, err
 	}
-	srvKey, err := keys.Generate()
+	t.pair, err = runner.StartBraidPair(ctx, l.cfg.Braid, dir, l.srv, l.cli,
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
+			return BraidServerConfig(cliKey, srvSock), BraidClientConfig(t.paths, srvKey, cliSock)
+		}, len(t.paths), func(st control.Status) int { return runner.UsablePaths(st, t.paths) })
 	if err != nil {
 		return nil, err
 	}
-	cliKey, err := keys.Generate()
+	st, err := control.Query(t.pair.CliSock)
 	if err != nil {
-		return nil, err
-	}
-	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	t.cliSock = cliSock
-	files := map[string]string{
-		"server.key":  srvKey.String(),
-		"client.key":  cliKey.String(),
-		"server.toml": BraidServerConfig(cliKey, srvSock),
-		"client.toml": BraidClientConfig(t.paths, srvKey, cliSock),
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	for _, d := range []struct {
-		who  string
-		file string
-		into **child
-		ns   bool
-	}{{"braid server", "server.toml", &t.srv, true}, {"braid client", "client.toml", &t.cli, false}} {
-		cmd, err := braidCmd(l.cfg.Braid, "up", "-c", filepath.Join(dir, d.file))
-		if err != nil {
-			return nil, err
-		}
-		ns := l.cli
-		if d.ns {
-			ns = l.srv
-		}
-		if *d.into, err = startChild(ns, d.who, cmd); err != nil {
-			return nil, err
-		}
-	}
-	st, err := t.waitReady(ctx)
-	if err != nil {
+		t.Close()
 		return nil, err
 	}
 	t.detail = braidDetail(st, t.paths, tunMTU(l, "braid0"))
 	t.dial = dialIn(l.cli, l.cfg.CC, braidClientInner.Masked())
 	return t, nil
-}
-
-// waitReady waits until the client has a usable subflow on every path.
-func (t *braidTunnel) waitReady(ctx context.Context) (control.Status, error) {
-	deadline := time.Now().Add(runner.BraidReadyTimeout)
-	got := 0
-	for time.Now().Before(deadline) {
-		if t.srv.exited() {
-			return control.Status{}, fmt.Errorf("braid server exited: %s", t.srv.lastLine())
-		}
-		if t.cli.exited() {
-			return control.Status{}, fmt.Errorf("braid client exited: %s", t.cli.lastLine())
-		}
-		if st, err := control.Query(t.cliSock); err == nil {
-			if got = runner.UsablePaths(st, t.paths); got >= len(t.paths) {
-				return st, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return control.Status{}, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return control.Status{}, fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, len(t.paths), runner.BraidReadyTimeout, t.cli.lastLine())
 }
 
 // braidDetail names the scheduler and counts the usable subflows.
@@ -186,9 +122,8 @@ func (t *braidTunnel) Target() string {
 func (t *braidTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	return t.dial(ctx, n, a)
 }
-func (t *braidTunnel) PIDs() (int, int) { return t.cli.pid(), t.srv.pid() }
+func (t *braidTunnel) PIDs() (int, int) { return t.pair.Cli.PID(), t.pair.Srv.PID() }
 func (t *braidTunnel) Detail() string   { return t.detail }
 func (t *braidTunnel) Close() {
-	t.cli.stop()
-	t.srv.stop()
+	t.pair.Close()
 }

@@ -1,21 +1,16 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/braid-vpn/braid/httpbench"
-	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -36,7 +31,7 @@ type lab struct {
 	cfg      Config
 	cli, srv *netns.Namespace
 	dir      string
-	web      *child
+	web      *proc.Child
 }
 
 func newLab(cfg Config) (_ *lab, err error) {
@@ -65,11 +60,11 @@ func newLab(cfg Config) (_ *lab, err error) {
 			return nil, err
 		}
 	}
-	cmd, err := braidCmd(cfg.Braid, "lab", "serve", "--addr", fmt.Sprintf("0.0.0.0:%d", WebPort), "--cc", cfg.CC)
+	cmd, err := cfg.Braid.Command("lab", "serve", "--addr", fmt.Sprintf("0.0.0.0:%d", WebPort), "--cc", cfg.CC)
 	if err != nil {
 		return nil, err
 	}
-	if l.web, err = startChild(l.srv, "HTTP server", cmd); err != nil {
+	if l.web, err = proc.Start(l.srv, "HTTP server", cmd); err != nil {
 		return nil, err
 	}
 	target := netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String()
@@ -81,8 +76,8 @@ func newLab(cfg Config) (_ *lab, err error) {
 			c.Close()
 			return l, nil
 		}
-		if l.web.exited() {
-			return nil, fmt.Errorf("HTTP server exited: %s", l.web.lastLine())
+		if l.web.Exited() {
+			return nil, fmt.Errorf("HTTP server exited: %s", l.web.LastLine())
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("HTTP server not reachable at %s after %v: %v", target, readyTimeout, err)
@@ -94,7 +89,7 @@ func newLab(cfg Config) (_ *lab, err error) {
 // close stops the HTTP server and removes the namespaces (which kills
 // anything still inside and takes the veth pairs with them).
 func (l *lab) close() {
-	l.web.stop()
+	l.web.Stop(stopTimeout)
 	for _, ns := range []*netns.Namespace{l.cli, l.srv} {
 		if ns != nil {
 			ns.Close()
@@ -168,7 +163,7 @@ type snap struct {
 
 func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 	var s snap
-	proc := func(pid int, who string) (Num, error) {
+	cpuOf := func(pid int, who string) (Num, error) {
 		if pid < 0 {
 			return NaN(), nil
 		}
@@ -180,13 +175,13 @@ func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 	}
 	var err error
 	var errs []error
-	s.cpu.TunnelClient, err = proc(cliPID, "client daemon")
+	s.cpu.TunnelClient, err = cpuOf(cliPID, "client daemon")
 	errs = append(errs, err)
-	s.cpu.TunnelServer, err = proc(srvPID, "server daemon")
+	s.cpu.TunnelServer, err = cpuOf(srvPID, "server daemon")
 	errs = append(errs, err)
-	s.cpu.AppClient, err = proc(0, "bench process")
+	s.cpu.AppClient, err = cpuOf(0, "bench process")
 	errs = append(errs, err)
-	s.cpu.AppServer, err = proc(l.web.cmd.Process.Pid, "HTTP server")
+	s.cpu.AppServer, err = cpuOf(l.web.PID(), "HTTP server")
 	errs = append(errs, err)
 	sys, err := ReadSystemCPU()
 	errs = append(errs, err)
@@ -296,95 +291,3 @@ func (k *kernelTunnel) Detail() string {
 	return fmt.Sprintf("plain TCP from %v to %v over veth %s (MTU 1500)", benchPaths[0].ClientAddr, benchPaths[0].ServerAddr, benchPaths[0].ClientIf)
 }
 func (k *kernelTunnel) Close() {}
-
-// braidCmd is a command line of braid (or of the test binary playing it).
-func braidCmd(b runner.BraidCommand, args ...string) (*exec.Cmd, error) {
-	exe := b.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, err
-		}
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), b.Env...)
-	return cmd, nil
-}
-
-// child is a long-lived process started inside a namespace.
-type child struct {
-	name string
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-}
-
-func startChild(ns *netns.Namespace, name string, cmd *exec.Cmd) (*child, error) {
-	c := &child{name: name, cmd: cmd, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = c.out, c.out
-	if err := ns.Start(cmd); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() { cmd.Wait(); close(c.done) }()
-	return c, nil
-}
-
-func (c *child) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// stop asks the child to exit (SIGTERM), then kills it.
-func (c *child) stop() {
-	if c == nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(stopTimeout):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-// lastLine is the child's last line of output, for error messages.
-func (c *child) lastLine() string {
-	s := strings.TrimSpace(c.out.String())
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if s == "" {
-		return "(no output)"
-	}
-	return s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if over := t.b.Len() - t.max; over > 0 {
-		t.b.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
-}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -48,7 +49,7 @@ func WgSetArgs(cliIf, srvIf, cliKeyFile, srvKeyFile, cliPub, srvPub string, endp
 type wgTunnel struct {
 	l                *lab
 	cliIf, srvIf     string
-	cliProc, srvProc *child
+	cliProc, srvProc *proc.Child
 	detail           string
 	dial             func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -95,16 +96,16 @@ func startWireGuard(ctx context.Context, l *lab) (_ tunnel, err error) {
 	for _, e := range []struct {
 		ns   *netns.Namespace
 		name string
-		into **child
+		into **proc.Child
 	}{{l.srv, t.srvIf, &t.srvProc}, {l.cli, t.cliIf, &t.cliProc}} {
 		cmd := exec.Command(l.cfg.WireGuardGo.Path, "-f", e.name)
 		cmd.Env = append(os.Environ(), "WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error")
-		if *e.into, err = startChild(e.ns, "wireguard-go "+e.name, cmd); err != nil {
+		if *e.into, err = proc.Start(e.ns, "wireguard-go "+e.name, cmd); err != nil {
 			return nil, err
 		}
 	}
-	for _, c := range []*child{t.srvProc, t.cliProc} {
-		if err := waitSocket(ctx, c, filepath.Join(WireGuardSocketDir, strings.TrimPrefix(c.name, "wireguard-go ")+".sock")); err != nil {
+	for _, c := range []*proc.Child{t.srvProc, t.cliProc} {
+		if err := waitSocket(ctx, c, filepath.Join(WireGuardSocketDir, strings.TrimPrefix(c.Name, "wireguard-go ")+".sock")); err != nil {
 			return nil, err
 		}
 	}
@@ -136,17 +137,17 @@ func startWireGuard(ctx context.Context, l *lab) (_ tunnel, err error) {
 
 // waitSocket waits for wireguard-go's UAPI socket, the sign that it has
 // its TUN device and will take configuration.
-func waitSocket(ctx context.Context, c *child, path string) error {
+func waitSocket(ctx context.Context, c *proc.Child, path string) error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		if _, err := os.Stat(path); err == nil {
 			return nil
 		}
-		if c.exited() {
-			return fmt.Errorf("%s exited: %s", c.name, c.lastLine())
+		if c.Exited() {
+			return fmt.Errorf("%s exited: %s", c.Name, c.LastLine())
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: no UAPI socket %s after %v", c.name, path, readyTimeout)
+			return fmt.Errorf("%s: no UAPI socket %s after %v", c.Name, path, readyTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -162,14 +163,14 @@ func (t *wgTunnel) Target() string {
 func (t *wgTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	return t.dial(ctx, n, a)
 }
-func (t *wgTunnel) PIDs() (int, int) { return t.cliProc.pid(), t.srvProc.pid() }
+func (t *wgTunnel) PIDs() (int, int) { return t.cliProc.PID(), t.srvProc.PID() }
 func (t *wgTunnel) Detail() string   { return t.detail }
 
 // Close stops both daemons; a killed one leaves its UAPI socket behind,
 // which is removed here (only this process's names).
 func (t *wgTunnel) Close() {
-	t.cliProc.stop()
-	t.srvProc.stop()
+	t.cliProc.Stop(stopTimeout)
+	t.srvProc.Stop(stopTimeout)
 	for _, n := range []string{t.cliIf, t.srvIf} {
 		os.Remove(filepath.Join(WireGuardSocketDir, n+".sock"))
 	}

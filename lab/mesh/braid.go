@@ -1,25 +1,17 @@
 package mesh
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/runner"
-	"github.com/braid-vpn/braid/netns"
 )
 
 // Tunnel addresses: the lab's (runner and bench use the same). The
@@ -28,8 +20,6 @@ var (
 	TunnelServer = netip.MustParsePrefix("100.64.0.1/24")
 	TunnelClient = netip.MustParsePrefix("100.64.0.2/24")
 )
-
-const braidStopTimeout = 5 * time.Second
 
 // BraidClientConfig is the braid client's file for the mesh: one path per
 // mesh path, given as the path's address (a socket bound to it follows
@@ -64,51 +54,21 @@ func BraidServerConfig(clientKey keys.Key, socket string) string {
 // Braid is a braid server in the destination and a braid client in the
 // source, with one subflow per mesh path.
 type Braid struct {
-	mesh     *Mesh
-	srv, cli *daemon
-	cliSock  string
+	mesh *Mesh
+	pair *runner.BraidPair
 }
 
 // StartBraid writes keys and configs into dir, starts both daemons with
 // bc and waits until the client has a usable subflow on every path.
-func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler string) (_ *Braid, err error) {
-	b := &Braid{mesh: m}
-	defer func() {
-		if err != nil {
-			b.Close()
-		}
-	}()
-	srvKey, err := keys.Generate()
+func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler string) (*Braid, error) {
+	pair, err := runner.StartBraidPair(ctx, bc, dir, m.Destination(), m.Source(),
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
+			return BraidServerConfig(cliKey, srvSock), BraidClientConfig(m.Plan, srvKey, cliSock, scheduler)
+		}, len(m.Plan.Paths), func(st control.Status) int { return UsablePaths(st, m.Plan) })
 	if err != nil {
 		return nil, err
 	}
-	cliKey, err := keys.Generate()
-	if err != nil {
-		return nil, err
-	}
-	srvSock, cliSock := filepath.Join(dir, "server.sock"), filepath.Join(dir, "client.sock")
-	b.cliSock = cliSock
-	files := map[string]string{
-		"server.key":  srvKey.String(),
-		"client.key":  cliKey.String(),
-		"server.toml": BraidServerConfig(cliKey, srvSock),
-		"client.toml": BraidClientConfig(m.Plan, srvKey, cliSock, scheduler),
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	if b.srv, err = startDaemon(m.Destination(), bc, "server", filepath.Join(dir, "server.toml")); err != nil {
-		return nil, err
-	}
-	if b.cli, err = startDaemon(m.Source(), bc, "client", filepath.Join(dir, "client.toml")); err != nil {
-		return nil, err
-	}
-	if err := b.waitReady(ctx); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return &Braid{mesh: m, pair: pair}, nil
 }
 
 // UsablePaths counts the mesh paths on which st has an active or degraded
@@ -142,33 +102,8 @@ func PathStatuses(st control.Status, plan *Plan, k int) []control.PathStatus {
 	return out
 }
 
-func (b *Braid) waitReady(ctx context.Context) error {
-	want := len(b.mesh.Plan.Paths)
-	deadline := time.Now().Add(runner.BraidReadyTimeout)
-	got := 0
-	for time.Now().Before(deadline) {
-		if b.srv.exited() {
-			return fmt.Errorf("braid server exited: %s", b.srv.lastLine())
-		}
-		if b.cli.exited() {
-			return fmt.Errorf("braid client exited: %s", b.cli.lastLine())
-		}
-		if st, err := control.Query(b.cliSock); err == nil {
-			if got = UsablePaths(st, b.mesh.Plan); got >= want {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, runner.BraidReadyTimeout, b.cli.lastLine())
-}
-
 // Status queries the client.
-func (b *Braid) Status() (control.Status, error) { return control.Query(b.cliSock) }
+func (b *Braid) Status() (control.Status, error) { return control.Query(b.pair.CliSock) }
 
 // Target is the web server as seen through the tunnel.
 func (b *Braid) Target() string {
@@ -199,88 +134,7 @@ func (b *Braid) Dial(cc string) func(ctx context.Context, network, addr string) 
 
 // Close stops both daemons (client first).
 func (b *Braid) Close() {
-	if b == nil {
-		return
+	if b != nil {
+		b.pair.Close()
 	}
-	b.cli.stop()
-	b.srv.stop()
-}
-
-// daemon is a braid process in a namespace with the tail of its output.
-type daemon struct {
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-}
-
-func startDaemon(ns *netns.Namespace, bc runner.BraidCommand, name, cfg string) (*daemon, error) {
-	exe := bc.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, err
-		}
-	}
-	cmd := exec.Command(exe, "up", "-c", cfg)
-	cmd.Env = append(os.Environ(), bc.Env...)
-	d := &daemon{cmd: cmd, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	if err := ns.Start(cmd); err != nil {
-		return nil, fmt.Errorf("starting braid %s: %w", name, err)
-	}
-	go func() { cmd.Wait(); close(d.done) }()
-	return d, nil
-}
-
-func (d *daemon) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (d *daemon) stop() {
-	if d == nil {
-		return
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(braidStopTimeout):
-		d.cmd.Process.Kill()
-		<-d.done
-	}
-}
-
-func (d *daemon) lastLine() string {
-	s := strings.TrimSpace(d.out.String())
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if over := t.b.Len() - t.max; over > 0 {
-		t.b.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
 }

@@ -49,7 +49,7 @@ type Point struct {
 	// Competing summarizes Samples[].CompetingMbps (nil without competing
 	// flows).
 	Competing *stats.Summary `json:"competing_mbps,omitempty"`
-	Error      string             `json:"error,omitempty"` // the point could not be measured
+	Error     string         `json:"error,omitempty"` // the point could not be measured
 }
 
 // Sample is one download.

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,12 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
@@ -45,7 +43,8 @@ type BraidCommand struct {
 	Env []string
 }
 
-func (b BraidCommand) command(args ...string) (*exec.Cmd, error) {
+// Command is the exec.Cmd of `braid args…`.
+func (b BraidCommand) Command(args ...string) (*exec.Cmd, error) {
 	exe := b.Exe
 	if exe == "" {
 		var err error
@@ -141,66 +140,106 @@ type braidSetup struct {
 	onePath bool
 }
 
-type daemon struct {
-	name string
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-}
-
-func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*daemon, error) {
-	cmd, err := bc.command("up", "-c", cfg)
+// startDaemon starts `braid up -c cfg` inside ns.
+func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*proc.Child, error) {
+	cmd, err := bc.Command("up", "-c", cfg)
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{name: name, cmd: cmd, out: &tailBuffer{max: 8 << 10}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	if err := ns.Start(cmd); err != nil {
-		return nil, fmt.Errorf("starting braid %s: %w", name, err)
-	}
-	go func() { cmd.Wait(); close(d.done) }()
-	return d, nil
+	return proc.Start(ns, "braid "+name, cmd)
 }
 
-func (d *daemon) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
+// BraidPair is a braid server and client started from generated keys and
+// config files.
+type BraidPair struct {
+	Srv, Cli *proc.Child
+	// CliSock is the client's control socket.
+	CliSock string
 }
 
-func (d *daemon) stop() {
-	if d == nil {
+// StartBraidPair generates both ends' keys into dir, writes the configs that
+// configs returns for them (with control sockets in dir), starts the server
+// in srvNS and the client in cliNS, and waits until usable(client status)
+// reaches want. On error nothing is left running.
+func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cliNS *netns.Namespace,
+	configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli string),
+	want int, usable func(control.Status) int) (_ *BraidPair, err error) {
+	b := &BraidPair{CliSock: filepath.Join(dir, "client.sock")}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	srvKey, err := keys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	cliKey, err := keys.Generate()
+	if err != nil {
+		return nil, err
+	}
+	srvCfg, cliCfg := configs(srvKey, cliKey, filepath.Join(dir, "server.sock"), b.CliSock)
+	for name, content := range map[string]string{
+		"server.key": srvKey.String(), "client.key": cliKey.String(),
+		"server.toml": srvCfg, "client.toml": cliCfg,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if b.Srv, err = startDaemon(srvNS, bc, "server", filepath.Join(dir, "server.toml")); err != nil {
+		return nil, err
+	}
+	if b.Cli, err = startDaemon(cliNS, bc, "client", filepath.Join(dir, "client.toml")); err != nil {
+		return nil, err
+	}
+	if _, err := WaitReady(ctx, b.Srv, b.Cli, b.CliSock, want, usable); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close stops both daemons, the client first. A nil pair is a no-op.
+func (b *BraidPair) Close() {
+	if b == nil {
 		return
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(braidStopTimeout):
-		d.cmd.Process.Kill()
-		<-d.done
-	}
+	b.Cli.Stop(braidStopTimeout)
+	b.Srv.Stop(braidStopTimeout)
 }
 
-// lastLine is the daemon's last line of output, for error messages.
-func (d *daemon) lastLine() string {
-	s := strings.TrimSpace(d.out.String())
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
+// WaitReady polls the braid client's control socket until usable(status)
+// reaches want, failing early when either daemon exits.
+func WaitReady(ctx context.Context, srv, cli *proc.Child, sock string, want int, usable func(control.Status) int) (control.Status, error) {
+	deadline := time.Now().Add(BraidReadyTimeout)
+	got := 0
+	for time.Now().Before(deadline) {
+		for _, d := range []*proc.Child{srv, cli} {
+			if d.Exited() {
+				return control.Status{}, fmt.Errorf("%s exited: %s", d.Name, d.LastLine())
+			}
+		}
+		if st, err := control.Query(sock); err == nil {
+			if got = usable(st); got >= want {
+				return st, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return control.Status{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return s
+	return control.Status{}, fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, BraidReadyTimeout, cli.LastLine())
 }
 
 type braidSession struct {
-	env      *Env
-	paths    []testbed.Path // the paths the tunnel runs on
-	onePath  bool           // mptcp: one engine path over all of them
-	srv, cli *daemon
-	cliSock  string
-	target   string
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	env     *Env
+	paths   []testbed.Path // the paths the tunnel runs on
+	onePath bool           // mptcp: one engine path over all of them
+	pair    *BraidPair
+	target  string
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func startBraid(ctx context.Context, env *Env) (Session, error) {
@@ -246,46 +285,16 @@ func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err
 	if set.subflows > 1 {
 		cliExtra = append(cliExtra, fmt.Sprintf("subflows_per_path = %d", set.subflows))
 	}
-	defer func() {
-		if err != nil {
-			s.Close()
-		}
-	}()
-	srvKey, err := keys.Generate()
+	want, usable := len(paths), func(st control.Status) int { return UsablePaths(st, paths) }
+	if set.onePath {
+		want, usable = 1, usableAny
+	}
+	s.pair, err = StartBraidPair(ctx, env.Braid, env.Dir, env.TB.Server(), env.TB.Client(),
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
+			return BraidServerConfig(cliKey, srvSock, srvExtra...),
+				BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock, cliExtra...)
+		}, want, usable)
 	if err != nil {
-		return nil, err
-	}
-	cliKey, err := keys.Generate()
-	if err != nil {
-		return nil, err
-	}
-	write := func(name, content string) (string, error) {
-		p := filepath.Join(env.Dir, name)
-		return p, os.WriteFile(p, []byte(content), 0o600)
-	}
-	srvSock, cliSock := filepath.Join(env.Dir, "server.sock"), filepath.Join(env.Dir, "client.sock")
-	s.cliSock = cliSock
-	if _, err := write("server.key", srvKey.String()); err != nil {
-		return nil, err
-	}
-	if _, err := write("client.key", cliKey.String()); err != nil {
-		return nil, err
-	}
-	srvCfg, err := write("server.toml", BraidServerConfig(cliKey, srvSock, srvExtra...))
-	if err != nil {
-		return nil, err
-	}
-	cliCfg, err := write("client.toml", BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock, cliExtra...))
-	if err != nil {
-		return nil, err
-	}
-	if s.srv, err = startDaemon(env.TB.Server(), env.Braid, "server", srvCfg); err != nil {
-		return nil, err
-	}
-	if s.cli, err = startDaemon(env.TB.Client(), env.Braid, "client", cliCfg); err != nil {
-		return nil, err
-	}
-	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	s.dial = tunnelDial(env, "braid")
@@ -341,46 +350,13 @@ func onPath(ps control.PathStatus, p testbed.Path) bool {
 	return false
 }
 
-func (s *braidSession) waitReady(ctx context.Context) error {
-	want := len(s.paths)
-	if s.onePath {
-		want = 1
-	}
-	deadline := time.Now().Add(BraidReadyTimeout)
-	got := 0
-	for time.Now().Before(deadline) {
-		if s.srv.exited() {
-			return fmt.Errorf("braid server exited: %s", s.srv.lastLine())
-		}
-		if s.cli.exited() {
-			return fmt.Errorf("braid client exited: %s", s.cli.lastLine())
-		}
-		if st, err := control.Query(s.cliSock); err == nil {
-			if s.onePath {
-				got = usableAny(st)
-			} else {
-				got = UsablePaths(st, s.paths)
-			}
-			if got >= want {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, BraidReadyTimeout, s.cli.lastLine())
-}
-
 func (s *braidSession) Target() string { return s.target }
 func (s *braidSession) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	return s.dial(ctx, n, a)
 }
 
 func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
-	st, err := control.Query(s.cliSock)
+	st, err := control.Query(s.pair.CliSock)
 	if err != nil {
 		return Counters{}, err
 	}
@@ -408,30 +384,6 @@ func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
 }
 
 func (s *braidSession) Close() error {
-	s.cli.stop()
-	s.srv.stop()
+	s.pair.Close()
 	return nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b.Write(p)
-	if over := t.b.Len() - t.max; over > 0 {
-		t.b.Next(over)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.b.String()
 }

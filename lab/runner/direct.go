@@ -92,14 +92,12 @@ func MPTCPCommands(paths []testbed.Path) [][]string {
 	return out
 }
 
-type mptcpSession struct {
-	directSession
-	env *Env
-}
-
-func startMPTCP(ctx context.Context, env *Env) (Session, error) {
-	cli, web := env.TB.Client(), env.TB.Web()
-	for _, ns := range []*netns.Namespace{cli, web} {
+// setupMPTCP checks MPTCP in the client and peer namespaces and configures
+// the client's in-kernel path manager (MPTCPSubflowCommands). It returns the
+// commands that undo it: the testbed outlives the point.
+func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows int) (undo [][]string, err error) {
+	cli := env.TB.Client()
+	for _, ns := range []*netns.Namespace{cli, peer} {
 		v, err := ns.Sysctl("net.mptcp.enabled")
 		if err != nil {
 			if os.IsNotExist(err) || strings.Contains(err.Error(), "no such file") {
@@ -111,18 +109,72 @@ func startMPTCP(ctx context.Context, env *Env) (Session, error) {
 			return nil, fmt.Errorf("MPTCP is disabled in namespace %s (net.mptcp.enabled=%s)", ns, strings.TrimSpace(v))
 		}
 	}
-	s := &mptcpSession{env: env}
-	if _, err := web.Exec(ctx, "ip", MPTCPCommands(nil)[0]...); err != nil {
-		return nil, fmt.Errorf("MPTCP limits in the web namespace: %w", err)
+	if _, err := peer.Exec(ctx, "ip", MPTCPCommands(nil)[0]...); err != nil {
+		return nil, fmt.Errorf("MPTCP limits in %s: %w", peer, err)
 	}
-	for _, args := range MPTCPCommands(env.TB.Plan.Paths) {
+	do, undo := MPTCPSubflowCommands(env.TB.Plan.Paths, subflows)
+	for i, args := range do {
 		if _, err := cli.Exec(ctx, "ip", args...); err != nil {
-			s.Close()
+			runAll(cli, undo[len(undo)-i:])
 			return nil, fmt.Errorf("MPTCP path manager: %w", err)
 		}
 	}
+	return undo, nil
+}
+
+// runAll runs ip commands, best effort (an undo list).
+func runAll(ns *netns.Namespace, cmds [][]string) {
+	for _, args := range cmds {
+		ns.Exec(context.Background(), "ip", args...)
+	}
+}
+
+// MPTCPSubflowCommands is the client's path manager set-up for an MPTCP
+// tunnel and the commands that undo it, in reverse order. subflows = 1 is
+// MPTCPCommands: a subflow endpoint on every path after the first, the full
+// mesh with one server address. subflows = n > 1 is the paper's
+// ndiffports-like variant, n subflows on every path: the in-kernel path
+// manager takes one endpoint per address, so each path gets n-1 extra
+// addresses (the path's address + 16·k) with a policy rule into the path's
+// routing table, each an endpoint of its own.
+func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]string) {
+	do = MPTCPCommands(paths)
+	undo = [][]string{{"mptcp", "endpoint", "flush"}}
+	for _, p := range paths {
+		a := p.ClientAddr
+		for k := 1; k < subflows; k++ {
+			for range 16 {
+				a = a.Next()
+			}
+			pfx := netip.PrefixFrom(a, p.Subnet.Bits()).String()
+			host := netip.PrefixFrom(a, 32).String()
+			table := strconv.Itoa(p.Table)
+			do = append(do,
+				[]string{"addr", "add", pfx, "dev", p.ClientIf},
+				[]string{"rule", "add", "from", host, "table", table},
+				[]string{"mptcp", "endpoint", "add", a.String(), "dev", p.ClientIf, "subflow"})
+			undo = append(undo,
+				[]string{"rule", "del", "from", host, "table", table},
+				[]string{"addr", "del", pfx, "dev", p.ClientIf})
+		}
+	}
+	return do, undo
+}
+
+type mptcpSession struct {
+	directSession
+	env  *Env
+	undo [][]string
+}
+
+func startMPTCP(ctx context.Context, env *Env) (Session, error) {
+	undo, err := setupMPTCP(ctx, env, env.TB.Web(), 1)
+	if err != nil {
+		return nil, err
+	}
+	s := &mptcpSession{env: env, undo: undo}
 	first := env.TB.Plan.Paths[0]
-	dial := dialFrom(cli, first.ClientAddr, env.CC, true)
+	dial := dialFrom(env.TB.Client(), first.ClientAddr, env.CC, true)
 	s.target = netip.AddrPortFrom(env.Web.Addr, WebPortMPTCP).String()
 	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -139,6 +191,6 @@ func startMPTCP(ctx context.Context, env *Env) (Session, error) {
 }
 
 func (s *mptcpSession) Close() error {
-	_, err := s.env.TB.Client().Exec(context.Background(), "ip", "mptcp", "endpoint", "flush")
-	return err
+	runAll(s.env.TB.Client(), s.undo)
+	return nil
 }

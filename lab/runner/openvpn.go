@@ -20,8 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/scenario"
-	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -76,7 +76,7 @@ func OpenVPNArgs(server bool, proto string, srv netip.Addr, cipher, dir string) 
 type openvpnSession struct {
 	directSession
 	env      *Env
-	srv, cli *daemon
+	srv, cli *proc.Child
 	undo     [][]string // client path manager set-up of openvpn-mptcp
 }
 
@@ -115,10 +115,10 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 		if err := writeOpenVPNCerts(env.Dir); err != nil {
 			return nil, err
 		}
-		start := func(ns *netns.Namespace, name string, server bool) (*daemon, error) {
+		start := func(ns *netns.Namespace, name string, server bool) (*proc.Child, error) {
 			args := append(append([]string(nil), wrap...), exe)
 			args = append(args, OpenVPNArgs(server, proto, path.ServerAddr, tr.Cipher, env.Dir)...)
-			return startProcess(ns, "openvpn "+name, args)
+			return proc.Start(ns, "openvpn "+name, exec.Command(args[0], args[1:]...))
 		}
 		if s.srv, err = start(env.TB.Server(), "server", true); err != nil {
 			return nil, err
@@ -143,8 +143,8 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 
 // Counters: OpenVPN has none the lab reads; the emulators count per path.
 func (s *openvpnSession) Close() error {
-	s.cli.stop()
-	s.srv.stop()
+	s.cli.Stop(braidStopTimeout)
+	s.srv.Stop(braidStopTimeout)
 	// The tunnel's route to the web subnet goes with the TUN device.
 	runAll(s.env.TB.Client(), s.undo)
 	return nil
@@ -170,28 +170,16 @@ func tunnelDial(env *Env, what string) func(ctx context.Context, network, addr s
 	}
 }
 
-// startProcess starts argv inside ns with its output kept for errors.
-func startProcess(ns *netns.Namespace, name string, argv []string) (*daemon, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	d := &daemon{name: name, cmd: cmd, out: &tailBuffer{max: 16 << 10}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	if err := ns.Start(cmd); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() { cmd.Wait(); close(d.done) }()
-	return d, nil
-}
-
 // waitOutput waits until every daemon has printed line.
-func waitOutput(ctx context.Context, timeout time.Duration, line string, ds ...*daemon) error {
+func waitOutput(ctx context.Context, timeout time.Duration, line string, ds ...*proc.Child) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ready := true
 		for _, d := range ds {
-			if d.exited() {
-				return fmt.Errorf("%s exited: %s", d.name, d.lastLine())
+			if d.Exited() {
+				return fmt.Errorf("%s exited: %s", d.Name, d.LastLine())
 			}
-			if !strings.Contains(d.out.String(), line) {
+			if !strings.Contains(d.Output(), line) {
 				ready = false
 			}
 		}
@@ -199,7 +187,7 @@ func waitOutput(ctx context.Context, timeout time.Duration, line string, ds ...*
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v: %s", ds[0].name, timeout, ds[len(ds)-1].lastLine())
+			return fmt.Errorf("%s not ready after %v: %s", ds[0].Name, timeout, ds[len(ds)-1].LastLine())
 		}
 		select {
 		case <-ctx.Done():
@@ -207,75 +195,6 @@ func waitOutput(ctx context.Context, timeout time.Duration, line string, ds ...*
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// setupMPTCP checks MPTCP in the client and peer namespaces and configures
-// the client's in-kernel path manager (MPTCPSubflowCommands). It returns the
-// commands that undo it: the testbed outlives the point.
-func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows int) (undo [][]string, err error) {
-	cli := env.TB.Client()
-	for _, ns := range []*netns.Namespace{cli, peer} {
-		v, err := ns.Sysctl("net.mptcp.enabled")
-		if err != nil {
-			if os.IsNotExist(err) || strings.Contains(err.Error(), "no such file") {
-				return nil, fmt.Errorf("MPTCP is not available: this kernel has no net.mptcp (CONFIG_MPTCP)")
-			}
-			return nil, fmt.Errorf("MPTCP: %w", err)
-		}
-		if strings.TrimSpace(v) != "1" {
-			return nil, fmt.Errorf("MPTCP is disabled in namespace %s (net.mptcp.enabled=%s)", ns, strings.TrimSpace(v))
-		}
-	}
-	if _, err := peer.Exec(ctx, "ip", MPTCPCommands(nil)[0]...); err != nil {
-		return nil, fmt.Errorf("MPTCP limits in %s: %w", peer, err)
-	}
-	do, undo := MPTCPSubflowCommands(env.TB.Plan.Paths, subflows)
-	for i, args := range do {
-		if _, err := cli.Exec(ctx, "ip", args...); err != nil {
-			runAll(cli, undo[len(undo)-i:])
-			return nil, fmt.Errorf("MPTCP path manager: %w", err)
-		}
-	}
-	return undo, nil
-}
-
-// runAll runs ip commands, best effort (an undo list).
-func runAll(ns *netns.Namespace, cmds [][]string) {
-	for _, args := range cmds {
-		ns.Exec(context.Background(), "ip", args...)
-	}
-}
-
-// MPTCPSubflowCommands is the client's path manager set-up for an MPTCP
-// tunnel and the commands that undo it, in reverse order. subflows = 1 is
-// MPTCPCommands: a subflow endpoint on every path after the first, the full
-// mesh with one server address. subflows = n > 1 is the paper's
-// ndiffports-like variant, n subflows on every path: the in-kernel path
-// manager takes one endpoint per address, so each path gets n-1 extra
-// addresses (the path's address + 16·k) with a policy rule into the path's
-// routing table, each an endpoint of its own.
-func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]string) {
-	do = MPTCPCommands(paths)
-	undo = [][]string{{"mptcp", "endpoint", "flush"}}
-	for _, p := range paths {
-		a := p.ClientAddr
-		for k := 1; k < subflows; k++ {
-			for range 16 {
-				a = a.Next()
-			}
-			pfx := netip.PrefixFrom(a, p.Subnet.Bits()).String()
-			host := netip.PrefixFrom(a, 32).String()
-			table := strconv.Itoa(p.Table)
-			do = append(do,
-				[]string{"addr", "add", pfx, "dev", p.ClientIf},
-				[]string{"rule", "add", "from", host, "table", table},
-				[]string{"mptcp", "endpoint", "add", a.String(), "dev", p.ClientIf, "subflow"})
-			undo = append(undo,
-				[]string{"rule", "del", "from", host, "table", table},
-				[]string{"addr", "del", pfx, "dev", p.ClientIf})
-		}
-	}
-	return do, undo
 }
 
 // writeOpenVPNCerts makes a throwaway CA and the two ends' certificates

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/braid-vpn/braid/config"
@@ -16,14 +17,18 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
+var unimplemented sync.Once
+
 func TestRegistry(t *testing.T) {
 	for _, n := range []string{"direct", "mptcp-direct", "braid"} {
 		if _, ok := Lookup(n); !ok {
 			t.Errorf("%s not registered", n)
 		}
 	}
-	if _, ok := Lookup("openvpn"); ok {
-		t.Error("openvpn registered without an implementation")
+	for _, n := range scenario.TransportNames() {
+		if _, ok := Lookup(n); !ok && n != "test-unimplemented" {
+			t.Errorf("scenario transport %s has no implementation", n)
+		}
 	}
 	func() {
 		defer func() {
@@ -39,8 +44,11 @@ func TestRegistry(t *testing.T) {
 	}
 	// A kind the scenario package knows but nobody implemented is refused
 	// before a testbed is built.
-	err := checkRunnable([]scenario.Point{{Transport: scenario.Transport{Name: "direct"}}, {Transport: scenario.Transport{Name: "tcp-tunnel"}}})
-	if err == nil || !strings.Contains(err.Error(), `"tcp-tunnel"`) {
+	unimplemented.Do(func() {
+		scenario.RegisterTransport(scenario.TransportKind{Name: "test-unimplemented", Summary: "for TestRegistry"})
+	})
+	err := checkRunnable([]scenario.Point{{Transport: scenario.Transport{Name: "direct"}}, {Transport: scenario.Transport{Name: "test-unimplemented"}}})
+	if err == nil || !strings.Contains(err.Error(), `"test-unimplemented"`) {
 		t.Errorf("checkRunnable: %v", err)
 	}
 	if err := checkRunnable(scenario.Default().Points()); err != nil {
