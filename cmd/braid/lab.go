@@ -240,17 +240,22 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		}
 		fmt.Fprintf(stderr, "results, plots and report.md written to %s\n", f.out)
 	}
-	stdout := cmd.OutOrStdout()
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(run); err != nil {
-			return err
-		}
-	} else {
-		printLabTable(stdout, run, demo)
+	if err := writeResult(cmd.OutOrStdout(), f.json, run, func(w io.Writer) { printLabTable(w, run, demo) }); err != nil {
+		return err
 	}
 	return runErr
+}
+
+// writeResult prints a command's result: v as one indented JSON document
+// with --json, else the text table.
+func writeResult(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
+	if !asJSON {
+		text(w)
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // printLabTable writes one row per point: its sweep parameters (the demo has

@@ -20,17 +20,7 @@ import (
 // 3 × 4 MiB per transport. Both multipath transports must beat one path by
 // more than 1.5× (ideal: 2×).
 func TestLabSmoke(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the lab's network namespaces and starts braid daemons")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2 (ip): apt-get install iproute2")
-	}
-	saved := labBraidCommand
-	t.Cleanup(func() { labBraidCommand = saved })
-	labBraidCommand = func() runner.BraidCommand {
-		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
-	}
+	labTestBraid(t, "needs root: builds the lab's network namespaces and starts braid daemons")
 	dir := t.TempDir()
 	data, err := scenarios.Read("smoke.toml")
 	if err != nil {
@@ -74,5 +64,23 @@ func TestLabSmoke(t *testing.T) {
 	}
 	if took > 2*time.Minute {
 		t.Errorf("the smoke run took %v, over the 2-minute budget", took)
+	}
+}
+
+// labTestBraid skips t unless it runs as root with iproute2 (why says what
+// the test builds) and makes the lab start this test binary as braid for
+// the rest of t.
+func labTestBraid(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip(why)
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2 (ip): apt-get install iproute2")
+	}
+	saved := labBraidCommand
+	t.Cleanup(func() { labBraidCommand = saved })
+	labBraidCommand = func() runner.BraidCommand {
+		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
 	}
 }

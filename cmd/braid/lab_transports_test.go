@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/results"
-	"github.com/braid-vpn/braid/lab/runner"
 )
 
 // labTunnelTransports are the lab's tunnel baselines, with what each needs
@@ -37,14 +36,7 @@ var labTunnelTransports = []struct {
 // on the smoke testbed (two 10 Mbit/s paths, 10 ms): each must carry a
 // 2 MiB download at a sane rate, and the multipath ones must use both paths.
 func TestLabTunnelTransports(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the lab's network namespaces and starts tunnel daemons")
-	}
-	saved := labBraidCommand
-	t.Cleanup(func() { labBraidCommand = saved })
-	labBraidCommand = func() runner.BraidCommand {
-		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
-	}
+	labTestBraid(t, "needs root: builds the lab's network namespaces and starts tunnel daemons")
 	var doc strings.Builder
 	doc.WriteString("name = \"tunnels\"\n[experiment]\nsize = \"2MiB\"\nreps = 1\ntimeout = \"40s\"\n[[links]]\nname = \"primary\"\nrtt = \"10ms\"\n[[links]]\nname = \"secondary\"\nrtt = \"10ms\"\n")
 	multipath := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -95,15 +96,8 @@ and wireguard-go. docs/lab.md explains each number.`,
 				}
 				fmt.Fprintf(stderr, "results.json and report.md written to %s\n", out)
 			}
-			stdout := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				rep.WriteText(stdout)
+			if err := writeResult(cmd.OutOrStdout(), asJSON, rep, func(w io.Writer) { rep.WriteText(w) }); err != nil {
+				return err
 			}
 			return runErr
 		},

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/bench"
-	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
@@ -21,17 +19,7 @@ import (
 // TCP and braid on one path) and checks that every figure is there and
 // plausible, and that nothing is left behind.
 func TestLabBench(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds network namespaces and veth pairs and starts braid daemons")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2 (ip): apt-get install iproute2")
-	}
-	saved := labBraidCommand
-	t.Cleanup(func() { labBraidCommand = saved })
-	labBraidCommand = func() runner.BraidCommand {
-		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
-	}
+	labTestBraid(t, "needs root: builds network namespaces and veth pairs and starts braid daemons")
 	const size = 64 << 20
 	out := filepath.Join(t.TempDir(), "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -136,15 +136,8 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 				}
 				fmt.Fprintf(stderr, "results.json, samples.csv, summary.csv, tables.md and plots written to %s\n", out)
 			}
-			stdout := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
-					return err
-				}
-			} else {
-				mesh.WriteText(stdout, res)
+			if err := writeResult(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { mesh.WriteText(w, res) }); err != nil {
+				return err
 			}
 			return runErr
 		},

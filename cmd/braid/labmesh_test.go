@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/mesh"
-	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -79,17 +77,7 @@ const sharedGraph = `{"edges": [
 // more than one 4-hop path's airtime, two channels give clearly more than
 // TCP; and no namespace is left.
 func TestLabMeshBraid(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the mesh's network namespaces and starts braid daemons")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs iproute2 (ip): apt-get install iproute2")
-	}
-	saved := labBraidCommand
-	t.Cleanup(func() { labBraidCommand = saved })
-	labBraidCommand = func() runner.BraidCommand {
-		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
-	}
+	labTestBraid(t, "needs root: builds the mesh's network namespaces and starts braid daemons")
 	dir := t.TempDir()
 	file := filepath.Join(dir, "shared.json")
 	if err := os.WriteFile(file, []byte(sharedGraph), 0o644); err != nil {
