@@ -654,25 +654,32 @@ socket = %q
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			file := writeFile(t, dir, "x.toml", c.cfg)
-			cmd := exec.Command(os.Args[0], "up", "-c", file)
-			cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := ns.Start(cmd); err != nil {
-				t.Fatal(err)
-			}
-			err := cmd.Wait()
-			if code := cmd.ProcessState.ExitCode(); code != 1 {
-				t.Fatalf("exit code %d (%v), want 1; output:\n%s", code, err, out.String())
-			}
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-			last := lines[len(lines)-1]
-			if !strings.HasPrefix(last, "braid: ") || !strings.Contains(last, c.want) {
-				t.Fatalf("last line %q, want a \"braid: …%s…\" line; output:\n%s", last, c.want, out.String())
-			}
+			upFails(t, ns, file, c.want)
 			if _, err := ns.Netlink().LinkByName("braid0"); err == nil {
 				t.Fatal("braid0 left behind")
 			}
 		})
+	}
+}
+
+// upFails runs `braid up -c file` inside ns and requires it to exit 1 with a
+// last line "braid: …want…".
+func upFails(t *testing.T, ns *netns.Namespace, file, want string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "up", "-c", file)
+	cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := ns.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit code %d (%v), want 1; output:\n%s", code, err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "braid: ") || !strings.Contains(last, want) {
+		t.Fatalf("last line %q, want a \"braid: …%s…\" line; output:\n%s", last, want, out.String())
 	}
 }

@@ -393,22 +393,7 @@ transport = "mptcp"
 [control]
 socket = %q
 `, srv.Public(), filepath.Join(dir, "c.sock")))
-	cmd := exec.Command(os.Args[0], "up", "-c", file)
-	cmd.Env = append(os.Environ(), "BRAID_TEST_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := ns.Start(cmd); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 1 {
-		t.Fatalf("exit code %d (%v), want 1; output:\n%s", code, err, out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	last := lines[len(lines)-1]
-	if !strings.HasPrefix(last, "braid: ") || !strings.Contains(last, "sysctl net.mptcp.enabled = 0") {
-		t.Fatalf("last line %q, want a \"braid: …\" line naming the sysctl; output:\n%s", last, out.String())
-	}
+	upFails(t, ns, file, "sysctl net.mptcp.enabled = 0")
 	if _, err := ns.Netlink().LinkByName("braid0"); err == nil {
 		t.Fatal("braid0 left behind")
 	}

@@ -20,7 +20,7 @@ type clientConn struct {
 	remotes map[netip.AddrPort]*remote
 
 	wmu     sync.Mutex // serialises WriteBatch
-	touched []*outq
+	touched touchedQueues
 }
 
 // remote is the client's state for one endpoint: its queue, the current connection
@@ -81,7 +81,7 @@ func (c *clientConn) WriteBatch(bufs [][]byte, eps []conn.Endpoint) error {
 			}
 			q = rs.q
 			q.mu.Lock()
-			c.touch(q)
+			c.touched.add(q)
 		}
 		switch {
 		case !q.open:
@@ -93,21 +93,8 @@ func (c *clientConn) WriteBatch(bufs [][]byte, eps []conn.Endpoint) error {
 	if q != nil {
 		q.mu.Unlock()
 	}
-	for i, tq := range c.touched {
-		tq.signal()
-		c.touched[i] = nil
-	}
-	c.touched = c.touched[:0]
+	c.touched.signal()
 	return nil
-}
-
-func (c *clientConn) touch(q *outq) {
-	for _, x := range c.touched {
-		if x == q {
-			return
-		}
-	}
-	c.touched = append(c.touched, q)
 }
 
 // remoteFor finds (or creates) the state of an endpoint, notes the write and makes

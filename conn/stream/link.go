@@ -289,3 +289,26 @@ func (l *link) flush(deadline time.Time) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// touchedQueues collects the queues one WriteBatch filled, so each writer
+// is woken once per batch rather than once per datagram.
+type touchedQueues []*outq
+
+func (t *touchedQueues) add(q *outq) {
+	for _, x := range *t {
+		if x == q {
+			return
+		}
+	}
+	*t = append(*t, q)
+}
+
+// signal wakes every collected queue's writer and forgets them (keeping
+// the backing array, so a steady state does not allocate).
+func (t *touchedQueues) signal() {
+	for i, q := range *t {
+		q.signal()
+		(*t)[i] = nil
+	}
+	*t = (*t)[:0]
+}

@@ -22,7 +22,7 @@ type serverConn struct {
 	links map[netip.AddrPort]*link
 
 	wmu     sync.Mutex
-	touched []*outq
+	touched touchedQueues
 }
 
 // Server is the engine's Listen function on a server: a Conn listening on
@@ -184,7 +184,7 @@ func (s *serverConn) WriteBatch(bufs [][]byte, eps []conn.Endpoint) error {
 			}
 			q = l.q
 			q.mu.Lock()
-			s.touch(q)
+			s.touched.add(q)
 		}
 		if !q.addLocked(d) {
 			t.dropFull.Add(1)
@@ -194,21 +194,8 @@ func (s *serverConn) WriteBatch(bufs [][]byte, eps []conn.Endpoint) error {
 		q.mu.Unlock()
 	}
 	s.mu.Unlock()
-	for i, tq := range s.touched {
-		tq.signal()
-		s.touched[i] = nil
-	}
-	s.touched = s.touched[:0]
+	s.touched.signal()
 	return nil
-}
-
-func (s *serverConn) touch(q *outq) {
-	for _, x := range s.touched {
-		if x == q {
-			return
-		}
-	}
-	s.touched = append(s.touched, q)
 }
 
 func (s *serverConn) Close() error {

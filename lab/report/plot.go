@@ -1,20 +1,16 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/braid-vpn/braid/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/braid-vpn/braid/lab/results"
 )
@@ -50,35 +46,13 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			name := filepath.Join(dir, f.stem+ext)
-			if err := save(p, name, ext); err != nil {
+			if err := plotfile.Save(p, name, vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch, PlotDPI); err != nil {
 				return files, fmt.Errorf("report: %w", err)
 			}
 			files = append(files, name)
 		}
 	}
 	return files, nil
-}
-
-func save(p *plot.Plot, name, ext string) error {
-	w, h := vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch
-	var buf bytes.Buffer
-	switch ext {
-	case ".png":
-		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(PlotDPI))
-		p.Draw(draw.New(c))
-		if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
-			return err
-		}
-	case ".svg":
-		c := vgsvg.New(w, h)
-		p.Draw(draw.New(c))
-		if _, err := c.WriteTo(&buf); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unknown plot format %q", ext)
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
 }
 
 // seriesData is one transport's points on a figure, sorted by x; it is

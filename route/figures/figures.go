@@ -4,22 +4,19 @@
 package figures
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/braid-vpn/braid/internal/plotfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/braid-vpn/braid/route"
 	"github.com/braid-vpn/braid/route/study"
@@ -36,24 +33,7 @@ const (
 
 // Save writes p to name as PNG or SVG, chosen by the extension.
 func Save(p *plot.Plot, name string, w, h vg.Length) error {
-	var buf bytes.Buffer
-	switch ext := strings.ToLower(filepath.Ext(name)); ext {
-	case ".png":
-		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(DPI))
-		p.Draw(draw.New(c))
-		if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
-			return err
-		}
-	case ".svg":
-		c := vgsvg.New(w, h)
-		p.Draw(draw.New(c))
-		if _, err := c.WriteTo(&buf); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("figures: %s: unknown image format %q (want .png or .svg)", name, ext)
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
+	return plotfile.Save(p, name, w, h, DPI)
 }
 
 // WriteStudy draws Figs 7, 8 and 9 of res into dir, each as PNG and SVG,
