@@ -7,6 +7,8 @@
 # --only flags say which of its points were run. Needs root.
 #
 #   go build -o braid ./cmd/braid && sudo scripts/results.sh [./braid]
+#
+# The committed run took about 100 minutes.
 set -eu
 BRAID=${1:-./braid}
 OUT=${OUT:-docs/results}
@@ -31,8 +33,10 @@ run rtt-ratio rtt-ratio.toml --reps "$REPS" --only "$GE0,gemodel 1% 75% 50% 1%"
 # Figure 9: 1% uniform and Gilbert-Elliott "3%" (1-k = 1%), three RTTs.
 run rtt-loss-uniform rtt-uniform.toml --reps "$REPS" --only "loss=random 1%" --only rtt=10ms,40ms,100ms
 run rtt-loss-ge rtt-ge.toml --reps "$REPS" --only "$GE1" --only rtt=10ms,40ms,100ms
-# Figure 11's other splits, and the other path-aware schedulers.
-run splits splits.toml --reps "$REPS" --only "$GE0,gemodel 1% 75% 50% 1%" --only "transport=braid 75/25,braid 90/10"
-run schedulers schedulers.toml --reps "$REPS" --only "$GE0,gemodel 1% 75% 50% 1%" --only transport=braid --only scheduler=rtt-aware,minrtt
-# Beyond the paper: unequal rates.
-run rate-ratio rate-ratio.toml --reps "$REPS"
+# Figure 11's other splits, and the other path-aware schedulers (the lightest
+# Gilbert-Elliott setting only).
+run splits splits.toml --reps "$REPS" --only "$GE0" --only "transport=braid 75/25,braid 90/10"
+run schedulers schedulers.toml --reps "$REPS" --only "$GE0" --only transport=braid --only scheduler=rtt-aware,minrtt
+# Beyond the paper, unequal rates (not in the committed results: it did not
+# fit the session's time).
+# run rate-ratio rate-ratio.toml --reps "$REPS"
