@@ -63,7 +63,7 @@ func (q *ccQueue) pop() {
 func (e *Engine) ccConfig() cc.Config {
 	c := e.tn.CC
 	if c.MSS <= 0 {
-		c.MSS = max(e.mtu+wire.DataOverhead+wire.InnerHeaderLen+wire.DataFrameHeaderLen, e.tn.OuterMTU-28)
+		c.MSS = max(e.mtu+wire.DataPacketOverhead, e.tn.OuterMTU-28)
 	}
 	if c.MaxWindow <= 0 {
 		ring := e.tn.Path.RingSize
@@ -205,7 +205,7 @@ func (p *peer) enqueue(pb *packetBuf, now time.Time) {
 func (p *peer) offer(w *writer, pb *packetBuf, now time.Time) sendOutcome {
 	pkt := pb.b[pb.start:pb.end]
 	flow := reorder.FlowID(pkt, len(p.flowSq))
-	size := len(pkt) + wire.DataOverhead + wire.InnerHeaderLen + wire.DataFrameHeaderLen
+	size := len(pkt) + wire.DataPacketOverhead
 	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
 	if len(p.picks) == 0 {
 		for i := range p.infos {

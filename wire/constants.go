@@ -64,6 +64,10 @@ const (
 // place: outer header, inner header and the DATA frame header.
 const DataPrefixLen = DataHeaderLen + InnerHeaderLen + DataFrameHeaderLen
 
+// DataPacketOverhead is what a datagram carrying one IP packet in one DATA frame
+// adds to the packet (before UDP and IP): headroom plus the tag.
+const DataPacketOverhead = DataPrefixLen + TagLen
+
 // Handshake initiation (client → server):
 //
 //	0      1          4            8
