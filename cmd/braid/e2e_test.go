@@ -317,14 +317,7 @@ socket = %q
 
 	// The web server: one listener in the server namespace, reachable directly
 	// (198.18.x.2) and through the tunnel (100.64.0.1).
-	var ln net.Listener
-	must(r.srv.Do(func() (err error) {
-		ln, err = httpbench.Listen("0.0.0.0:8080", e2eCC())
-		return err
-	}))
-	hs := &http.Server{Handler: httpbench.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	serveWeb(t, r.srv)
 	return r
 }
 
@@ -682,4 +675,20 @@ func upFails(t *testing.T, ns *netns.Namespace, file, want string) {
 	if !strings.HasPrefix(last, "braid: ") || !strings.Contains(last, want) {
 		t.Fatalf("last line %q, want a \"braid: …%s…\" line; output:\n%s", last, want, out.String())
 	}
+}
+
+// serveWeb runs the httpbench web server on port 8080 of every address of ns
+// until the test ends.
+func serveWeb(t testing.TB, ns *netns.Namespace) {
+	t.Helper()
+	var ln net.Listener
+	if err := ns.Do(func() (err error) {
+		ln, err = httpbench.Listen("0.0.0.0:8080", e2eCC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: httpbench.Handler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
 }

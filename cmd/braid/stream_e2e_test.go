@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,14 +115,7 @@ socket = %q
 	r.dCli.waitPaths(t, "", 1)
 	r.dSrv.waitPaths(t, "a", 1)
 
-	var ln net.Listener
-	must(r.srv.Do(func() (err error) {
-		ln, err = httpbench.Listen("0.0.0.0:8080", e2eCC())
-		return err
-	}))
-	hs := &http.Server{Handler: httpbench.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
+	serveWeb(t, r.srv)
 	return r
 }
 
