@@ -75,7 +75,10 @@ func TestLabBench(t *testing.T) {
 		if c.Name == bench.CaseBraid1 && !(s.CPU.System > 0) {
 			t.Errorf("%s: no system CPU counted for %v s of transfer", c.Name, s.Seconds)
 		}
-		if float64(s.CPU.System)+slack < float64(s.CPU.Processes()) {
+		// The processes' times are their exact run time; the machine's busy
+		// time is sampled at each timer tick (no IRQ time accounting here), so
+		// over hundreds of ticks it strays by several percent either way.
+		if float64(s.CPU.System)+slack < 0.9*float64(s.CPU.Processes()) {
 			t.Errorf("%s: system %v below the processes' %v", c.Name, s.CPU.System, s.CPU.Processes())
 		}
 		// Both cases take the first veth and only it.
