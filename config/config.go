@@ -51,9 +51,14 @@ const (
 	// the TCP-in-TCP and TCP-in-MPTCP baselines; docs/transports.md.
 	DefaultTransport = "udp"
 
-	DefaultScheduler  = "earliest-arrival"
-	DefaultReorder    = "adaptive"
-	DefaultCongestion = "none"
+	DefaultScheduler = "earliest-arrival"
+	DefaultReorder   = "adaptive"
+	// DefaultCongestion "auto" is the loss-tolerant rate model ("rate") when
+	// recovery is on and "none" when it is off (docs/recovery.md).
+	DefaultCongestion = "auto"
+	// DefaultRecovery "auto" recovers path losses inside the tunnel (today by
+	// selective retransmission; docs/recovery.md).
+	DefaultRecovery = "auto"
 
 	// DefaultFixedReorderHold is how long reorder = "fixed" holds a gap open.
 	DefaultFixedReorderHold = 50 * time.Millisecond
@@ -120,8 +125,12 @@ var (
 	Transports  = []string{"udp", "tcp", "mptcp"}
 	Schedulers  = []string{"roundrobin", "weighted", "minrtt", "rtt-aware", "earliest-arrival", "redundant"}
 	Reorders    = []string{"off", "fixed", "adaptive"}
-	Congestions = []string{"none", "reno", "cubic", "lia", "olia", "balia", "wvegas", "coupled", "ewtcp"}
-	LogLevels   = []string{"debug", "info", "warn", "error"}
+	Congestions = []string{"none", "reno", "cubic", "lia", "olia", "balia", "wvegas", "coupled", "ewtcp", "rate"}
+	// CongestionChoices is what the congestion key accepts: "auto" or an
+	// algorithm.
+	CongestionChoices = append([]string{"auto"}, Congestions...)
+	Recoveries        = []string{"auto", "retransmit", "off"}
+	LogLevels         = []string{"debug", "info", "warn", "error"}
 )
 
 // Role says which side of the tunnel this process is.
@@ -192,8 +201,10 @@ type Client struct {
 	Reorder string
 	// ReorderHold is the fixed hold for reorder = "fixed", the upper bound of
 	// the hold for "adaptive", and 0 for "off".
-	ReorderHold      time.Duration
-	Congestion       string
+	ReorderHold time.Duration
+	Congestion  string
+	// Recovery is the loss-recovery mode (Recoveries).
+	Recovery         string
 	HandshakeTimeout time.Duration
 	// Transport is "udp", "tcp" or "mptcp"; the server must use the same (an
 	// "mptcp" server also serves "tcp" clients).

@@ -54,6 +54,7 @@ type rawClient struct {
 	Reorder          string    `toml:"reorder"`
 	ReorderHold      string    `toml:"reorder_hold"`
 	Congestion       string    `toml:"congestion"`
+	Recovery         string    `toml:"recovery"`
 	HandshakeTimeout string    `toml:"handshake_timeout"`
 	Transport        string    `toml:"transport"`
 	TCPCongestion    string    `toml:"tcp_congestion"`
@@ -427,7 +428,8 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 	c.Transport, c.TCPCongestion = p.transport("client", raw.Transport, raw.TCPCongestion)
 	c.Scheduler = p.oneOf("client.scheduler", "scheduler", raw.Scheduler, DefaultScheduler, Schedulers)
 	c.Reorder = p.oneOf("client.reorder", "reorder mode", raw.Reorder, DefaultReorder, Reorders)
-	c.Congestion = p.oneOf("client.congestion", "congestion controller", raw.Congestion, DefaultCongestion, Congestions)
+	c.Congestion = p.oneOf("client.congestion", "congestion controller", raw.Congestion, DefaultCongestion, CongestionChoices)
+	c.Recovery = p.oneOf("client.recovery", "recovery mode", raw.Recovery, DefaultRecovery, Recoveries)
 
 	p.weights(c, raw.Weights)
 

@@ -531,6 +531,50 @@ func ccSample() Status {
 	return s
 }
 
+// recoverySample is a session with the rate model, CoDel and loss recovery.
+func recoverySample() Status {
+	s := ccSample()
+	p := &s.Peers[0]
+	p.Congestion = "rate"
+	p.Queue = &QueueStatus{DelayMs: 4.25, Marks: 7, Drops: 2}
+	p.Recovery = "retransmit"
+	p.RecoveryStats = &RecoveryStatus{HoldMs: 61.5, Retained: 12, GiveUps: 3, BudgetOut: 1, Abandoned: 2}
+	p.Paths[0].CC.PacingRateBps = 12.5e6
+	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3}
+	p.Paths[1].Recovery = &PathRecovery{Retransmitted: 38}
+	return s
+}
+
+func TestFormatStatusRecovery(t *testing.T) {
+	var b strings.Builder
+	if err := FormatStatus(&b, recoverySample()); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, line := range []string{
+		"  queue:       4.2 ms delay, 7 CoDel marks, 2 CoDel drops\n",
+		// 5+38 resent, 40 recovered, 3 given up in all.
+		"  recovery:    retransmit, hold 61.5 ms, 43 resent, 40 recovered, 3 given up (1 by budget), 2 gaps released\n",
+		"PACING  RESENT  RECOVERED  RESIDUAL\n",
+		"12.50 Mbit/s       5         40         3\n",
+		"-      38          0         0\n",
+	} {
+		if !strings.Contains(got, line) {
+			t.Errorf("status lacks %q:\n%s", line, got)
+		}
+	}
+	j, err := json.Marshal(recoverySample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"queue":{"delay_ms":4.25,"codel_marks":7,"codel_drops":2}`, `"recovery":"retransmit"`,
+		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":0,"repair_used":0}`, `"pacing_rate_bps":12500000`} {
+		if !strings.Contains(string(j), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, j)
+		}
+	}
+}
+
 func TestFormatStatusCongestion(t *testing.T) {
 	var b strings.Builder
 	if err := FormatStatus(&b, ccSample()); err != nil {
@@ -550,9 +594,9 @@ peer server (SERVERKEY=)
   transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
   reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
 
-  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX       CWND   SSTHRESH   INFLIGHT
-     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  28.75 KiB  14.38 KiB  27.34 KiB
-     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B  14.38 KiB        inf        0 B
+  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX       CWND   SSTHRESH   INFLIGHT  PACING
+     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  28.75 KiB  14.38 KiB  27.34 KiB       -
+     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B  14.38 KiB        inf        0 B       -
 `
 	if got := b.String(); got != want {
 		t.Errorf("FormatStatus:\n%s\nwant:\n%s", got, want)
@@ -564,7 +608,7 @@ func TestCongestionJSONAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"cc_queued":3`, `"cc":{"cwnd_bytes":29440,"ssthresh_bytes":14720,"slow_start":false,"in_recovery":true,"congestion_events":4}`,
+	for _, key := range []string{`"cc_queued":3`, `"cc":{"cwnd_bytes":29440,"ssthresh_bytes":14720,"slow_start":false,"in_recovery":true,"congestion_events":4,"pacing_rate_bps":0}`,
 		`"cc":{"cwnd_bytes":14720,"ssthresh_bytes":-1,"slow_start":true`} {
 		if !bytes.Contains(b, []byte(key)) {
 			t.Errorf("JSON lacks %s:\n%s", key, b)

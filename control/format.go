@@ -66,6 +66,23 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	r := &p.ReorderStats
 	ew.printf("  reorder:     %d in order, %d reordered, %d timeouts, %d late, %d duplicates, %d held\n",
 		r.InOrder, r.Reordered, r.Timeouts, r.Late, r.Duplicates, r.Held)
+	if q := p.Queue; q != nil {
+		ew.printf("  queue:       %.1f ms delay, %d CoDel marks, %d CoDel drops\n", q.DelayMs, q.Marks, q.Drops)
+	}
+	if rs := p.RecoveryStats; rs != nil {
+		var retx, rec, res uint64
+		for i := range p.Paths {
+			if pr := p.Paths[i].Recovery; pr != nil {
+				retx += pr.Retransmitted
+				rec += pr.Recovered
+				res += pr.Residual
+			}
+		}
+		ew.printf("  recovery:    %s, hold %.1f ms, %d resent, %d recovered, %d given up (%d by budget), %d gaps released\n",
+			p.Recovery, rs.HoldMs, retx, rec, res, rs.BudgetOut, rs.Abandoned)
+	} else if p.Recovery != "" {
+		ew.printf("  recovery:    %s\n", p.Recovery)
+	}
 
 	if len(p.Paths) == 0 {
 		ew.printf("  no paths\n")
@@ -80,7 +97,11 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	cc := hasCC(p)
 	head := "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\t"
 	if cc {
-		head += "CWND\tSSTHRESH\tINFLIGHT\t"
+		head += "CWND\tSSTHRESH\tINFLIGHT\tPACING\t"
+	}
+	rec := p.RecoveryStats != nil
+	if rec {
+		head += "RESENT\tRECOVERED\tRESIDUAL\t"
 	}
 	fmt.Fprintln(tw, head)
 	for i := range p.Paths {
@@ -95,10 +116,21 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 				if c.SsthreshBytes >= 0 {
 					ss = HumanBytes(uint64(c.SsthreshBytes))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t", HumanBytes(uint64(c.CwndBytes)), ss, HumanBytes(uint64(max(ps.InFlight, 0))))
+				pacing := "-"
+				if c.PacingRateBps > 0 {
+					pacing = fmt.Sprintf("%.2f Mbit/s", c.PacingRateBps/1e6)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", HumanBytes(uint64(c.CwndBytes)), ss, HumanBytes(uint64(max(ps.InFlight, 0))), pacing)
 			} else {
-				fmt.Fprintf(tw, "-\t-\t%s\t", HumanBytes(uint64(max(ps.InFlight, 0))))
+				fmt.Fprintf(tw, "-\t-\t%s\t-\t", HumanBytes(uint64(max(ps.InFlight, 0))))
 			}
+		}
+		if rec {
+			var r PathRecovery
+			if ps.Recovery != nil {
+				r = *ps.Recovery
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t", r.Retransmitted, r.Recovered, r.Residual)
 		}
 		fmt.Fprintln(tw)
 	}

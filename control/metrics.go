@@ -59,6 +59,12 @@ var (
 	descPathSsthresh   = desc("braid_path_ssthresh_bytes", "Slow-start threshold (absent while infinite or with congestion \"none\").", pathLabels...)
 	descPathCongEvents = desc("braid_path_congestion_events_total", "Congestion-window reductions (losses and timeouts).", pathLabels...)
 	descPeerCCQueued   = desc("braid_peer_cc_queued_packets", "Packets waiting for congestion-window room now.", peerLabels...)
+	descPeerQueueDelay = desc("braid_peer_queue_delay_seconds", "Smoothed time packets waited in the per-peer queue.", peerLabels...)
+	descPeerCoDel      = desc("braid_peer_codel_total", "CoDel verdicts on the per-peer queue (mark: ECN CE set, drop).", append(peerLabels[:len(peerLabels):len(peerLabels)], "verdict")...)
+	descPeerRecHold    = desc("braid_peer_recovery_hold_seconds", "How long a gap in a TCP flow is waited for a resend.", peerLabels...)
+	descPeerGiveUps    = desc("braid_peer_give_ups_total", "Lost packets given up and announced to the peer.", peerLabels...)
+	descPathPacing     = desc("braid_path_pacing_rate_bps", "Pacing rate in bits per second (absent when the path is not paced).", pathLabels...)
+	descPathRecovery   = desc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), repair_sent, repair_used.", append(pathLabels[:len(pathLabels):len(pathLabels)], "kind")...)
 
 	allDescs = []*prometheus.Desc{
 		descInfo, descUptime, descDrops, descEvents,
@@ -68,6 +74,7 @@ var (
 		descPathInFlight, descPathQueueDelay, descPathOWDTrend,
 		descPathTxBytes, descPathRxBytes, descPathTxPackets, descPathRxPackets, descPathLost,
 		descPathCwnd, descPathSsthresh, descPathCongEvents, descPeerCCQueued,
+		descPeerQueueDelay, descPeerCoDel, descPeerRecHold, descPeerGiveUps, descPathPacing, descPathRecovery,
 	}
 )
 
@@ -134,6 +141,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if hasCC(p) {
 			gauge(descPeerCCQueued, float64(p.CCQueued), pl...)
 		}
+		if q := p.Queue; q != nil {
+			gauge(descPeerQueueDelay, q.DelayMs/1e3, pl...)
+			counter(descPeerCoDel, q.Marks, p.PublicKey, p.Name, "mark")
+			counter(descPeerCoDel, q.Drops, p.PublicKey, p.Name, "drop")
+		}
+		if rs := p.RecoveryStats; rs != nil {
+			gauge(descPeerRecHold, rs.HoldMs/1e3, pl...)
+			counter(descPeerGiveUps, rs.GiveUps, pl...)
+		}
 
 		for j := range p.Paths {
 			ps := &p.Paths[j]
@@ -159,6 +175,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 					gauge(descPathSsthresh, float64(c.SsthreshBytes), l...)
 				}
 				counter(descPathCongEvents, c.CongestionEvents, l...)
+				if c.PacingRateBps > 0 {
+					gauge(descPathPacing, c.PacingRateBps, l...)
+				}
+			}
+			if r := ps.Recovery; r != nil {
+				for _, k := range []struct {
+					kind string
+					n    uint64
+				}{{"resent", r.Retransmitted}, {"recovered", r.Recovered}, {"residual", r.Residual}, {"repair_sent", r.RepairSent}, {"repair_used", r.RepairUsed}} {
+					counter(descPathRecovery, k.n, append(l[:len(l):len(l)], k.kind)...)
+				}
 			}
 		}
 	}

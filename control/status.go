@@ -97,8 +97,53 @@ type PeerStatus struct {
 	// CCQueued is the packets waiting for congestion-window room now (0 with
 	// congestion "none"); the ones dropped from that queue are counted in
 	// Status.Counters as drop_cc_queue_full and drop_cc_queue_expired.
-	CCQueued int          `json:"cc_queued,omitempty"`
-	Paths    []PathStatus `json:"paths"`
+	CCQueued int `json:"cc_queued,omitempty"`
+	// Queue is the per-peer queue's CoDel state; absent with congestion "none".
+	Queue *QueueStatus `json:"queue,omitempty"`
+	// Recovery is the loss-recovery mode ("retransmit", "off") and
+	// RecoveryStats its state; the per-path counters are in PathStatus.Recovery.
+	Recovery      string          `json:"recovery"`
+	RecoveryStats *RecoveryStatus `json:"recovery_stats,omitempty"`
+	Paths         []PathStatus    `json:"paths"`
+}
+
+// QueueStatus is the per-peer queue in front of the paths (docs/recovery.md).
+type QueueStatus struct {
+	// DelayMs is the smoothed time packets waited there.
+	DelayMs float64 `json:"delay_ms"`
+	// Marks and Drops count CoDel's verdicts: ECN-capable packets marked CE,
+	// others dropped.
+	Marks uint64 `json:"codel_marks"`
+	Drops uint64 `json:"codel_drops"`
+}
+
+// RecoveryStatus is a peer's loss-recovery state.
+type RecoveryStatus struct {
+	// HoldMs is how long a gap in a TCP flow is waited for (the receiver's
+	// recovery hold); Retained the payloads kept for a possible resend now.
+	HoldMs   float64 `json:"hold_ms"`
+	Retained int     `json:"retained"`
+	// GiveUps counts packets given up and announced to the receiver; BudgetOut
+	// the resends the budget refused (those are given up too).
+	GiveUps   uint64 `json:"give_ups"`
+	BudgetOut uint64 `json:"budget_refused"`
+	// Abandoned counts gaps the peer's give-ups released here.
+	Abandoned uint64 `json:"abandoned"`
+}
+
+// PathRecovery is one path's share of loss recovery.
+type PathRecovery struct {
+	// Retransmitted counts resends this path carried (packets and payload bytes).
+	Retransmitted      uint64 `json:"retransmitted"`
+	RetransmittedBytes uint64 `json:"retransmitted_bytes"`
+	// Recovered counts this path's losses repaired by an acknowledged resend;
+	// Residual those given up, i.e. passed on to the inner traffic.
+	Recovered uint64 `json:"recovered"`
+	Residual  uint64 `json:"residual"`
+	// RepairSent and RepairUsed are for forward error correction (not yet in
+	// the engine: always 0).
+	RepairSent uint64 `json:"repair_sent"`
+	RepairUsed uint64 `json:"repair_used"`
 }
 
 // ReorderStatus summarises the receive-side reorder buffers of one peer.
@@ -152,6 +197,8 @@ type PathStatus struct {
 	OWDTrend float64 `json:"owd_trend"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
+	// Recovery is the path's loss-recovery counters; absent with recovery "off".
+	Recovery *PathRecovery `json:"recovery,omitempty"`
 	// Stream is the TCP or MPTCP connection under the path; absent over UDP.
 	Stream *StreamStatus `json:"stream,omitempty"`
 }
@@ -165,6 +212,9 @@ type PathCC struct {
 	InRecovery    bool `json:"in_recovery"`
 	// CongestionEvents counts window reductions (losses and timeouts).
 	CongestionEvents uint64 `json:"congestion_events"`
+	// PacingRateBps is the path's pacing rate in bits per second (0: not
+	// paced, as every window-based algorithm).
+	PacingRateBps float64 `json:"pacing_rate_bps"`
 }
 
 // StreamStatus describes the connection a path of a tcp or mptcp tunnel runs over.

@@ -117,7 +117,26 @@ type Sender struct {
 	downSeq      uint32
 	probeSamples int
 	lastAck      time.Time
+
+	obs Observer
+
+	// the latest delivery-rate sample (for a rate-based congestion model)
+	lastRate           float64
+	lastRateAppLimited bool
+	newRate            bool
 }
+
+// Observer hears the fate of each ack-eliciting packet, by sequence number: the
+// engine's loss recovery keeps payloads until they are acknowledged or lost. The
+// calls come from inside OnAck, OnTimer, OnSent and ForceDown; an observer must not
+// call back into the Sender (queue the work and do it after the call returns).
+type Observer interface {
+	Acked(seq uint32)
+	Lost(seq uint32)
+}
+
+// SetObserver installs o (nil removes it).
+func (s *Sender) SetObserver(o Observer) { s.obs = o }
 
 // NewSender returns the state of a fresh path, in state Probing. now is the
 // time base for every later call.
@@ -200,6 +219,9 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 
 func (s *Sender) declareLost(p *sentPkt, feedRate bool) {
 	p.state = slotLost
+	if s.obs != nil {
+		s.obs.Lost(p.seq)
+	}
 	s.inflight -= int(p.size)
 	s.lostPackets++
 	s.lostBytes += uint64(p.size)
@@ -262,6 +284,12 @@ type AckResult struct {
 	// NewestSent is when the most recently sent of those packets left (zero
 	// when none was newly acknowledged).
 	NewestSent time.Time
+	// RateSample is the delivery-rate sample (bytes/s) this ack completed, 0
+	// when none; RateAppLimited says the interval it spans was app-limited.
+	RateSample     float64
+	RateAppLimited bool
+	// MinRTT is the path's windowed minimum RTT after this ack (0 = unknown).
+	MinRTT time.Duration
 }
 
 func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
@@ -272,6 +300,9 @@ func (s *Sender) ackOne(seq uint32, r *ackResult) bool {
 	switch p.state {
 	case slotOutstanding:
 		s.inflight -= int(p.size)
+		if s.obs != nil {
+			s.obs.Acked(seq)
+		}
 		r.elic++
 		r.elicBytes += int(p.size)
 		if r.elic == 1 || p.sent > r.newestSent {
@@ -359,6 +390,12 @@ func (s *Sender) OnAck(a Ack, now time.Time) (res AckResult) {
 	}
 	if largestNew {
 		s.updateRate(sentL, a)
+		if s.newRate {
+			res.RateSample, res.RateAppLimited, s.newRate = s.lastRate, s.lastRateAppLimited, false
+		}
+	}
+	if s.haveRTT {
+		res.MinRTT = time.Duration(s.minRTT.get())
 	}
 	s.updateLossRound(t)
 	s.updateState(t, sampled)
@@ -469,6 +506,7 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 	// probes would "measure" a few hundred bytes per second, and a scheduler
 	// believing that would never send there again.
 	appLimited := s.rateAppLimited || !s.rateData
+	s.lastRate, s.lastRateAppLimited, s.newRate = v, appLimited, true
 	if !appLimited || (s.rate.set && v > s.rate.get()) {
 		s.rate.update(rx, v, int64(s.cfg.RateWindow))
 	}

@@ -73,7 +73,25 @@ type Config struct {
 	// told apart from copies and are dropped (Stats.Stale). Rounded up to a power of
 	// two, at least 64. Default 256: memory is Flows×DedupWindow/8 bytes (128 KiB).
 	DedupWindow int
+	// MaxRecoveryHold caps SetRecoveryHold: how long a flow of class Recoverable
+	// waits for a gap that the sender may still fill by retransmission. 0 (the
+	// default) disables the extension; every flow then uses the reorder hold.
+	MaxRecoveryHold time.Duration
 }
+
+// Class says how long a flow's gaps are waited for.
+type Class uint8
+
+const (
+	// Plain flows wait the reorder hold only (path skew): datagram traffic such as
+	// real-time media must not sit behind a gap for a retransmission.
+	Plain Class = iota
+	// Recoverable flows (TCP) wait up to the recovery hold: a retransmission or a
+	// give-up from the sender will close the gap, and holding is cheaper for the
+	// inner TCP than a loss.
+	Recoverable
+	numClasses
+)
 
 // DefaultConfig returns the documented defaults (Adaptive mode).
 func DefaultConfig() Config {
@@ -96,6 +114,7 @@ type Stats struct {
 	Skipped    uint64 // sequence numbers jumped over by given-up gaps (and in Off mode)
 	Late       uint64 // arrived after their gap was given up, delivered
 	Duplicates uint64 // already delivered or already held: dropped
+	Abandoned  uint64 // sequence numbers the sender gave up (Abandon), not waited for
 	Stale      uint64 // older than DedupWindow behind the flow: dropped
 	Held       int    // packets held now
 }
@@ -105,6 +124,7 @@ type node[T any] struct {
 	item T
 	at   int64 // arrival, ns since the buffer's epoch
 	seq  uint32
+	skip bool // a tombstone: the sender abandoned seq (Abandon); nothing to deliver
 	prev int32
 	next int32 // also the free-list link
 }
@@ -114,7 +134,8 @@ type flowState struct {
 	next       uint32 // next sequence number to deliver
 	head, tail int32  // held packets, ascending seq; -1 = none
 	held       int32
-	hidx       int32 // position in the deadline heap; -1 when nothing is held
+	hidx       int32 // position in its class's deadline heap; -1 when nothing is held
+	class      Class // set when the flow starts holding (first held packet)
 	started    bool
 	since      int64 // when waiting for the current head gap began (ns since epoch)
 	skipped    int64 // since of the last gap given up, to measure how late its packets were
@@ -136,7 +157,12 @@ type Buffer[T any] struct {
 	nodes []node[T]
 	free  int32 // free-list head; -1 when MaxHeld packets are held
 	held  int
-	heap  []int32 // flows holding packets, min-heap on since
+	// heaps holds, per class, the flows holding packets: min-heaps on since (all
+	// flows of a class wait the same hold, so the oldest gap expires first).
+	heaps [numClasses][]int32
+	// recHold is the extra wait of Recoverable flows (SetRecoveryHold), at most
+	// maxRecHold.
+	recHold, maxRecHold time.Duration
 
 	// Adaptive mode learns from what it sees: target is what SetHold asked for,
 	// and lateMax the largest lateness observed recently (a gap filled after
@@ -191,8 +217,9 @@ func New[T any](cfg Config) *Buffer[T] {
 		flows:    make([]flowState, nf),
 		seen:     make([]uint64, nf*w/64),
 		nodes:    make([]node[T], cfg.MaxHeld),
-		heap:     make([]int32, 0, nf),
+		heaps:    [numClasses][]int32{make([]int32, 0, nf), make([]int32, 0, nf)},
 	}
+	b.maxRecHold = max(cfg.MaxRecoveryHold, 0)
 	b.startAtZero = cfg.StartAtZero
 	for i := range b.flows {
 		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: cfg.StartAtZero}
@@ -297,6 +324,12 @@ func (b *Buffer[T]) clock(now time.Time) int64 {
 // packets are held (ownership passes to the buffer). Packets of other flows are
 // appended too when holding this one forces the oldest gap to be given up.
 func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T) (res []T, dup bool) {
+	return b.PushClass(flow, seq, item, Plain, now, out)
+}
+
+// PushClass is Push for a packet of a flow of class c; the class is taken when the
+// flow starts holding packets and kept until its held packets are released.
+func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time.Time, out []T) (res []T, dup bool) {
 	t := b.clock(now)
 	fi := uint32(flow) & b.flowMask
 	fs := &b.flows[fi]
@@ -336,18 +369,28 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 			b.markNext(fi, fs)
 			return append(out, item), false
 		}
-		after, isDup := b.locate(fs, seq)
-		if isDup {
+		after, match := b.locate(fs, seq)
+		if match >= 0 {
+			if nd := &b.nodes[match]; nd.skip {
+				// Abandoned by the sender but here after all (a spurious loss):
+				// the tombstone becomes the packet.
+				nd.item, nd.skip = item, false
+				b.stats.Abandoned--
+				return out, false
+			}
 			b.stats.Duplicates++
 			return out, true
 		}
 		if b.free < 0 {
 			// Memory bound: the oldest gap anywhere is given up, which frees at least
 			// one slot; then look again (it may have been this flow's gap).
-			out = b.giveUp(uint32(b.heap[0]), &b.stats.Overflows, out)
+			out = b.giveUp(b.oldest(), &b.stats.Overflows, out)
 			continue
 		}
-		b.insert(fi, fs, seq, item, t, after)
+		if fs.held == 0 {
+			fs.class = min(c, numClasses-1)
+		}
+		b.insert(fi, fs, seq, item, t, after, false)
 		return b.expireFlow(fi, fs, t, out), false
 	}
 }
@@ -357,33 +400,112 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 func (b *Buffer[T]) Expire(now time.Time, out []T) []T {
 	t := b.clock(now)
 	b.rotateLate(t)
-	if len(b.heap) == 0 {
+	for c := range b.heaps {
+		hold := int64(b.holdOf(Class(c)))
+		for len(b.heaps[c]) > 0 {
+			fi := uint32(b.heaps[c][0])
+			if b.flows[fi].since+hold > t {
+				break
+			}
+			out = b.giveUp(fi, &b.stats.Timeouts, out)
+		}
+	}
+	return out
+}
+
+// holdOf is how long a gap of a flow of class c is waited for.
+func (b *Buffer[T]) holdOf(c Class) time.Duration {
+	if c == Recoverable && b.mode != Off {
+		return max(b.hold, b.recHold)
+	}
+	return b.hold
+}
+
+// SetRecoveryHold sets how long Recoverable flows wait for a gap (at least the
+// reorder hold, at most Config.MaxRecoveryHold). The engine feeds the time a
+// retransmission can take: loss detection on the slowest path plus the fastest
+// path's one-way delay plus a margin.
+func (b *Buffer[T]) SetRecoveryHold(d time.Duration) {
+	b.recHold = min(max(d, 0), b.maxRecHold)
+}
+
+// RecoveryHold returns the hold of Recoverable flows in effect.
+func (b *Buffer[T]) RecoveryHold() time.Duration { return b.holdOf(Recoverable) }
+
+// oldest returns the flow whose head gap opened first, over all classes; there
+// must be one.
+func (b *Buffer[T]) oldest() uint32 {
+	best := int32(-1)
+	for c := range b.heaps {
+		if h := b.heaps[c]; len(h) > 0 && (best < 0 || b.flows[h[0]].since < b.flows[best].since) {
+			best = h[0]
+		}
+	}
+	return uint32(best)
+}
+
+// Abandon records that the sender gave up (flow, seq): the buffer stops waiting
+// for it at once. Packets it unblocks are appended to out in order. Nothing
+// happens when seq was already delivered or given up; if the packet turns up
+// later after all it is delivered once, as late.
+func (b *Buffer[T]) Abandon(flow uint16, seq uint32, now time.Time, out []T) []T {
+	t := b.clock(now)
+	fi := uint32(flow) & b.flowMask
+	fs := &b.flows[fi]
+	if !fs.started || b.mode == Off {
 		return out
 	}
-	for len(b.heap) > 0 {
-		fi := uint32(b.heap[0])
-		if b.flows[fi].since+int64(b.hold) > t {
-			break
-		}
-		out = b.giveUp(fi, &b.stats.Timeouts, out)
+	if behind := fs.next - seq; behind != 0 && behind <= 1<<31 {
+		return out
 	}
+	if seq == fs.next {
+		b.stats.Abandoned++
+		b.skipTo(fi, fs, seq+1)
+		b.stats.Skipped-- // counted as Abandoned
+		if fs.held > 0 {
+			out = b.release(fi, fs, out)
+			out = b.expireFlow(fi, fs, t, out)
+		}
+		return out
+	}
+	after, match := b.locate(fs, seq)
+	if match >= 0 || b.free < 0 || fs.held == 0 {
+		// Held already, no room, or nothing held behind it: when packets after
+		// the gap arrive they will find no tombstone and wait as usual, which
+		// only costs the hold.
+		return out
+	}
+	b.stats.Abandoned++
+	var zero T
+	b.insert(fi, fs, seq, zero, t, after, true)
 	return out
 }
 
 // NextDeadline returns when the oldest gap times out; false when nothing is held.
 func (b *Buffer[T]) NextDeadline() (time.Time, bool) {
-	if len(b.heap) == 0 {
+	var at int64
+	ok := false
+	for c := range b.heaps {
+		if h := b.heaps[c]; len(h) > 0 {
+			d := b.flows[h[0]].since + int64(b.holdOf(Class(c)))
+			if !ok || d < at {
+				at, ok = d, true
+			}
+		}
+	}
+	if !ok {
 		return time.Time{}, false
 	}
-	since := b.flows[b.heap[0]].since
-	return b.epoch.Add(time.Duration(since) + b.hold), true
+	return b.epoch.Add(time.Duration(at)), true
 }
 
 // Flush releases everything held, each flow in order (session end, mode change).
 // Flow state is kept, so copies arriving afterwards are still recognised.
 func (b *Buffer[T]) Flush(out []T) []T {
-	for len(b.heap) > 0 {
-		out = b.giveUp(uint32(b.heap[0]), nil, out)
+	for c := range b.heaps {
+		for len(b.heaps[c]) > 0 {
+			out = b.giveUp(uint32(b.heaps[c][0]), nil, out)
+		}
 	}
 	return out
 }
@@ -430,27 +552,28 @@ func (b *Buffer[T]) skipTo(fi uint32, fs *flowState, to uint32) {
 // --- held packets ----------------------------------------------------------------
 
 // locate finds where seq (ahead of fs.next) goes in the flow's sorted list: after
-// the returned node (-1 = at the head), or reports that it is already held. It scans
+// the returned node (-1 = at the head), or, when seq is already held, the node
+// holding it (match; -1 otherwise). It scans
 // from whichever end is nearer in sequence space; typical reordering appends at the
 // tail (fast path runs ahead) or lands near the head (gap fillers), both O(1).
-func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after int32, dup bool) {
+func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after, match int32) {
 	if fs.held == 0 {
-		return -1, false
+		return -1, -1
 	}
 	off := seq - fs.next
 	toff := b.nodes[fs.tail].seq - fs.next
 	if off > toff {
-		return fs.tail, false
+		return fs.tail, -1
 	}
 	if off == toff {
-		return 0, true
+		return 0, fs.tail
 	}
 	hoff := b.nodes[fs.head].seq - fs.next
 	if off < hoff {
-		return -1, false
+		return -1, -1
 	}
 	if off == hoff {
-		return 0, true
+		return 0, fs.head
 	}
 	if off-hoff <= toff-off {
 		cur := fs.head
@@ -458,10 +581,10 @@ func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after int32, dup bool) {
 			n := b.nodes[cur].next
 			noff := b.nodes[n].seq - fs.next
 			if noff == off {
-				return 0, true
+				return 0, n
 			}
 			if noff > off {
-				return cur, false
+				return cur, -1
 			}
 			cur = n
 		}
@@ -471,20 +594,20 @@ func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after int32, dup bool) {
 		p := b.nodes[cur].prev
 		poff := b.nodes[p].seq - fs.next
 		if poff == off {
-			return 0, true
+			return 0, p
 		}
 		if poff < off {
-			return p, false
+			return p, -1
 		}
 		cur = p
 	}
 }
 
-func (b *Buffer[T]) insert(fi uint32, fs *flowState, seq uint32, item T, t int64, after int32) {
+func (b *Buffer[T]) insert(fi uint32, fs *flowState, seq uint32, item T, t int64, after int32, skip bool) {
 	n := b.free
 	nd := &b.nodes[n]
 	b.free = nd.next
-	nd.item, nd.at, nd.seq = item, t, seq
+	nd.item, nd.at, nd.seq, nd.skip = item, t, seq, skip
 	if after < 0 {
 		nd.prev, nd.next = -1, fs.head
 		if fs.head >= 0 {
@@ -521,8 +644,11 @@ func (b *Buffer[T]) release(fi uint32, fs *flowState, out []T) []T {
 	for fs.head >= 0 && b.nodes[fs.head].seq == fs.next {
 		n := fs.head
 		nd := &b.nodes[n]
-		out = append(out, nd.item)
-		nd.item = zero // drop the reference for the GC
+		skip := nd.skip
+		if !skip {
+			out = append(out, nd.item)
+		}
+		nd.item, nd.skip = zero, false // drop the reference for the GC
 		fs.head = nd.next
 		if fs.head >= 0 {
 			b.nodes[fs.head].prev = -1
@@ -533,8 +659,14 @@ func (b *Buffer[T]) release(fi uint32, fs *flowState, out []T) []T {
 		b.free = n
 		fs.held--
 		b.held--
-		b.markNext(fi, fs)
-		b.stats.Reordered++
+		if skip {
+			// Not delivered: a copy that turns up later goes out once, as late.
+			b.skipTo(fi, fs, fs.next+1)
+			b.stats.Skipped-- // counted as Abandoned, not as a given-up gap
+		} else {
+			b.markNext(fi, fs)
+			b.stats.Reordered++
+		}
 		popped = true
 	}
 	if fs.held == 0 {
@@ -563,76 +695,82 @@ func (b *Buffer[T]) giveUp(fi uint32, counter *uint64, out []T) []T {
 // expireFlow gives up the flow's gaps whose hold time has passed, so a flow that
 // keeps receiving does not depend on the engine's timer granularity.
 func (b *Buffer[T]) expireFlow(fi uint32, fs *flowState, t int64, out []T) []T {
-	for fs.held > 0 && fs.since+int64(b.hold) <= t {
+	for fs.held > 0 && fs.since+int64(b.holdOf(fs.class)) <= t {
 		out = b.giveUp(fi, &b.stats.Timeouts, out)
 	}
 	return out
 }
 
-// --- deadline heap (min on flowState.since) ----------------------------------------
+// --- deadline heaps (per class, min on flowState.since) ---------------------------
 
-func (b *Buffer[T]) heapLess(i, j int) bool {
-	return b.flows[b.heap[i]].since < b.flows[b.heap[j]].since
+func (b *Buffer[T]) heapOf(fi uint32) *[]int32 { return &b.heaps[b.flows[fi].class] }
+
+func (b *Buffer[T]) heapLess(h []int32, i, j int) bool {
+	return b.flows[h[i]].since < b.flows[h[j]].since
 }
 
-func (b *Buffer[T]) heapSwap(i, j int) {
-	b.heap[i], b.heap[j] = b.heap[j], b.heap[i]
-	b.flows[b.heap[i]].hidx = int32(i)
-	b.flows[b.heap[j]].hidx = int32(j)
+func (b *Buffer[T]) heapSwap(h []int32, i, j int) {
+	h[i], h[j] = h[j], h[i]
+	b.flows[h[i]].hidx = int32(i)
+	b.flows[h[j]].hidx = int32(j)
 }
 
-func (b *Buffer[T]) heapUp(i int) {
+func (b *Buffer[T]) heapUp(h []int32, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !b.heapLess(i, p) {
+		if !b.heapLess(h, i, p) {
 			return
 		}
-		b.heapSwap(i, p)
+		b.heapSwap(h, i, p)
 		i = p
 	}
 }
 
-func (b *Buffer[T]) heapDown(i int) {
-	n := len(b.heap)
+func (b *Buffer[T]) heapDown(h []int32, i int) {
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && b.heapLess(r, l) {
+		if r := l + 1; r < n && b.heapLess(h, r, l) {
 			m = r
 		}
-		if !b.heapLess(m, i) {
+		if !b.heapLess(h, m, i) {
 			return
 		}
-		b.heapSwap(i, m)
+		b.heapSwap(h, i, m)
 		i = m
 	}
 }
 
 func (b *Buffer[T]) heapPush(fi uint32) {
-	b.flows[fi].hidx = int32(len(b.heap))
-	b.heap = append(b.heap, int32(fi)) // capacity is the number of flows: no allocation
-	b.heapUp(len(b.heap) - 1)
+	hp := b.heapOf(fi)
+	b.flows[fi].hidx = int32(len(*hp))
+	*hp = append(*hp, int32(fi)) // capacity is the number of flows: no allocation
+	b.heapUp(*hp, len(*hp)-1)
 }
 
 func (b *Buffer[T]) heapRemove(fi uint32) {
+	hp := b.heapOf(fi)
+	h := *hp
 	i := int(b.flows[fi].hidx)
-	last := len(b.heap) - 1
+	last := len(h) - 1
 	if i != last {
-		b.heapSwap(i, last)
+		b.heapSwap(h, i, last)
 	}
-	b.heap = b.heap[:last]
+	*hp = h[:last]
 	b.flows[fi].hidx = -1
 	if i != last {
-		b.heapDown(i)
-		b.heapUp(i)
+		b.heapDown(*hp, i)
+		b.heapUp(*hp, i)
 	}
 }
 
 func (b *Buffer[T]) heapFix(fi uint32) {
+	h := *b.heapOf(fi)
 	i := int(b.flows[fi].hidx)
-	b.heapDown(i)
-	b.heapUp(int(b.flows[fi].hidx))
+	b.heapDown(h, i)
+	b.heapUp(h, int(b.flows[fi].hidx))
 }

@@ -162,7 +162,7 @@ func (bp *benchPair) send(now time.Time) *capConn {
 	n := copy(pb.b[wire.DataPrefixLen:], bp.pkt)
 	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
 	p.mu.Lock()
-	p.refreshInfos()
+	p.refreshInfos(time.Now())
 	if !p.sendPacket(bp.cliW, pb, now) {
 		e.pool.put(pb)
 	}

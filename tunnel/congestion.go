@@ -3,6 +3,7 @@ package tunnel
 import (
 	"time"
 
+	"github.com/braid-vpn/braid/aqm"
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/reorder"
@@ -33,10 +34,16 @@ type ccEntry struct {
 	at time.Time
 }
 
-// ccQueue is a FIFO ring of waiting packets.
+// ccQueue is a FIFO ring of waiting packets, managed by CoDel.
 type ccQueue struct {
 	buf        []ccEntry
 	head, size int
+	bytes      int
+	codel      *aqm.CoDel
+	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
+	// the queue); marks and drops count CoDel's verdicts.
+	sojourn      time.Duration
+	marks, drops uint64
 }
 
 func (q *ccQueue) len() int { return q.size }
@@ -47,12 +54,14 @@ func (q *ccQueue) push(e ccEntry) bool {
 	}
 	q.buf[(q.head+q.size)%len(q.buf)] = e
 	q.size++
+	q.bytes += e.pb.end - e.pb.start
 	return true
 }
 
 func (q *ccQueue) front() *ccEntry { return &q.buf[q.head] }
 
 func (q *ccQueue) pop() {
+	q.bytes -= q.buf[q.head].pb.end - q.buf[q.head].pb.start
 	q.buf[q.head] = ccEntry{}
 	q.head = (q.head + 1) % len(q.buf)
 	q.size--
@@ -101,6 +110,7 @@ func (p *peer) setCongestion(name string, now time.Time) error {
 	p.cc = ctl
 	if p.ccq.buf == nil {
 		p.ccq.buf = make([]ccEntry, max(p.e.tn.CCQueuePackets, 1))
+		p.ccq.codel = aqm.New(p.e.tn.CoDel)
 	}
 	for _, ps := range p.paths {
 		if ps != nil {
@@ -150,8 +160,9 @@ func (p *peer) ccLosses(ps *pathState, now time.Time) {
 // flight before the frame. Caller holds p.mu.
 func (p *peer) ccAck(ps *pathState, prior int, r path.AckResult, now time.Time) {
 	p.ccState(ps, now)
-	if r.Bytes > 0 || r.RTT > 0 {
-		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent})
+	if r.Bytes > 0 || r.RTT > 0 || r.RateSample > 0 {
+		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent,
+			DeliveryRate: r.RateSample, AppLimited: r.RateAppLimited, MinRTT: r.MinRTT})
 	}
 	p.ccLosses(ps, now)
 }
@@ -160,6 +171,16 @@ func (p *peer) ccAck(ps *pathState, prior int, r path.AckResult, now time.Time) 
 func (p *peer) ccTick(ps *pathState, now time.Time) {
 	p.ccState(ps, now)
 	p.ccLosses(ps, now)
+}
+
+// roomOf is what the scheduler may still put on ps: its window room, or none
+// while its pacer holds the next full-sized datagram back.
+func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
+	room := ps.cc.Room(inflight)
+	if room > 0 && ps.cc.PaceDelay(now, p.e.mtu+wire.DataPacketOverhead) > 0 {
+		return 0
+	}
+	return room
 }
 
 // sendOutcome says what became of a packet offered to the paths.
@@ -184,6 +205,7 @@ func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
 	}
 	switch p.offer(w, pb, now) {
 	case sentOK:
+		p.ccq.sojourn -= p.ccq.sojourn / 16 // left at once: a zero wait
 		return true
 	case sentFull:
 		p.enqueue(pb, now)
@@ -217,12 +239,12 @@ func (p *peer) offer(w *writer, pb *packetBuf, now time.Time) sendOutcome {
 	}
 	seq := p.flowSq[flow]
 	p.flowSq[flow]++
-	p.transmit(w, pb, flow, seq, now)
+	p.transmit(w, pb, flow, seq, now, nil)
 	for _, idx := range p.picks {
 		ps := p.infoP[idx]
 		in := ps.sender.InFlight()
 		p.infos[idx].InFlight = in
-		p.infos[idx].CwndRoom = ps.cc.Room(in)
+		p.infos[idx].CwndRoom = p.roomOf(ps, in, now)
 	}
 	return sentOK
 }
@@ -240,23 +262,53 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 	}
 	maxAge := p.e.tn.CCQueueDelay
 	refreshed := !refresh
-	for p.ccq.len() > 0 {
-		e := p.ccq.front()
-		if now.Sub(e.at) > maxAge {
+	q := &p.ccq
+	for q.len() > 0 {
+		e := q.front()
+		wait := now.Sub(e.at)
+		if wait > maxAge {
 			p.e.counters.drop(dropCCQueueExpired)
 			p.e.pool.put(e.pb)
-			p.ccq.pop()
+			q.pop()
 			continue
 		}
 		if !refreshed {
-			p.refreshInfos()
+			p.refreshInfos(now)
 			refreshed = true
+		}
+		// CoDel judges the packet as it is about to leave (only once some path
+		// can take it: a packet that stays did not leave).
+		if !p.canOffer() {
+			return
+		}
+		backlog := q.bytes - (e.pb.end - e.pb.start)
+		if q.codel.OnDequeue(wait, backlog, now) {
+			if !aqm.MarkCE(e.pb.b[e.pb.start:e.pb.end]) {
+				q.drops++
+				p.e.counters.drop(dropCoDel)
+				p.e.pool.put(e.pb)
+				q.pop()
+				continue
+			}
+			q.marks++
 		}
 		if p.offer(w, e.pb, now) != sentOK {
 			return
 		}
-		p.ccq.pop()
+		q.sojourn += (wait - q.sojourn) / 16
+		q.pop()
 	}
+	q.codel.OnEmpty(now)
+}
+
+// canOffer reports whether some usable path has room now.
+func (p *peer) canOffer() bool {
+	for i := range p.infos {
+		if p.infos[i].Usable && p.infos[i].CwndRoom > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // flushQueue drops every waiting packet, counted under reason.

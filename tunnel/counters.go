@@ -26,6 +26,7 @@ const (
 	dropUnvalidatedPath
 	dropCCQueueFull
 	dropCCQueueExpired
+	dropCoDel
 	numDropReasons
 )
 
@@ -50,6 +51,7 @@ var dropNames = [numDropReasons]string{
 	dropUnvalidatedPath:      "unvalidated_path",
 	dropCCQueueFull:          "cc_queue_full",
 	dropCCQueueExpired:       "cc_queue_expired",
+	dropCoDel:                "codel",
 }
 
 type counters struct {

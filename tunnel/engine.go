@@ -46,8 +46,15 @@ type Params struct {
 	Weights     []float64 // by client path id, for "weighted"
 	Reorder     string
 	ReorderHold time.Duration // 0 = default
-	Congestion  string
+	Congestion  string        // a cc name, or CongestionAuto ("" = auto)
+	// Recovery is the loss-recovery mode (recovery.Names; "" = auto). It
+	// applies to both directions.
+	Recovery string
 }
+
+// CongestionAuto chooses the congestion controller from the recovery mode: the
+// loss-tolerant rate model when recovery is on, none when it is off.
+const CongestionAuto = "auto"
 
 // ClientPeer is a server's entry for one client (cryptokey routing).
 type ClientPeer struct {

@@ -79,6 +79,7 @@ func (p *peer) wireParams() wire.SessionParams {
 		Reorder:     p.params.Reorder,
 		ReorderHold: uint32(p.params.ReorderHold / time.Microsecond),
 		Congestion:  p.params.Congestion,
+		Recovery:    p.params.Recovery,
 	}
 	// Weights travel by client path id, the ids the server sees in inner headers.
 	var sum float64
@@ -267,6 +268,7 @@ func paramsFromWire(sp wire.SessionParams) Params {
 		Reorder:     sp.Reorder,
 		ReorderHold: time.Duration(sp.ReorderHold) * time.Microsecond,
 		Congestion:  sp.Congestion,
+		Recovery:    sp.Recovery,
 	}
 	for _, w := range sp.Weights {
 		p.Weights = append(p.Weights, float64(w))

@@ -56,7 +56,7 @@ func (e *Engine) routineInside() {
 				}
 				cur = p
 				cur.mu.Lock()
-				cur.refreshInfos()
+				cur.refreshInfos(now)
 			}
 			if cur.sendPacket(w, pb, now) {
 				pbs[i] = nil // ownership passed to the writer
@@ -112,13 +112,14 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 		p.e.counters.drop(dropNoPath)
 		return false
 	}
-	p.transmit(w, pb, flow, seq, now)
+	p.transmit(w, pb, flow, seq, now, nil)
 	return true
 }
 
 // transmit sends pb, packet seq of its flow, on the paths in p.picks (copies for
-// all but the last). Caller holds p.mu.
-func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now time.Time) {
+// all but the last). With recovery on each datagram's payload is retained; rt is
+// the history of a resent payload (nil for a new one). Caller holds p.mu.
+func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now time.Time, rt *retxMeta) {
 	pkt := pb.b[pb.start:pb.end]
 	n := len(pkt)
 	frameLen := wire.DataFrameHeaderLen + n
@@ -130,6 +131,9 @@ func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now t
 			// Redundant copies: all but the last pick get a copy, the last uses pb.
 			out = p.e.pool.get()
 			copy(out.b[dataAt+wire.DataFrameHeaderLen:], pkt)
+		}
+		if p.store != nil {
+			p.retain(idx, pkt, flow, seq, now, rt)
 		}
 		wire.PutDataFrameHeader(out.b[dataAt:], flow, seq, n)
 		b := p.appendAcks(out.b[dataAt+frameLen:dataAt+frameLen], frameLen, ps, now)

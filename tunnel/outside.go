@@ -226,6 +226,8 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 					}
 				}
 			}
+		case wire.FrameGiveUp:
+			in.toTUN = p.reorder.Abandon(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, now, in.toTUN)
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow
 		case wire.FrameChallenge:
@@ -244,6 +246,8 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	if ackNow && ps.validated {
 		p.sendControl(in.w, ps, now, frameAckOnly, [wire.ChallengeLen]byte{})
 	}
+	// Resends first: they repair what the windows admitted already.
+	p.processLosses(in.w, now)
 	if acked {
 		p.drainQueue(in.w, now, true)
 	}
@@ -267,7 +271,7 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 	}
 	pb.start, pb.end = start, start+len(pkt)
 	var dup bool
-	in.toTUN, dup = p.reorder.Push(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, pb, now, in.toTUN)
+	in.toTUN, dup = p.reorder.PushClass(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, pb, p.flowClass(pkt), now, in.toTUN)
 	return !dup
 }
 

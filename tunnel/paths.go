@@ -183,6 +183,7 @@ func (p *peer) addPath(cs *connState, ep conn.Endpoint, validated bool, now time
 	p.paths[id] = ps
 	p.byKey[ps.key] = ps
 	p.attachCC(ps, now)
+	p.attachRecovery(ps)
 	return ps, nil
 }
 
@@ -215,6 +216,7 @@ func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
 
 func (p *peer) removePath(ps *pathState) {
 	delete(p.byKey, ps.key)
+	p.dropRetainedPath(ps)
 	if p.cc != nil && ps.cc != nil {
 		p.cc.RemovePath(ps.cc)
 		ps.cc = nil

@@ -12,6 +12,7 @@ import (
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/recovery"
 	"github.com/braid-vpn/braid/reorder"
 	"github.com/braid-vpn/braid/sched"
 	"github.com/braid-vpn/braid/wire"
@@ -33,15 +34,27 @@ type peer struct {
 
 	mu sync.Mutex
 
-	params     Params
-	sched      sched.Scheduler
-	cc         *cc.Controller // nil: congestion = "none"
-	ccq        ccQueue        // packets waiting for window room (see congestion.go)
-	reorder    *reorder.Buffer[*packetBuf]
-	reorderCfg reorder.Config
-	weights    []float64
-	cur, prev  *noise.Keypair
-	next       *noise.Keypair // server: answered, waiting for the client's first packet
+	params Params
+	sched  sched.Scheduler
+	cc     *cc.Controller // nil: congestion = "none"
+	ccq    ccQueue        // packets waiting for window room (see congestion.go)
+
+	// loss recovery (recover.go); store is nil when recovery is off
+	rec          recovery.Mode
+	recCfg       recovery.Config
+	store        *recovery.Store[*packetBuf]
+	budget       recovery.Budget
+	recHold      time.Duration // the receiver's hold as this side estimates it
+	lostQ        []lostRef
+	giveups      []giveUpRef
+	recycle      []*packetBuf
+	giveupsSent  uint64
+	recBudgetOut uint64 // resends refused by the budget
+	reorder      *reorder.Buffer[*packetBuf]
+	reorderCfg   reorder.Config
+	weights      []float64
+	cur, prev    *noise.Keypair
+	next         *noise.Keypair // server: answered, waiting for the client's first packet
 
 	// client handshake state
 	hs        *noise.Initiation
@@ -108,6 +121,11 @@ type pathState struct {
 	rxPackets uint64
 	cc        *cc.Path // nil without a congestion controller
 	ccDown    bool     // cc has seen the path go Down (and not come back)
+	obs       pathObs  // the Sender's observer when recovery is on
+
+	retx, retxBytes uint64 // resends this path carried
+	recovered       uint64 // losses of this path repaired by a resend that was acked
+	gaveUp          uint64 // losses of this path given up (passed to the inner traffic)
 }
 
 func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix, params Params, isSrv bool) (*peer, error) {
@@ -150,8 +168,22 @@ func (p *peer) applyParams(want Params) error {
 	if want.Reorder == "" {
 		want.Reorder = "adaptive"
 	}
-	if want.Congestion == "" {
-		want.Congestion = "none"
+	rmode, err := recovery.ParseMode(want.Recovery)
+	if err != nil {
+		return err
+	}
+	want.Recovery = recovery.NameRetransmit
+	if rmode == recovery.Off {
+		want.Recovery = recovery.NameOff
+	}
+	if want.Congestion == "" || want.Congestion == CongestionAuto {
+		// A tunnel that hides its paths' losses must limit what it sends by a
+		// loss-tolerant model of each path; without recovery the inner TCP's own
+		// congestion control is enough.
+		want.Congestion = cc.None
+		if rmode != recovery.Off {
+			want.Congestion = cc.Rate
+		}
 	}
 	if _, err := cc.New(want.Congestion, cc.Config{}); err != nil {
 		return err
@@ -178,6 +210,9 @@ func (p *peer) applyParams(want Params) error {
 		}
 	}
 	rcfg := reorder.Config{Mode: mode, Hold: hold, MinHold: min(tn.ReorderMinHold, hold), MaxHeld: tn.ReorderMaxHeld, Flows: tn.ReorderFlows, StartAtZero: true}
+	if rmode != recovery.Off {
+		rcfg.MaxRecoveryHold = p.e.recoveryConfig().MaxHold
+	}
 	// Keep the reorder buffer (and its flow positions) unless its settings change:
 	// a rekey re-applies the same parameters and must not disturb the flows.
 	if p.reorder == nil || rcfg != p.reorderCfg {
@@ -194,6 +229,7 @@ func (p *peer) applyParams(want Params) error {
 	}
 	p.sched = s
 	p.params = want
+	p.setRecovery(rmode)
 	p.resolveWeights()
 	return p.setCongestion(want.Congestion, time.Now())
 }
@@ -224,6 +260,7 @@ func (p *peer) resolveWeights() {
 // flows from 0, our reorder buffer expecting 0. Caller holds p.mu.
 func (p *peer) resetFlows() {
 	clear(p.flowSq)
+	p.dropRetained()
 	if p.reorder != nil {
 		var out []*packetBuf
 		out = p.reorder.Reset(out)
@@ -262,7 +299,7 @@ func (p *peer) weightOf(ps *pathState) float64 {
 // made relative to the smallest base delay among paths, since only differences
 // between paths of a session are meaningful; the raw values are kept from the one
 // Stats snapshot per path until that reference is known.
-func (p *peer) refreshInfos() {
+func (p *peer) refreshInfos(now time.Time) {
 	p.infos = p.infos[:0]
 	p.infoP = p.infoP[:0]
 	var ref uint32
@@ -279,7 +316,7 @@ func (p *peer) refreshInfos() {
 		}
 		room := -1
 		if ps.cc != nil {
-			room = ps.cc.Room(st.InFlight)
+			room = p.roomOf(ps, st.InFlight, now)
 		}
 		p.infos = append(p.infos, sched.PathInfo{
 			ID:       int(ps.id),
@@ -297,13 +334,15 @@ func (p *peer) refreshInfos() {
 		})
 		p.infoP = append(p.infoP, ps)
 	}
-	if !haveRef {
-		return
-	}
-	for k := range p.infos {
-		if p.owdKnown[k] {
-			p.infos[k].OWD = time.Duration(int32(p.owdRaw[k]-ref)) * time.Microsecond
-			p.infos[k].BaseOWD = time.Duration(int32(p.owdMinRaw[k]-ref)) * time.Microsecond
+	if haveRef {
+		for k := range p.infos {
+			if p.owdKnown[k] {
+				p.infos[k].OWD = time.Duration(int32(p.owdRaw[k]-ref)) * time.Microsecond
+				p.infos[k].BaseOWD = time.Duration(int32(p.owdMinRaw[k]-ref)) * time.Microsecond
+			}
 		}
+	}
+	if p.store != nil {
+		p.recHold = p.recCfg.Hold(p.infos)
 	}
 }

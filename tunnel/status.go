@@ -50,6 +50,22 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 		TxPackets:     p.txPackets,
 		RxPackets:     p.rxPackets,
 		CCQueued:      p.ccq.len(),
+		Recovery:      p.params.Recovery,
+	}
+	if p.cc != nil {
+		ps.Queue = &control.QueueStatus{DelayMs: ms(p.ccq.sojourn), Marks: p.ccq.marks, Drops: p.ccq.drops}
+	}
+	if p.store != nil {
+		ps.RecoveryStats = &control.RecoveryStatus{
+			HoldMs:    ms(p.recHold),
+			Retained:  p.store.Len(),
+			GiveUps:   p.giveupsSent,
+			BudgetOut: p.recBudgetOut,
+		}
+		if p.reorder != nil {
+			ps.RecoveryStats.HoldMs = ms(p.reorder.RecoveryHold())
+			ps.RecoveryStats.Abandoned = p.reorder.Stats().Abandoned
+		}
 	}
 	for _, a := range p.allowed {
 		ps.AllowedIPs = append(ps.AllowedIPs, a.String())
@@ -113,7 +129,11 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 				SlowStart:        cs.SlowStart,
 				InRecovery:       cs.InRecovery,
 				CongestionEvents: cs.CongestionEvents + cs.RTOs,
+				PacingRateBps:    pa.cc.PacingRate() * 8,
 			}
+		}
+		if p.store != nil {
+			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp}
 		}
 		if total > 0 {
 			x.Share = float64(s.TxBytes) / float64(total)

@@ -95,11 +95,17 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			p.sendControl(w, r.arrival, now, frameAckOnly, [wire.ChallengeLen]byte{})
 		}
 	}
-	// Losses and liveness changes above may have opened windows; and packets that
-	// waited too long go.
+	// Losses found above are resent or given up; losses and liveness changes may
+	// have opened windows; and packets that waited too long go.
+	p.processLosses(w, now)
 	p.drainQueue(w, now, true)
 	if p.reorder != nil {
 		p.updateHold()
+		if p.store != nil {
+			// Gaps in TCP flows wait for a resend as long as one can take.
+			p.refreshInfos(now)
+			p.reorder.SetRecoveryHold(p.recHold)
+		}
 		toTUN = p.reorder.Expire(now, toTUN)
 	}
 	if p.isSrv {

@@ -3,8 +3,10 @@ package tunnel
 import (
 	"time"
 
+	"github.com/braid-vpn/braid/aqm"
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/recovery"
 )
 
 // Tunables gathers every knob of the engine in one documented place. Tests override
@@ -77,6 +79,16 @@ type Tunables struct {
 	// cover 100 ms at 113 Mbit/s.
 	CCQueuePackets int
 	CCQueueDelay   time.Duration
+	// CoDel manages that queue (RFC 8289: target 5 ms, interval 100 ms): once
+	// packets have waited more than the target for a whole interval, ECN-capable
+	// ones are marked CE and the others dropped, at a rising rate, so the inner
+	// TCP sees its congestion signal at braid with a queue of a few ms.
+	CoDel aqm.Config
+
+	// Recovery tunes loss recovery (recovery != "off"): resend budget, the
+	// receiver's hold margin and cap. Zero fields take recovery.DefaultConfig's
+	// values; TimeThreshold, AckDelay and Tick come from Path and Tick.
+	Recovery recovery.Config
 }
 
 // DefaultTunables returns the defaults used by `braid up`.
@@ -104,5 +116,6 @@ func DefaultTunables() Tunables {
 		OuterMTU:           1500,
 		CCQueuePackets:     1024,
 		CCQueueDelay:       100 * time.Millisecond,
+		CoDel:              aqm.DefaultConfig(),
 	}
 }

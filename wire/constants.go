@@ -48,6 +48,13 @@ const (
 	FrameChallenge = 0x04 // 8 random bytes; the peer must echo them on the same path
 	FrameResponse  = 0x05 // 8 bytes echoed from a challenge
 	FrameClose     = 0x06 // the sender is ending the session (clean shutdown)
+	// FrameGiveUp: flow u16 | flow seq u32. The sender abandoned that packet (it
+	// was lost and can no longer arrive in time): the receiver stops waiting for
+	// it at once (in the spirit of SCTP's FORWARD-TSN, RFC 3758).
+	FrameGiveUp = 0x07
+	// FrameRepair: an erasure-coded repair symbol over recent DATA payloads
+	// (package fec defines its body).
+	FrameRepair = 0x08
 )
 
 // Frame sizes, type byte included.
@@ -57,6 +64,7 @@ const (
 	PingFrameLen       = 1
 	ChallengeFrameLen  = 1 + ChallengeLen
 	CloseFrameLen      = 1
+	GiveUpFrameLen     = 1 + 2 + 4
 	ChallengeLen       = 8
 )
 
@@ -109,7 +117,10 @@ const (
 	// ParamRekey (empty) says the client still holds a session: this handshake only
 	// replaces keys, and per-flow sequence numbers continue.
 	ParamRekey = 6
-	MaxWeights = 64
+	// ParamRecovery (string): loss recovery inside the tunnel, both directions
+	// ("retransmit", "off"; the client resolves "auto" before sending).
+	ParamRecovery = 7
+	MaxWeights    = 64
 )
 
 // Handshake response payload: one flags byte.

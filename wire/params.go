@@ -12,6 +12,7 @@ type SessionParams struct {
 	ReorderHold uint32   // µs; 0 = server default
 	Weights     []uint16 // per-mille by client path id
 	Congestion  string
+	Recovery    string
 	Rekey       bool // ParamRekey
 }
 
@@ -34,6 +35,9 @@ func AppendParams(b []byte, p SessionParams) ([]byte, error) {
 		return nil, err
 	}
 	if err := str(ParamCongestion, p.Congestion); err != nil {
+		return nil, err
+	}
+	if err := str(ParamRecovery, p.Recovery); err != nil {
 		return nil, err
 	}
 	if p.Rekey {
@@ -76,6 +80,8 @@ func ParseParams(b []byte) (SessionParams, error) {
 			p.Reorder = string(v)
 		case ParamCongestion:
 			p.Congestion = string(v)
+		case ParamRecovery:
+			p.Recovery = string(v)
 		case ParamRekey:
 			p.Rekey = true
 		case ParamReorderHold:

@@ -80,8 +80,8 @@ type Ack struct {
 // Frame is one decoded frame. Packet aliases the input buffer.
 type Frame struct {
 	Type      uint8
-	Flow      uint16 // DATA
-	FlowSeq   uint32 // DATA
+	Flow      uint16 // DATA, GIVEUP
+	FlowSeq   uint32 // DATA, GIVEUP
 	Packet    []byte // DATA
 	Ack       Ack    // ACK
 	Challenge [ChallengeLen]byte
@@ -127,6 +127,13 @@ func NextFrame(b []byte) (f Frame, rest []byte, err error) {
 		return f, b[AckFrameLen:], nil
 	case FramePing, FrameClose:
 		return f, b[1:], nil
+	case FrameGiveUp:
+		if len(b) < GiveUpFrameLen {
+			return f, nil, ErrShort
+		}
+		f.Flow = be.Uint16(b[1:])
+		f.FlowSeq = be.Uint32(b[3:])
+		return f, b[GiveUpFrameLen:], nil
 	case FrameChallenge, FrameResponse:
 		if len(b) < ChallengeFrameLen {
 			return f, nil, ErrShort
@@ -158,6 +165,15 @@ func AppendAck(b []byte, a Ack) []byte {
 	be.PutUint32(f[19:], a.RxPackets)
 	be.PutUint64(f[23:], a.RxBytes)
 	be.PutUint32(f[31:], a.OWDRaw)
+	return append(b, f[:]...)
+}
+
+// AppendGiveUp appends a GIVEUP frame: the sender abandoned packet seq of flow.
+func AppendGiveUp(b []byte, flow uint16, seq uint32) []byte {
+	var f [GiveUpFrameLen]byte
+	f[0] = FrameGiveUp
+	be.PutUint16(f[1:], flow)
+	be.PutUint32(f[3:], seq)
 	return append(b, f[:]...)
 }
 

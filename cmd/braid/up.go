@@ -180,7 +180,7 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr})
 		}
 		ec.Subflows = c.SubflowsPerPath
-		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion}
+		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion, Recovery: c.Recovery}
 		if c.HandshakeTimeout > 0 {
 			ec.Tunables.HandshakeRetry = c.HandshakeTimeout
 			ec.Tunables.HandshakeRetryMax = max(ec.Tunables.HandshakeRetryMax, c.HandshakeTimeout)

@@ -1,0 +1,286 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/recovery"
+	"github.com/braid-vpn/braid/reorder"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Loss recovery in the engine (recovery != "off"; package recovery has the rules).
+//
+// Sending: transmit keeps a copy of every DATA payload in p.store under (path id,
+// path seq) before sealing it. Each path's Sender tells the path's observer the
+// fate of its packets: an ack releases the copy, a loss queues it on p.lostQ. The
+// losses are handled after the call that found them returns (processLosses, after
+// each received datagram's ACK frames and after each timer tick), so a resend never
+// re-enters the Sender that is detecting: the payload goes out again on the path
+// expected to deliver it first if it can still arrive before the receiver's hold
+// runs out and the budget allows; otherwise it is given up, and a GIVEUP frame
+// (flushGiveUps) tells the receiver to stop waiting for it. Resends bypass the
+// per-peer queue and the congestion windows: they are already limited by the
+// budget, and they repair what the window already admitted once.
+//
+// Receiving: packets of TCP flows are pushed into the reorder buffer as
+// reorder.Recoverable, so their gaps are waited for up to the recovery hold
+// (updateHold); other flows wait the plain reorder hold only. A GIVEUP frame
+// releases its gap at once (reorder.Abandon).
+
+// lostRef names a packet the Sender declared lost.
+type lostRef struct {
+	path uint16
+	seq  uint32
+}
+
+// giveUpRef is a packet given up, to be announced to the receiver.
+type giveUpRef struct {
+	flow uint16
+	seq  uint32
+}
+
+// retxMeta carries a resent payload's history into transmit.
+type retxMeta struct {
+	deadline time.Time
+	orig     uint16
+	resends  uint8
+}
+
+// pathObs is a path's path.Observer.
+type pathObs struct {
+	p  *peer
+	ps *pathState
+}
+
+func (o *pathObs) Acked(seq uint32) {
+	p := o.p
+	if p.store == nil {
+		return
+	}
+	e, ok := p.store.Take(o.ps.id, seq)
+	if !ok {
+		return
+	}
+	if e.Resends > 0 {
+		if orig := p.pathByID(e.Orig); orig != nil {
+			orig.recovered++
+		}
+	}
+	p.e.pool.put(e.Item)
+}
+
+func (o *pathObs) Lost(seq uint32) {
+	if o.p.store != nil {
+		o.p.lostQ = append(o.p.lostQ, lostRef{path: o.ps.id, seq: seq})
+	}
+}
+
+// recoveryConfig is the recovery configuration of this engine: the Tunables'
+// values, with the loss detector's and the timer's constants.
+func (e *Engine) recoveryConfig() recovery.Config {
+	c := e.tn.Recovery
+	if c.TimeThreshold <= 0 {
+		c.TimeThreshold = e.tn.Path.TimeThreshold
+	}
+	if c.AckDelay <= 0 {
+		c.AckDelay = e.tn.Path.AckDelay
+	}
+	if c.Tick <= 0 {
+		c.Tick = e.tn.Tick
+	}
+	return c.WithDefaults()
+}
+
+// setRecovery switches the session's recovery mode. Caller holds p.mu or owns p.
+func (p *peer) setRecovery(m recovery.Mode) {
+	if m == p.rec && (m == recovery.Off) == (p.store == nil) {
+		return
+	}
+	p.rec = m
+	if m == recovery.Off {
+		p.dropRetained()
+		p.store = nil
+	} else if p.store == nil {
+		p.recCfg = p.e.recoveryConfig()
+		p.store = recovery.NewStore[*packetBuf](p.e.tn.Path.RingSize)
+		p.budget = recovery.NewBudget(p.recCfg)
+	}
+	for _, ps := range p.paths {
+		if ps != nil {
+			p.attachRecovery(ps)
+		}
+	}
+}
+
+// attachRecovery installs (or removes) the path's observer.
+func (p *peer) attachRecovery(ps *pathState) {
+	if p.store == nil {
+		ps.sender.SetObserver(nil)
+		return
+	}
+	ps.obs = pathObs{p: p, ps: ps}
+	ps.sender.SetObserver(&ps.obs)
+}
+
+// dropRetained recycles every retained payload and forgets pending losses and
+// give-ups (a new session numbers its flows afresh; nothing old may be resent).
+func (p *peer) dropRetained() {
+	if p.store != nil {
+		p.recycle = p.store.Drain(p.recycle[:0])
+		p.recyclePut()
+	}
+	p.lostQ = p.lostQ[:0]
+	p.giveups = p.giveups[:0]
+}
+
+// dropRetainedPath recycles what is retained for one path (it is being removed).
+func (p *peer) dropRetainedPath(ps *pathState) {
+	ps.sender.SetObserver(nil)
+	if p.store != nil {
+		p.recycle = p.store.DrainPath(ps.id, p.recycle[:0])
+		p.recyclePut()
+	}
+}
+
+func (p *peer) recyclePut() {
+	for i, pb := range p.recycle {
+		p.e.pool.put(pb)
+		p.recycle[i] = nil
+	}
+	p.recycle = p.recycle[:0]
+}
+
+func (p *peer) pathByID(id uint16) *pathState {
+	if int(id) < len(p.paths) {
+		return p.paths[id]
+	}
+	return nil
+}
+
+// retain keeps a copy of pkt, about to be sent as the next datagram of the path
+// at p.infos[idx], until that datagram is acked or lost. Caller holds p.mu.
+func (p *peer) retain(idx int, pkt []byte, flow uint16, seq uint32, now time.Time, rt *retxMeta) {
+	ps := p.infoP[idx]
+	r := p.e.pool.get()
+	copy(r.b[wire.DataPrefixLen:], pkt)
+	r.start, r.end = wire.DataPrefixLen, wire.DataPrefixLen+len(pkt)
+	e := recovery.Entry[*packetBuf]{Item: r, Flow: flow, FlowSeq: seq, Size: len(pkt), Orig: ps.id}
+	if rt != nil {
+		e.Deadline, e.Orig, e.Resends = rt.deadline, rt.orig, rt.resends
+	} else {
+		e.Deadline = recovery.Deadline(now, &p.infos[idx], p.recHold)
+		p.budget.Earn(len(pkt))
+	}
+	if old, evicted := p.store.Keep(ps.id, ps.sender.NextSeq(), e); evicted {
+		p.e.pool.put(old)
+	}
+}
+
+// processLosses resends or gives up the payloads declared lost since the last
+// call. Caller holds p.mu.
+func (p *peer) processLosses(w *writer, now time.Time) {
+	if len(p.lostQ) == 0 {
+		return
+	}
+	if p.store == nil {
+		p.lostQ = p.lostQ[:0]
+		return
+	}
+	if p.cur == nil {
+		for _, l := range p.lostQ {
+			if e, ok := p.store.Take(l.path, l.seq); ok {
+				p.e.pool.put(e.Item)
+			}
+		}
+		p.lostQ = p.lostQ[:0]
+		return
+	}
+	p.refreshInfos(now)
+	// Resending may declare more losses (a wrapped ring): they are appended and
+	// handled in the same loop.
+	for i := 0; i < len(p.lostQ); i++ {
+		l := p.lostQ[i]
+		if e, ok := p.store.Take(l.path, l.seq); ok {
+			p.resendOrGiveUp(w, e, now)
+		}
+	}
+	p.lostQ = p.lostQ[:0]
+	p.flushGiveUps(w, now)
+}
+
+// resendOrGiveUp sends a lost payload again or gives it up.
+func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.Time) {
+	size := e.Size + wire.DataPacketOverhead
+	idx := -1
+	if int(e.Resends) < p.recCfg.MaxResends {
+		idx = recovery.Choose(p.infos, size, now, e.Deadline)
+	}
+	if idx >= 0 && !p.budget.Spend(e.Size) {
+		idx = -1
+		p.recBudgetOut++
+	}
+	if idx < 0 {
+		p.giveups = append(p.giveups, giveUpRef{flow: e.Flow, seq: e.FlowSeq})
+		if orig := p.pathByID(e.Orig); orig != nil {
+			orig.gaveUp++
+		}
+		p.e.pool.put(e.Item)
+		return
+	}
+	ps := p.infoP[idx]
+	ps.retx++
+	ps.retxBytes += uint64(e.Size)
+	p.picks = append(p.picks[:0], idx)
+	p.transmit(w, e.Item, e.Flow, e.FlowSeq, now, &retxMeta{deadline: e.Deadline, orig: e.Orig, resends: e.Resends + 1})
+}
+
+// flushGiveUps sends the pending GIVEUP frames, as many per datagram as fit, on
+// the path with the shortest one-way delay. They are not ack-eliciting: a lost
+// one costs the receiver its hold time, nothing more.
+func (p *peer) flushGiveUps(w *writer, now time.Time) {
+	if len(p.giveups) == 0 {
+		return
+	}
+	best := -1
+	for i := range p.infos {
+		if p.infos[i].Usable && (best < 0 || recovery.OneWay(&p.infos[i]) < recovery.OneWay(&p.infos[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		p.giveups = p.giveups[:0]
+		return
+	}
+	ps := p.infoP[best]
+	limit := p.e.tn.OuterMTU - 48 - wire.DataOverhead - wire.InnerHeaderLen
+	for i := 0; i < len(p.giveups); {
+		pb := p.e.pool.get()
+		b := pb.b[innerStart:innerStart]
+		for i < len(p.giveups) && len(b)+wire.GiveUpFrameLen <= limit {
+			b = wire.AppendGiveUp(b, p.giveups[i].flow, p.giveups[i].seq)
+			i++
+		}
+		p.sealAndQueue(w, ps, pb, len(b), false, now)
+	}
+	p.giveupsSent += uint64(len(p.giveups))
+	p.giveups = p.giveups[:0]
+}
+
+// flowClass is how long the reorder buffer waits for a gap in pkt's flow: TCP
+// waits for recovery, anything else (real-time datagrams) only for path skew.
+func (p *peer) flowClass(pkt []byte) reorder.Class {
+	if p.rec == recovery.Off || len(pkt) < 40 {
+		return reorder.Plain
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		if pkt[9] == 6 {
+			return reorder.Recoverable
+		}
+	case 6:
+		if pkt[6] == 6 {
+			return reorder.Recoverable
+		}
+	}
+	return reorder.Plain
+}
