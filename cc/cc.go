@@ -18,17 +18,20 @@ const (
 	WVegas  = "wvegas"
 	Coupled = "coupled"
 	EWTCP   = "ewtcp"
+	// Rate is the loss-tolerant, BBR-like rate model with pacing (rate.go).
+	Rate = "rate"
 )
 
-var names = []string{None, Reno, Cubic, LIA, OLIA, BALIA, WVegas, Coupled, EWTCP}
+var names = []string{None, Reno, Cubic, LIA, OLIA, BALIA, WVegas, Coupled, EWTCP, Rate}
 
 // Names returns the valid algorithm names (a fresh slice the caller may keep).
 func Names() []string { return append([]string(nil), names...) }
 
-// IsCoupled reports whether name couples the windows of a session's paths.
+// IsCoupled reports whether name couples the paths of a session (the windows,
+// or for "rate" the in-flight caps' fixed allowance).
 func IsCoupled(name string) bool {
 	switch name {
-	case LIA, OLIA, BALIA, WVegas, Coupled, EWTCP:
+	case LIA, OLIA, BALIA, WVegas, Coupled, EWTCP, Rate:
 		return true
 	}
 	return false
@@ -46,6 +49,7 @@ const (
 	algWVegas
 	algCoupled
 	algEWTCP
+	algRate
 )
 
 // Config holds the tunables. Zero fields take the value of DefaultConfig.
@@ -78,6 +82,21 @@ type Config struct {
 	// EWTCPWeight is EWTCP's a (the increase is a/w_r); 0 means 1/N² for N active
 	// paths, which makes N paths through one bottleneck as aggressive as one TCP.
 	EWTCPWeight float64
+
+	// CapGain is the "rate" model's in-flight cap in ProbeBW, in bandwidth-delay
+	// products: cap = CapGain·BDP + 2 segments, at least 4 segments (default
+	// 1.25; values below 1 are raised to 1). BBR's 2 keeps up to a whole min RTT
+	// of standing queue.
+	CapGain float64
+	// LossThreshold is the fraction of a loss window's packets (at least 100
+	// packets, closed at a round's end) whose loss makes the "rate" model lower
+	// its bandwidth bound (default 0.05; random loss of 1–2 % stays well below it
+	// at that window size). Values of 1 or more are replaced by the default.
+	LossThreshold float64
+	// PacingBurst is the depth of the "rate" model's pacing token bucket in time
+	// at the pacing rate, at least two segments (default 5 ms, the engine's timer
+	// tick, so that a path paced between ticks never loses capacity).
+	PacingBurst time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.
@@ -93,6 +112,9 @@ func DefaultConfig() Config {
 		VegasAlpha:      2,
 		VegasTotalAlpha: 10,
 		VegasGamma:      1,
+		CapGain:         1.25,
+		LossThreshold:   0.05,
+		PacingBurst:     5 * time.Millisecond,
 	}
 }
 
@@ -124,6 +146,14 @@ func (c Config) withDefaults() Config {
 	c.InitialWindow = min(max(c.InitialWindow, c.MinWindow), c.MaxWindow)
 	if c.EWTCPWeight < 0 {
 		c.EWTCPWeight = 0
+	}
+	setF(&c.CapGain, d.CapGain)
+	c.CapGain = max(c.CapGain, 1)
+	if !(c.LossThreshold > 0 && c.LossThreshold < 1) {
+		c.LossThreshold = d.LossThreshold
+	}
+	if c.PacingBurst <= 0 {
+		c.PacingBurst = d.PacingBurst
 	}
 	return c
 }
@@ -163,6 +193,8 @@ func New(name string, cfg Config) (*Controller, error) {
 		a = algCoupled
 	case EWTCP:
 		a = algEWTCP
+	case Rate:
+		a = algRate
 	default:
 		return nil, fmt.Errorf("cc: unknown congestion controller %q (valid: %s)", name, strings.Join(names, ", "))
 	}
@@ -235,6 +267,19 @@ type Ack struct {
 	// LargestSent is when the largest newly acknowledged packet was sent; zero
 	// = unknown (Now-RTT is assumed). It ends a recovery period and a wVegas round.
 	LargestSent time.Time
+
+	// The "rate" model's inputs; the other algorithms ignore them.
+	//
+	// DeliveryRate is the path's latest delivery-rate sample in bytes/s (the
+	// tunnel's path.Sender measures it over intervals of at least one SRTT); 0 =
+	// no new sample with this ack.
+	DeliveryRate float64
+	// AppLimited says that sample was app-limited (the pipe ran dry during its
+	// interval): it only counts when it exceeds the estimate.
+	AppLimited bool
+	// MinRTT is the path's windowed minimum RTT; 0 = unknown (the path's own
+	// smallest RTT sample is used).
+	MinRTT time.Duration
 }
 
 // Loss is what a loss detector declared lost on a path at once.
@@ -268,6 +313,7 @@ type Path struct {
 
 	cub cubicState
 	veg vegasState
+	rs  rateState
 
 	congestionEvents, rtos uint64
 }
@@ -285,6 +331,9 @@ func (p *Path) reset(now time.Time) {
 	p.veg.reset(cfg)
 	p.veg.baseRTT = math.Inf(1)
 	p.setActive(false)
+	if p.c.alg == algRate {
+		p.rateReset(now)
+	}
 }
 
 // Reset puts the path back to its initial state (initial window, slow start,
@@ -372,13 +421,23 @@ type Stats struct {
 	InRecovery bool
 	SlowStart  bool
 	Active     bool // in the coupling set
-	// CongestionEvents counts window reductions by loss, RTOs the OnRTO calls.
+	// CongestionEvents counts window reductions by loss ("rate": reductions of
+	// the loss bound), RTOs the OnRTO calls.
 	CongestionEvents, RTOs uint64
+
+	// The "rate" model (zero for the other algorithms): pacing rate, the
+	// bandwidth estimate (max filter) and the loss bound on it (0 = none), all in
+	// bytes/s, the min RTT it uses, its state ("startup", "drain", "probe_bw")
+	// and ProbeBW's gain-cycle phase (0 = the 1.25 probe, 1 = the 0.75 drain).
+	PacingRate, BW, BWBound float64
+	MinRTT                  time.Duration
+	Mode                    string
+	Phase                   int
 }
 
 // Stats returns a snapshot.
 func (p *Path) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Cwnd:             p.cwnd,
 		Ssthresh:         p.ssthresh,
 		InRecovery:       p.inRecovery,
@@ -387,12 +446,27 @@ func (p *Path) Stats() Stats {
 		CongestionEvents: p.congestionEvents,
 		RTOs:             p.rtos,
 	}
+	if p.c.alg == algRate {
+		st.SlowStart = p.rs.mode == rateStartup
+		st.CongestionEvents = p.rs.lossEvents
+		st.PacingRate = p.ratePacingRate()
+		st.BW = p.rs.bw
+		st.BWBound = p.rs.bound
+		st.MinRTT = time.Duration(p.rateMinRTT() * float64(time.Second))
+		st.Mode = p.rs.mode.String()
+		st.Phase = p.rs.phase
+	}
+	return st
 }
 
 // OnSent records an ack-eliciting datagram; inflight is the bytes in flight
 // after it. It notes whether the window is what limits the path.
 func (p *Path) OnSent(bytes, inflight int, now time.Time) {
 	if p == nil || p.c.alg == algNone {
+		return
+	}
+	if p.c.alg == algRate {
+		p.rateSent(bytes, inflight, now)
 		return
 	}
 	if p.limitedBy(inflight) {
@@ -449,6 +523,10 @@ func (p *Path) OnAck(a Ack) {
 		return
 	}
 	p.updateRTT(&a)
+	if p.c.alg == algRate {
+		p.rateAck(&a)
+		return
+	}
 	if a.Bytes <= 0 {
 		return
 	}
@@ -546,6 +624,10 @@ func (p *Path) OnLoss(l Loss) {
 	if p == nil || p.c.alg == algNone || l.Bytes <= 0 {
 		return
 	}
+	if p.c.alg == algRate {
+		p.rateLoss(&l)
+		return
+	}
 	sent := l.LargestSent
 	if sent.IsZero() {
 		sent = l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
@@ -584,6 +666,10 @@ func (p *Path) OnRTO(now time.Time) {
 		return
 	}
 	p.rtos++
+	if p.c.alg == algRate {
+		p.rateRTO(now)
+		return
+	}
 	p.ssthresh = p.c.decrease(p)
 	p.cwnd = 1
 	p.inRecovery = false

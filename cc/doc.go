@@ -28,7 +28,8 @@
 //     does not grow until a packet sent after the event is acknowledged.
 //   - OnRTO when the path stopped answering (the tunnel: the path went Down):
 //     ssthresh from the algorithm's decrease rule, window 1 segment, slow start.
-//   - CanSend / Room / Window gate sending.
+//   - CanSend / Room / Window gate sending; PacingRate / PaceDelay pace it
+//     ("rate" only; every other algorithm returns 0).
 //
 // Windows are float64 segments of Config.MSS bytes. Slow start, the recovery
 // rules and the RTO response are the same for every algorithm; the algorithms
@@ -43,6 +44,8 @@
 //	wvegas   Cao et al. weighted Vegas: delay based, keeps ≈ TotalAlpha segments queued per session
 //	coupled  fully coupled (Kelly–Voice): +1/w_total, cut w_total/2 (floor 1 segment)
 //	ewtcp    Honda et al.:              +a/w_r with a = 1/N² (N = active paths), halve on loss
+//	rate     loss-tolerant BBR-like rate model with pacing (rate.go): max-filtered delivery
+//	         rate × min RTT, Startup/Drain/ProbeBW, in-flight cap 1.25 BDP, loss above 5 % lowers a bound
 //	none     no window at all
 //
 // Sums run over the active set: paths that are usable and have an RTT sample.

@@ -531,7 +531,8 @@ func TestEngineRedundantDeliversOnce(t *testing.T) {
 	// A generous minimum hold: this tests de-duplication and order, and on a
 	// loaded two-core machine a reader goroutine can sleep for more than the
 	// default 10 ms.
-	r := newRig(t, rigOpts{params: Params{Scheduler: "redundant"}, tunables: func(tn *Tunables) { tn.ReorderMinHold = 100 * time.Millisecond }})
+	// No window: the copies must go out on both paths whatever their windows say.
+	r := newRig(t, rigOpts{params: Params{Scheduler: "redundant", Congestion: "none"}, tunables: func(tn *Tunables) { tn.ReorderMinHold = 100 * time.Millisecond }})
 	waitUsable(t, r.srv, "a", 2)
 	waitUsable(t, r.cliA, "server", 2)
 	const n = 300
@@ -748,7 +749,8 @@ func TestEngineClientRestart(t *testing.T) {
 // apply to both directions: the client sends its weights to the server by path id.
 func TestEngineWeightedSplit(t *testing.T) {
 	// Order: (1.1→1.2), (1.1→2.2, down), (2.1→1.2, down), (2.1→2.2).
-	r := newRig(t, rigOpts{params: Params{Scheduler: "weighted", Weights: []float64{3, 0, 0, 1}}})
+	// No window either: a full window would move packets to the other path.
+	r := newRig(t, rigOpts{params: Params{Scheduler: "weighted", Weights: []float64{3, 0, 0, 1}, Congestion: "none"}})
 	waitUsable(t, r.cliA, "server", 2)
 	waitUsable(t, r.srv, "a", 2)
 	const n = 2000

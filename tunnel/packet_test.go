@@ -38,3 +38,22 @@ func udp6(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
 	copy(p[48:], payload)
 	return p
 }
+
+// tcp4 builds an IPv4/TCP segment whose sequence number is seq (checksums are
+// not filled in: nothing on the tunnel's path checks them).
+func tcp4(src, dst netip.Addr, sport, dport uint16, seq uint32, payload []byte) []byte {
+	p := make([]byte, 40+len(payload))
+	p[0] = 0x45
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	p[8] = 64
+	p[9] = 6
+	s, d := src.As4(), dst.As4()
+	copy(p[12:16], s[:])
+	copy(p[16:20], d[:])
+	binary.BigEndian.PutUint16(p[20:], sport)
+	binary.BigEndian.PutUint16(p[22:], dport)
+	binary.BigEndian.PutUint32(p[24:], seq)
+	p[32] = 5 << 4 // data offset
+	copy(p[40:], payload)
+	return p
+}

@@ -108,6 +108,7 @@ func frames() []struct {
 		{AppendClose(nil), Frame{Type: FrameClose}},
 		{AppendChallenge(nil, ch, false), Frame{Type: FrameChallenge, Challenge: ch}},
 		{AppendChallenge(nil, ch, true), Frame{Type: FrameResponse, Challenge: ch}},
+		{AppendGiveUp(nil, 0xbeef, 0x0a0b0c0d), Frame{Type: FrameGiveUp, Flow: 0xbeef, FlowSeq: 0x0a0b0c0d}},
 	}
 }
 
@@ -154,6 +155,9 @@ func TestChallengeLayout(t *testing.T) {
 	}
 	if b := AppendClose(nil); !bytes.Equal(b, []byte{FrameClose}) {
 		t.Fatalf("close % x", b)
+	}
+	if b := AppendGiveUp(nil, 0x0102, 0x03040506); !bytes.Equal(b, []byte{FrameGiveUp, 1, 2, 3, 4, 5, 6}) || len(b) != GiveUpFrameLen {
+		t.Fatalf("give-up % x", b)
 	}
 }
 
@@ -244,6 +248,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		ReorderHold: 0x01020304,
 		Weights:     []uint16{1000, 0, 0xfffe},
 		Congestion:  "bbr",
+		Recovery:    "off",
 		Rekey:       true,
 	}
 	b, err := AppendParams([]byte{0xaa}, p)
@@ -254,6 +259,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		ParamScheduler, 6, 'm', 'i', 'n', 'r', 't', 't',
 		ParamReorder, 4, 'f', 'l', 'o', 'w',
 		ParamCongestion, 3, 'b', 'b', 'r',
+		ParamRecovery, 3, 'o', 'f', 'f',
 		ParamRekey, 0,
 		ParamReorderHold, 4, 1, 2, 3, 4,
 		ParamWeights, 6, 0x03, 0xe8, 0, 0, 0xff, 0xfe,
@@ -378,6 +384,8 @@ func FuzzNextFrame(f *testing.F) {
 				enc = AppendClose(nil)
 			case FrameChallenge, FrameResponse:
 				enc = AppendChallenge(nil, fr.Challenge, fr.Type == FrameResponse)
+			case FrameGiveUp:
+				enc = AppendGiveUp(nil, fr.Flow, fr.FlowSeq)
 			default:
 				t.Fatalf("decoded unknown type %d", fr.Type)
 			}

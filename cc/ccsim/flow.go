@@ -52,8 +52,20 @@ type subflow struct {
 
 	lastAckAt int64 // arrival of the latest ack scheduled
 
-	acked uint64 // bytes
-	lost  uint64 // packets
+	// Pacing: a send timer is pending for paceAt.
+	paceAt    int64
+	paceEvent bool
+
+	// Delivery-rate sampling as braid's path.Sender does it: bytes received over
+	// intervals of at least max(srtt, 10 ms), timed by the receiver's clock
+	// (arrival times), app-limited when the sender sent into an empty pipe.
+	rxBytes               uint64 // bytes that reached the receiver
+	rateValid, rateAppLtd bool
+	rateStart             int64
+	rateBytes0            uint64
+	minRTT, minRTTAt      int64  // windowed (MinRTTWindow) min RTT, expiry style
+	acked                 uint64 // bytes
+	lost                  uint64 // packets
 }
 
 func (sub *subflow) s() *Sim { return sub.f.s }
@@ -66,6 +78,10 @@ func (sub *subflow) trySend() {
 	s := sub.s()
 	size := s.cfg.PacketSize
 	for sub.ccp.CanSend(sub.inflight, size) {
+		if d := sub.ccp.PaceDelay(s.Now(), size); d > 0 {
+			sub.armPace(s.now + int64(d))
+			return
+		}
 		seq := sub.next
 		sub.next++
 		p := &sub.ring[seq&(ringSize-1)]
@@ -74,6 +90,9 @@ func (sub *subflow) trySend() {
 			sub.declareLost(p)
 		}
 		*p = pkt{seq: seq, sent: s.now, size: int32(size), state: pktOut}
+		if sub.inflight == 0 {
+			sub.rateAppLtd = true // the interval includes an empty pipe
+		}
 		sub.inflight += size
 		sub.ccp.OnSent(size, sub.inflight, s.Now())
 		sub.forward(seq, 0, size)
@@ -100,6 +119,8 @@ func (sub *subflow) arrive(e *event) {
 		return
 	}
 	s := sub.s()
+	sub.rxBytes += uint64(e.size)
+	rx, rxBytes := s.now, sub.rxBytes
 	at := s.now + sub.rev
 	if j := s.cfg.AckJitter; j > 0 {
 		at += s.rng.Int64N(int64(j))
@@ -108,7 +129,48 @@ func (sub *subflow) arrive(e *event) {
 	// sender is clocked, not the order it learns things in.
 	at = max(at, sub.lastAckAt)
 	sub.lastAckAt = at
-	s.schedule(event{at: at, kind: evAck, sub: sub, pseq: e.pseq})
+	s.schedule(event{at: at, kind: evAck, sub: sub, pseq: e.pseq, rx: rx, rxBytes: rxBytes})
+}
+
+// armPace schedules a send attempt at t (ns), rounded up to Config.PaceTick.
+func (sub *subflow) armPace(t int64) {
+	s := sub.s()
+	if tick := int64(s.cfg.PaceTick); tick > 0 {
+		t = (t + tick - 1) / tick * tick
+	}
+	if sub.paceEvent && sub.paceAt <= t {
+		return
+	}
+	sub.paceAt, sub.paceEvent = t, true
+	s.schedule(event{at: t, kind: evPace, sub: sub})
+}
+
+func (sub *subflow) onPace() {
+	if !sub.paceEvent || sub.s().now < sub.paceAt {
+		return // superseded by an earlier timer, which already ran
+	}
+	sub.paceEvent = false
+	sub.trySend()
+}
+
+// deliveryRate returns a new delivery-rate sample (bytes/s, 0 = none) from the
+// ack of a packet that reached the receiver at rx when it had received rxBytes.
+func (sub *subflow) deliveryRate(rx int64, rxBytes uint64) (rate float64, appLimited bool) {
+	if !sub.rateValid {
+		sub.rateValid = true
+		sub.rateStart, sub.rateBytes0 = rx, rxBytes
+		sub.rateAppLtd = false
+		return 0, false
+	}
+	el := rx - sub.rateStart
+	if el < max(sub.srtt, int64(10*time.Millisecond)) {
+		return 0, false
+	}
+	rate = float64(rxBytes-sub.rateBytes0) * 1e9 / float64(el)
+	appLimited = sub.rateAppLtd
+	sub.rateStart, sub.rateBytes0 = rx, rxBytes
+	sub.rateAppLtd = false
+	return rate, appLimited
 }
 
 func (sub *subflow) declareLost(p *pkt) {
@@ -131,7 +193,7 @@ func (sub *subflow) rto() int64 {
 	return min(r<<min(sub.backoff, 6), int64(60*time.Second))
 }
 
-func (sub *subflow) onAck(seq uint32) {
+func (sub *subflow) onAck(seq uint32, rx int64, rxBytes uint64) {
 	s := sub.s()
 	p := &sub.ring[seq&(ringSize-1)]
 	if p.seq != seq || p.state != pktOut {
@@ -148,6 +210,9 @@ func (sub *subflow) onAck(seq uint32) {
 		r := s.now - p.sent
 		sample = time.Duration(r)
 		sub.latest = r
+		if sub.minRTT == 0 || r <= sub.minRTT || s.now-sub.minRTTAt > int64(s.cfg.MinRTTWindow) {
+			sub.minRTT, sub.minRTTAt = r, s.now
+		}
 		if !sub.haveRTT {
 			sub.haveRTT = true
 			sub.srtt, sub.rttvar = r, r/2
@@ -162,9 +227,11 @@ func (sub *subflow) onAck(seq uint32) {
 	}
 	lostBytes, newest := sub.detectLosses()
 	now := s.Now()
+	rate, appLimited := sub.deliveryRate(rx, rxBytes)
 	if sub.ccp != nil {
 		sub.ccp.OnAck(cc.Ack{Now: now, Bytes: int(p.size), PriorInFlight: prior, RTT: sample,
-			SRTT: time.Duration(sub.srtt), LargestSent: Epoch.Add(time.Duration(p.sent))})
+			SRTT: time.Duration(sub.srtt), LargestSent: Epoch.Add(time.Duration(p.sent)),
+			DeliveryRate: rate, AppLimited: appLimited, MinRTT: time.Duration(sub.minRTT)})
 		if lostBytes > 0 {
 			sub.ccp.OnLoss(cc.Loss{Now: now, Bytes: lostBytes, LargestSent: Epoch.Add(time.Duration(newest))})
 		}
@@ -297,17 +364,21 @@ const (
 	evRTO
 	evFunc
 	evSample
+	evPace
 )
 
 type event struct {
-	at   int64
-	seq  uint64
-	sub  *subflow
-	fn   func()
-	pseq uint32
-	size int32
-	kind uint8
-	hop  uint8
+	at  int64
+	seq uint64
+	sub *subflow
+	fn  func()
+	// evAck: when the packet reached the receiver, and the bytes received then.
+	rx      int64
+	rxBytes uint64
+	pseq    uint32
+	size    int32
+	kind    uint8
+	hop     uint8
 }
 
 // eventHeap is a binary min-heap on (at, seq): equal times run in scheduling

@@ -20,6 +20,12 @@
 // flows do not phase-lock as they do in perfectly deterministic drop-tail sims).
 // Several routes may share a link: that is a shared bottleneck.
 //
+// For the "rate" controller each ack also carries what braid's path.Sender
+// measures: a delivery-rate sample (bytes received over intervals of at least
+// max(srtt, 10 ms), timed by arrival at the receiver; app-limited when the
+// interval began with an empty pipe) and a windowed (10 s) min RTT. A paced
+// subflow that must wait sets a timer, rounded up to Config.PaceTick.
+//
 // A Flow always has data to send. Each of its subflows sends whenever its window
 // admits a packet (every subflow pulls from the flow's infinite backlog, like
 // MPTCP with bulk data), so throughput is what the congestion controller and the
@@ -54,12 +60,19 @@ type Config struct {
 	// loss-detection thresholds, as in braid's path.Sender.
 	ReorderThreshold int
 	TimeThreshold    float64
+	// PaceTick (default 0: exact timers) is the granularity of a paced
+	// subflow's send timer: a send the pacer defers waits for the next multiple
+	// of it (or for an ack), as braid's engine waits for its 5 ms timer tick.
+	PaceTick time.Duration
+	// MinRTTWindow (default 10s, braid's path.Config) is the window of the min
+	// RTT handed to the controller (cc.Ack.MinRTT).
+	MinRTTWindow time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{Seed: 1, PacketSize: 1400, AckJitter: 2 * time.Millisecond, SampleEvery: 100 * time.Millisecond,
-		MinRTO: 200 * time.Millisecond, ReorderThreshold: 3, TimeThreshold: 9.0 / 8}
+		MinRTO: 200 * time.Millisecond, ReorderThreshold: 3, TimeThreshold: 9.0 / 8, MinRTTWindow: 10 * time.Second}
 }
 
 // Sim is one simulated network.
@@ -97,6 +110,12 @@ func New(cfg Config) *Sim {
 	}
 	if cfg.TimeThreshold <= 0 {
 		cfg.TimeThreshold = d.TimeThreshold
+	}
+	if cfg.MinRTTWindow <= 0 {
+		cfg.MinRTTWindow = d.MinRTTWindow
+	}
+	if cfg.PaceTick < 0 {
+		cfg.PaceTick = 0
 	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	s.schedule(event{at: 0, kind: evSample})
@@ -199,7 +218,9 @@ func (s *Sim) dispatch(e *event) {
 	case evArrive:
 		e.sub.arrive(e)
 	case evAck:
-		e.sub.onAck(e.pseq)
+		e.sub.onAck(e.pseq, e.rx, e.rxBytes)
+	case evPace:
+		e.sub.onPace()
 	case evLossTimer:
 		e.sub.onLossTimer()
 	case evRTO:
@@ -277,6 +298,8 @@ type Flow struct {
 	// per subflow.
 	AckedSamples [][]uint64
 	CwndSamples  [][]float64
+	// PacingSamples: per sample time, the pacing rate (bytes/s, 0 = unpaced) per subflow.
+	PacingSamples [][]float64
 }
 
 // AddFlow adds a flow.
@@ -341,14 +364,34 @@ func (f *Flow) Path(i int) *cc.Path { return f.subs[i].ccp }
 func (f *Flow) sample() {
 	a := make([]uint64, len(f.subs))
 	w := make([]float64, len(f.subs))
+	r := make([]float64, len(f.subs))
 	for i, sub := range f.subs {
 		a[i] = sub.acked
 		if sub.ccp != nil {
 			w[i] = sub.ccp.Stats().Cwnd
+			r[i] = sub.ccp.PacingRate()
 		}
 	}
 	f.AckedSamples = append(f.AckedSamples, a)
 	f.CwndSamples = append(f.CwndSamples, w)
+	f.PacingSamples = append(f.PacingSamples, r)
+}
+
+// MeanPacing returns the mean over the samples in [from, to) of the pacing
+// rate in bytes/s summed over the subflows.
+func (f *Flow) MeanPacing(from, to time.Duration) float64 {
+	i, j := f.s.sampleIndex(from), f.s.sampleIndex(to)
+	j = min(j, len(f.PacingSamples))
+	if j <= i {
+		return 0
+	}
+	sum := 0.0
+	for _, r := range f.PacingSamples[i:j] {
+		for _, v := range r {
+			sum += v
+		}
+	}
+	return sum / float64(j-i)
 }
 
 // Goodput returns subflow i's acknowledged bits per second over [from, to),

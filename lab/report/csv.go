@@ -57,7 +57,11 @@ func axisCells(p *results.Point, axes []string) []string {
 //
 //	point, <axis>, <axis>_value…, kind, label, options, rep, goodput_mbps,
 //	seconds, bytes, max_stall_ms, retransmits, reordered, reorder_timeouts,
-//	bytes_<path>…
+//	bytes_<path>…, then the latency probes' columns (idle_rtt_ms,
+//	added_p50_ms, added_p95_ms, added_p99_ms, added_max_ms, probes,
+//	probes_lost) and the real-time flow's (rt_sent, rt_delivered,
+//	rt_loss_pct, owd_p50_ms, owd_p99_ms, owd_max_ms, rt_late_pct,
+//	rt_miss_pct, outer_bytes, outer_per_payload) when the run has them
 //
 // kind is the transport kind, label its name in tables and plots, options
 // "key=value;…" in key order. An unknown retransmission count (-1 in the
@@ -74,6 +78,10 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 		"max_stall_ms", "retransmits", "reordered", "reorder_timeouts")
 	for _, p := range paths {
 		head = append(head, "bytes_"+p)
+	}
+	extra, has := sampleColumns(run)
+	for _, c := range extra {
+		head = append(head, c.head)
 	}
 	if err := cw.Write(head); err != nil {
 		return err
@@ -106,6 +114,13 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 					row = append(row, "")
 				}
 			}
+			for i, c := range extra {
+				if has[i](&s) {
+					row = append(row, c.cell(&s))
+				} else {
+					row = append(row, "")
+				}
+			}
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -119,7 +134,12 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 //
 //	point, <axis>, <axis>_value…, kind, label, options, n, mean_mbps,
 //	ci95_mbps, median_mbps, min_mbps, max_mbps, std_dev_mbps, share_<path>…,
-//	error
+//	[competing_…], [<figure>_mean, <figure>_ci95 for the latency and
+//	real-time figures, outer_extra_vs_off_pct], error
+//
+// outer_extra_vs_off_pct compares a real-time point's outer bytes per
+// payload byte with the same network's transport of the same kind with
+// recovery = "off" (empty without one).
 //
 // ci95 is the half-width of the 95% Student-t interval (mean ± ci95), empty
 // where it is undefined (fewer than two samples).
@@ -137,6 +157,14 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	comp := slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Competing != nil })
 	if comp {
 		head = append(head, "competing_mean_mbps", "competing_ci95_mbps")
+	}
+	lat, rt := pointColumns(run)
+	figs := append(slices.Clone(lat), rt...)
+	for _, c := range figs {
+		head = append(head, c.name+"_mean", c.name+"_ci95")
+	}
+	if rt != nil {
+		head = append(head, "outer_extra_vs_off_pct")
 	}
 	head = append(head, "error")
 	if err := cw.Write(head); err != nil {
@@ -162,6 +190,16 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 			} else {
 				row = append(row, "", "")
 			}
+		}
+		for _, c := range figs {
+			if s := c.of(p); s != nil {
+				row = append(row, num(s.Mean), num(s.CI95))
+			} else {
+				row = append(row, "", "")
+			}
+		}
+		if rt != nil {
+			row = append(row, num(extraBytesPct(run, p)))
 		}
 		row = append(row, p.Error)
 		if err := cw.Write(row); err != nil {

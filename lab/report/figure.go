@@ -12,8 +12,11 @@ import (
 // figure is one plot and its table: the points that share every sweep
 // value except the x axis's.
 type figure struct {
-	// stem is the file name without extension.
+	// stem is the goodput plot's file name without extension; stemOf
+	// names the other metrics' plots of the same figure.
 	stem  string
+	base  string // the scenario part of the stems
+	key   string // the axes part of the stems
 	title string
 	// x is the x axis; "" when the run has no sweep axis (a bar chart).
 	x     string
@@ -136,26 +139,35 @@ func figures(run *results.Run) []figure {
 	used := map[string]bool{}
 	for i := range figs {
 		f := &figs[i]
-		stem := base + "-goodput"
+		key := ""
 		if f.x != "" {
-			stem += "-vs-" + sanitize(f.x)
+			key += "-vs-" + sanitize(f.x)
 		}
 		var title []string
 		for _, q := range f.fixed {
-			stem += "-" + sanitize(q.Axis) + "-" + sanitize(q.Text)
+			key += "-" + sanitize(q.Axis) + "-" + sanitize(q.Text)
 			title = append(title, q.Axis+" = "+q.Text)
 		}
-		if used[stem] {
-			stem += "-" + strconv.Itoa(i+1)
+		if used[key] {
+			key += "-" + strconv.Itoa(i+1)
 		}
-		used[stem] = true
-		f.stem = stem
+		used[key] = true
+		f.base, f.key = base, key
+		f.stem = f.stemOf(goodput)
 		f.title = run.Scenario
 		if len(title) > 0 {
 			f.title += ": " + strings.Join(title, ", ")
 		}
 	}
 	return figs
+}
+
+// stemOf is the file name, without extension, of the figure's plot of m.
+func (f *figure) stemOf(m metric) string { return f.base + "-" + m.name + f.key }
+
+// has reports whether any point of the figure has a value of m.
+func (f *figure) has(m metric) bool {
+	return slices.ContainsFunc(f.points, func(p *results.Point) bool { return measured(p, m) })
 }
 
 // sanitize makes a file-name part from scenario text: lower case letters,

@@ -60,6 +60,16 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	if len(run.Only) > 0 {
 		row("Subset", "`--only "+strings.ReplaceAll(strings.Join(run.Only, "` `--only "), "|", "\\|")+"`")
 	}
+	if rt := run.Realtime; rt != nil {
+		row("Workload", fmt.Sprintf("real-time UDP flow, web server → client: %g Mbit/s of %d-byte payloads for %g s (%d packets), deadline %g ms one-way",
+			rt.RateMbps, rt.Size, rt.Seconds, rt.Packets, rt.DeadlineMs))
+	}
+	if run.LatencyIntervalMs > 0 {
+		row("Latency probes", fmt.Sprintf("UDP echo every %g ms through the transport; idle baseline %g ms before each download", run.LatencyIntervalMs, run.LatencyIdleMs))
+	}
+	if run.ECN {
+		row("ECN", "requested by the TCP endpoints (net.ipv4.tcp_ecn = 1)")
+	}
 	if len(sweep) > 0 {
 		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
 	} else {
@@ -82,12 +92,39 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	shown := map[string]bool{}
 
 	paths := sharePaths(run)
+	lat, rt := pointColumns(run)
+	if lat != nil {
+		fmt.Fprintf(bw, "\nAdded delay is a latency probe's RTT minus the median RTT of the probes on the idle transport "+
+			"just before the download; each download gives its p50, p95 and p99, and a cell is their mean over the downloads ± the 95%% interval.\n")
+	}
+	if rt != nil {
+		fmt.Fprintf(bw, "\nReal-time figures are per flow (mean ± 95%% interval over the repetitions): loss of the packets sent, one-way delay (OWD) percentiles of those delivered, "+
+			"packets later than the deadline, packets lost or late, and the frames on the paths (both directions, Ethernet headers included) per delivered payload byte; "+
+			"\"extra bytes\" compares that with the same transport with recovery = \"off\".\n")
+	}
+	show := func(f *figure, m metric) {
+		if files, ok := byStem[f.stemOf(m)]; ok {
+			shown[f.stemOf(m)] = true
+			embed(bw, f.title, files)
+		}
+	}
 	for _, f := range figures(run) {
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
 		figureTable(bw, &f, paths)
-		if files, ok := byStem[f.stem]; ok {
-			shown[f.stem] = true
-			embed(bw, f.title, files)
+		show(&f, goodput)
+		if lat != nil {
+			udpTable(bw, &f, "Latency under load:", lat, "", nil)
+			show(&f, addedDelay)
+		}
+		if rt != nil {
+			udpTable(bw, &f, "Real-time flow:", rt, "extra bytes vs recovery off", func(p *results.Point) string {
+				x := extraBytesPct(run, p)
+				if math.IsNaN(x) {
+					return "–"
+				}
+				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
+			})
+			show(&f, realtimeMiss)
 		}
 	}
 	var rest []string
@@ -124,12 +161,7 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 	}
 	fmt.Fprintln(w)
 	for _, p := range f.points {
-		var cells []string
-		if f.x != "" {
-			q, _ := paramOf(p, f.x)
-			cells = append(cells, mdText(q.Text))
-		}
-		cells = append(cells, mdText(p.Label))
+		cells := f.rowStart(p)
 		s := summaryOf(p)
 		switch {
 		case p.Error != "":
@@ -149,6 +181,17 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
+}
+
+// rowStart is the first cells of p's row in a figure's table: the x value
+// (if the figure has an x axis) and the transport.
+func (f *figure) rowStart(p *results.Point) []string {
+	var cells []string
+	if f.x != "" {
+		q, _ := paramOf(p, f.x)
+		cells = append(cells, mdText(q.Text))
+	}
+	return append(cells, mdText(p.Label))
 }
 
 func embed(w io.Writer, title string, files []string) {

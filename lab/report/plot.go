@@ -34,22 +34,28 @@ const maxValueTicks = 12
 func Plot(run *results.Run, dir string) ([]string, error) {
 	var files []string
 	for _, f := range figures(run) {
-		var p *plot.Plot
-		var err error
-		if f.x == "" {
-			p, err = barPlot(&f)
-		} else {
-			p, err = linePlot(run, &f)
-		}
-		if err != nil {
-			return files, fmt.Errorf("report: figure %s: %w", f.stem, err)
-		}
-		for _, ext := range []string{".png", ".svg"} {
-			name := filepath.Join(dir, f.stem+ext)
-			if err := plotfile.Save(p, name, vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch, PlotDPI); err != nil {
-				return files, fmt.Errorf("report: %w", err)
+		for _, m := range metrics {
+			if m.name != goodput.name && !f.has(m) {
+				continue
 			}
-			files = append(files, name)
+			var p *plot.Plot
+			var err error
+			if f.x == "" {
+				p, err = barPlot(&f, m)
+			} else {
+				p, err = linePlot(run, &f, m)
+			}
+			stem := f.stemOf(m)
+			if err != nil {
+				return files, fmt.Errorf("report: figure %s: %w", stem, err)
+			}
+			for _, ext := range []string{".png", ".svg"} {
+				name := filepath.Join(dir, stem+ext)
+				if err := plotfile.Save(p, name, vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch, PlotDPI); err != nil {
+					return files, fmt.Errorf("report: %w", err)
+				}
+				files = append(files, name)
+			}
 		}
 	}
 	return files, nil
@@ -74,11 +80,11 @@ func errHalf(ci float64) float64 {
 	return ci
 }
 
-func newPlot(title string, verticalGrid bool) *plot.Plot {
+func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
-	p.Y.Label.Text = "goodput (Mbit/s)"
+	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
 	p.Legend.Padding = vg.Points(2)
 	p.Legend.XOffs = -vg.Points(6)
@@ -101,9 +107,9 @@ func fitY(p *plot.Plot, top float64, legend int) {
 	p.Y.Max = top * (1.08 + 0.07*float64(legend))
 }
 
-func linePlot(run *results.Run, f *figure) (*plot.Plot, error) {
+func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 	sc := scaleFor(run, f.x)
-	p := newPlot(f.title, true)
+	p := newPlot(f.title, m.ylabel, true)
 	if t, ok := axisTitles[f.x]; ok && sc.numeric {
 		p.X.Label.Text = t
 	} else {
@@ -115,7 +121,7 @@ func linePlot(run *results.Run, f *figure) (*plot.Plot, error) {
 	for si, label := range f.series {
 		var d seriesData
 		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt) {
+			if pt.Label != label || !measured(pt, m) {
 				continue
 			}
 			q, ok := paramOf(pt, f.x)
@@ -126,7 +132,7 @@ func linePlot(run *results.Run, f *figure) (*plot.Plot, error) {
 			if !ok {
 				continue
 			}
-			s := summaryOf(pt)
+			s, _ := m.of(pt)
 			d.x = append(d.x, x)
 			d.y = append(d.y, s.Mean)
 			d.ci = append(d.ci, errHalf(s.CI95))
@@ -198,17 +204,17 @@ func sortSeries(d *seriesData) {
 // barPlot draws a run without sweep axes: a bar per transport label with
 // its interval. Each bar is its own BarChart so that it takes its series
 // colour, the same as the label's line in swept figures.
-func barPlot(f *figure) (*plot.Plot, error) {
-	p := newPlot(f.title, false)
+func barPlot(f *figure, m metric) (*plot.Plot, error) {
+	p := newPlot(f.title, m.ylabel, false)
 	p.X.Label.Text = "transport"
 	top := 0.0
 	var d seriesData
 	for si, label := range f.series {
 		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt) {
+			if pt.Label != label || !measured(pt, m) {
 				continue
 			}
-			s := summaryOf(pt)
+			s, _ := m.of(pt)
 			bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
 			if err != nil {
 				return nil, err

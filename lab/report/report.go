@@ -130,10 +130,39 @@ func summaryOf(p *results.Point) stats.Summary {
 	return stats.Summarize(xs)
 }
 
-// measured reports whether the point has a mean to plot.
-func measured(p *results.Point) bool {
-	s := summaryOf(p)
-	return p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
+// metric is a quantity a figure plots against its x axis, one series per
+// transport, as the mean and 95% interval over the point's repetitions.
+type metric struct {
+	name   string // in the plot's file name
+	ylabel string
+	// of is the point's summary, or false when the point has none.
+	of func(p *results.Point) (stats.Summary, bool)
+}
+
+var (
+	goodput = metric{"goodput", "goodput (Mbit/s)", func(p *results.Point) (stats.Summary, bool) { return summaryOf(p), true }}
+	// addedDelay is the latency probes' 95th percentile of added delay.
+	addedDelay = metric{"added-delay-p95", "added delay, p95 (ms)", func(p *results.Point) (stats.Summary, bool) {
+		if p.Latency == nil {
+			return stats.Summary{}, false
+		}
+		return p.Latency.AddedP95Ms, true
+	}}
+	// realtimeMiss is the real-time packets lost or late.
+	realtimeMiss = metric{"realtime-miss", "real-time packets lost or late (%)", func(p *results.Point) (stats.Summary, bool) {
+		if p.Realtime == nil {
+			return stats.Summary{}, false
+		}
+		return p.Realtime.MissPct, true
+	}}
+	// metrics are plotted in this order, each where a figure has it.
+	metrics = []metric{goodput, addedDelay, realtimeMiss}
+)
+
+// measured reports whether the point has a mean of m to plot.
+func measured(p *results.Point, m metric) bool {
+	s, ok := m.of(p)
+	return ok && p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
 }
 
 // sharePaths is the sorted union of every point's PathShares keys.

@@ -22,8 +22,28 @@ type Run struct {
 	Axes        []string  `json:"axes"` // sweep axes, in the order of Point.Params
 	// Only lists the --only selections when the run covered part of the
 	// scenario's points (empty: all of them).
-	Only   []string `json:"only,omitempty"`
-	Points []Point  `json:"points"`
+	Only []string `json:"only,omitempty"`
+	// Workload is what each repetition measured: "download" (also when
+	// empty, in files written before workloads existed) or "realtime".
+	Workload string `json:"workload,omitempty"`
+	// Realtime is the real-time flow's setting (workload "realtime").
+	Realtime *RealtimeSetup `json:"realtime,omitempty"`
+	// LatencyIntervalMs and LatencyIdleMs are the latency probes' spacing
+	// and idle baseline (0: no probes).
+	LatencyIntervalMs float64 `json:"latency_interval_ms,omitempty"`
+	LatencyIdleMs     float64 `json:"latency_idle_ms,omitempty"`
+	// ECN tells whether the TCP endpoints requested ECN (net.ipv4.tcp_ecn = 1).
+	ECN    bool    `json:"ecn,omitempty"`
+	Points []Point `json:"points"`
+}
+
+// RealtimeSetup is the real-time flow every repetition sent.
+type RealtimeSetup struct {
+	RateMbps   float64 `json:"rate_mbps"`
+	Size       int     `json:"size_bytes"` // UDP payload per packet
+	Seconds    float64 `json:"seconds"`
+	Packets    int     `json:"packets"`
+	DeadlineMs float64 `json:"deadline_ms"`
 }
 
 // Param is one sweep coordinate of a point.
@@ -49,7 +69,34 @@ type Point struct {
 	// Competing summarizes Samples[].CompetingMbps (nil without competing
 	// flows).
 	Competing *stats.Summary `json:"competing_mbps,omitempty"`
-	Error     string         `json:"error,omitempty"` // the point could not be measured
+	// Latency summarizes Samples[].Latency (nil without latency probes).
+	Latency *LatencySummary `json:"latency,omitempty"`
+	// Realtime summarizes Samples[].Realtime (nil without the real-time
+	// workload).
+	Realtime *RealtimeSummary `json:"realtime,omitempty"`
+	Error    string           `json:"error,omitempty"` // the point could not be measured
+}
+
+// LatencySummary is the mean and 95% interval over a point's downloads of
+// each download's figure.
+type LatencySummary struct {
+	IdleMs     stats.Summary `json:"idle_median_ms"`
+	AddedP50Ms stats.Summary `json:"added_p50_ms"`
+	AddedP95Ms stats.Summary `json:"added_p95_ms"`
+	AddedP99Ms stats.Summary `json:"added_p99_ms"`
+	LossPct    stats.Summary `json:"probe_loss_pct"`
+}
+
+// RealtimeSummary is the mean and 95% interval over a point's repetitions
+// of each repetition's figure.
+type RealtimeSummary struct {
+	LossPct         stats.Summary `json:"loss_pct"`
+	OWDP50Ms        stats.Summary `json:"owd_p50_ms"`
+	OWDP99Ms        stats.Summary `json:"owd_p99_ms"`
+	OWDMaxMs        stats.Summary `json:"owd_max_ms"`
+	LatePct         stats.Summary `json:"late_pct"`
+	MissPct         stats.Summary `json:"miss_pct"`
+	OuterPerPayload stats.Summary `json:"outer_per_payload"`
 }
 
 // Sample is one download.
@@ -70,4 +117,60 @@ type Sample struct {
 	// CompetingMbps is the goodput the competing TCP downloads got together
 	// while this download ran (absent without competing flows).
 	CompetingMbps *float64 `json:"competing_mbps,omitempty"`
+	// Latency is the latency probes of this download (absent without them).
+	Latency *Latency `json:"latency,omitempty"`
+	// Realtime is this repetition's real-time flow (workload "realtime";
+	// the sample's goodput, seconds and bytes are then the flow's delivered
+	// payload).
+	Realtime *Realtime `json:"realtime,omitempty"`
+}
+
+// Latency is one download's UDP echo probes through the transport. Added
+// delay is a probe's RTT minus IdleMedianMs, the median RTT of the probes
+// sent on the idle transport just before; the percentiles are over the
+// probes sent while the download ran that were answered.
+type Latency struct {
+	IdleMedianMs float64 `json:"idle_median_ms"`
+	IdleProbes   int     `json:"idle_probes"`
+	// Probes were sent during the download; Lost of them got no answer.
+	Probes     int     `json:"probes"`
+	Lost       int     `json:"lost"`
+	AddedP50Ms float64 `json:"added_p50_ms"`
+	AddedP95Ms float64 `json:"added_p95_ms"`
+	AddedP99Ms float64 `json:"added_p99_ms"`
+	AddedMaxMs float64 `json:"added_max_ms"`
+}
+
+// LossPct is the share of the download's probes that got no answer.
+func (l *Latency) LossPct() float64 {
+	if l.Probes == 0 {
+		return 0
+	}
+	return 100 * float64(l.Lost) / float64(l.Probes)
+}
+
+// Realtime is one repetition of the real-time flow. One-way delay is the
+// arrival time minus the send time carried in the packet (both namespaces
+// read the same host clock).
+type Realtime struct {
+	Sent      int `json:"sent"`
+	Delivered int `json:"delivered"` // distinct sequence numbers received
+	// Late were delivered more than the deadline after they were sent.
+	Late     int     `json:"late"`
+	LossPct  float64 `json:"loss_pct"`
+	OWDP50Ms float64 `json:"owd_p50_ms"`
+	OWDP99Ms float64 `json:"owd_p99_ms"`
+	OWDMaxMs float64 `json:"owd_max_ms"`
+	// LatePct is Late of Delivered; MissPct is lost or late of Sent: the
+	// packets a real-time application could not play.
+	LatePct float64 `json:"late_pct"`
+	MissPct float64 `json:"miss_pct"`
+	// PayloadBytes is the delivered UDP payload; OuterBytes the frames on
+	// the paths' links (both directions, Ethernet headers included) while
+	// the flow ran, per path in OuterPathBytes; OuterPerPayload their
+	// ratio (0 when the emulator does not count, as with netem).
+	PayloadBytes    int64             `json:"payload_bytes"`
+	OuterBytes      uint64            `json:"outer_bytes"`
+	OuterPathBytes  map[string]uint64 `json:"outer_path_bytes,omitempty"`
+	OuterPerPayload float64           `json:"outer_per_payload"`
 }

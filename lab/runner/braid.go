@@ -107,6 +107,9 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	if t.Congestion != "" {
 		fmt.Fprintf(&b, "congestion = %q\n", t.Congestion)
 	}
+	if t.Recovery != "" {
+		fmt.Fprintf(&b, "recovery = %q\n", t.Recovery)
+	}
 	for _, l := range extra {
 		fmt.Fprintln(&b, l)
 	}

@@ -30,16 +30,28 @@ func pathFor(env *Env, name string) (testbed.Path, error) {
 }
 
 // dialFrom opens a connection inside ns from local (zero: the routing table
-// chooses), optionally as MPTCP.
+// chooses): TCP with congestion control cc, optionally as MPTCP, or, for a
+// "udp" network, a plain UDP socket from the same address (the latency
+// probes and the real-time flow; MPTCP has no UDP, so they take the first
+// path's address like the MPTCP connection's initial subflow).
 func dialFrom(ns *netns.Namespace, local netip.Addr, cc string, mptcp bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		d := net.Dialer{Control: httpbench.Control(cc)}
-		if local.IsValid() {
-			d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
+		d := net.Dialer{}
+		if strings.HasPrefix(network, "udp") {
+			network = "udp4"
+			if local.IsValid() {
+				d.LocalAddr = &net.UDPAddr{IP: local.AsSlice()}
+			}
+		} else {
+			network = "tcp4"
+			d.Control = httpbench.Control(cc)
+			if local.IsValid() {
+				d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
+			}
+			d.SetMultipathTCP(mptcp)
 		}
-		d.SetMultipathTCP(mptcp)
 		err = ns.Do(func() error {
-			c, err = d.DialContext(ctx, "tcp4", addr)
+			c, err = d.DialContext(ctx, network, addr)
 			return err
 		})
 		return c, err
@@ -181,7 +193,11 @@ func startMPTCP(ctx context.Context, env *Env) (Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := c.(*net.TCPConn).MultipathTCP(); err != nil || !ok {
+		tc, isTCP := c.(*net.TCPConn)
+		if !isTCP {
+			return c, nil // UDP: over the first path
+		}
+		if ok, err := tc.MultipathTCP(); err != nil || !ok {
 			c.Close()
 			return nil, fmt.Errorf("MPTCP: the connection fell back to plain TCP (is MPTCP enabled at both ends?)")
 		}

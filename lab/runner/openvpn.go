@@ -160,11 +160,9 @@ func tunnelDial(env *Env, what string) func(ctx context.Context, network, addr s
 		if err != nil {
 			return nil, err
 		}
-		if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
-			if a, _ := netip.AddrFromSlice(la.IP); !braidClientAddr.Contains(a.Unmap()) {
-				c.Close()
-				return nil, fmt.Errorf("%s: the download left from %v, not through the tunnel", what, la)
-			}
+		if a, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil && !braidClientAddr.Contains(a.Addr().Unmap()) {
+			c.Close()
+			return nil, fmt.Errorf("%s: the %s connection left from %v, not through the tunnel", what, network, a)
 		}
 		return c, nil
 	}

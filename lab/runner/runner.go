@@ -97,7 +97,18 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	run := &results.Run{
 		Scenario: s.Name, File: s.File, Description: s.Description,
 		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
-		Emulator: emu, Host: host, Only: opt.Only.Specs(),
+		Emulator: emu, Host: host, Only: opt.Only.Specs(), ECN: exp.ECN,
+	}
+	if exp.Latency {
+		run.LatencyIntervalMs, run.LatencyIdleMs = ms(exp.LatencyInterval), ms(exp.LatencyIdle)
+	}
+	if exp.Workload == scenario.WorkloadRealtime {
+		rt := exp.Realtime
+		run.Workload = scenario.WorkloadRealtime
+		run.Realtime = &results.RealtimeSetup{
+			RateMbps: float64(rt.Rate) / 1e6, Size: rt.Size, Seconds: rt.Duration.Seconds(),
+			Packets: rt.Packets(), DeadlineMs: ms(rt.Deadline),
+		}
 	}
 	for _, a := range s.Axes() {
 		run.Axes = append(run.Axes, string(a))
@@ -136,6 +147,7 @@ type runState struct {
 	network int
 	tb      *testbed.Testbed
 	web     *WebServer
+	udp     *UDPService
 	cc      string
 }
 
@@ -150,11 +162,19 @@ func (r *runState) openNet(p *scenario.Point) error {
 		tb.Close()
 		return err
 	}
-	r.tb, r.web, r.network, r.cc = tb, web, p.Network, cc
+	udp, err := StartUDP(tb.Web(), tb.Plan.WebAddr)
+	if err != nil {
+		web.Close()
+		tb.Close()
+		return err
+	}
+	r.tb, r.web, r.udp, r.network, r.cc = tb, web, udp, p.Network, cc
 	return nil
 }
 
 func (r *runState) closeNet() {
+	r.udp.Close()
+	r.udp = nil
 	if r.web != nil {
 		r.web.Close()
 		r.web = nil
@@ -191,6 +211,7 @@ func TransportOptions(t scenario.Transport) map[string]string {
 	set(scenario.OptScheduler, t.Scheduler)
 	set(scenario.OptReorder, t.Reorder)
 	set(scenario.OptCongestion, t.Congestion)
+	set(scenario.OptRecovery, t.Recovery)
 	if len(t.Weights) > 0 {
 		ws := make([]string, len(t.Weights))
 		for i, w := range t.Weights {
@@ -237,7 +258,11 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		if ctx.Err() != nil {
 			break
 		}
-		smp, err := r.download(ctx, sess, rep)
+		run := r.download
+		if r.exp.Workload == scenario.WorkloadRealtime {
+			run = r.realtime
+		}
+		smp, err := run(ctx, sess, rep)
 		r.progress(1)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
@@ -259,6 +284,8 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		rp.Competing = &c
 	}
 	rp.PathShares = Shares(totals)
+	rp.Latency = SummarizeLatency(rp.Samples)
+	rp.Realtime = SummarizeRealtime(rp.Samples)
 	if len(errs) > 0 {
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
 	}
@@ -298,12 +325,77 @@ func (r *runState) emulatorBytes() map[string]uint64 {
 	return out
 }
 
-func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
-	before, err := sess.Counters(ctx)
-	if err != nil {
-		return results.Sample{}, fmt.Errorf("reading counters: %w", err)
+// offeredBytes is what each path's emulator has taken in, both directions.
+func (r *runState) offeredBytes() map[string]uint64 {
+	out := map[string]uint64{}
+	for _, p := range r.tb.Plan.Paths {
+		out[p.Name] = r.tb.Offered(p.Name)
 	}
-	emuBefore := r.emulatorBytes()
+	return out
+}
+
+// pathCounts are the per-path counters at the start of a repetition.
+type pathCounts struct {
+	sess Counters
+	emu  map[string]uint64
+}
+
+func (r *runState) countPaths(ctx context.Context, sess Session) (pathCounts, error) {
+	c, err := sess.Counters(ctx)
+	if err != nil {
+		return pathCounts{}, fmt.Errorf("reading counters: %w", err)
+	}
+	return pathCounts{sess: c, emu: r.emulatorBytes()}, nil
+}
+
+// since returns the transport's counters now and what each path delivered
+// towards the client since before: the transport's own per-path counters,
+// or the link emulators' when it has none.
+func (r *runState) since(ctx context.Context, sess Session, before pathCounts) (Counters, map[string]uint64, error) {
+	after, err := sess.Counters(ctx)
+	if err != nil {
+		return Counters{}, nil, fmt.Errorf("reading counters: %w", err)
+	}
+	out := map[string]uint64{}
+	if after.PathBytes != nil {
+		for k, v := range after.PathBytes {
+			out[k] = sub(v, before.sess.PathBytes[k])
+		}
+	} else {
+		for k, v := range r.emulatorBytes() {
+			out[k] = sub(v, before.emu[k])
+		}
+	}
+	return after, out, nil
+}
+
+func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
+	var probes *prober
+	if r.exp.Latency {
+		conn, err := dialUDP(ctx, sess, r.web.Addr)
+		if err != nil {
+			return results.Sample{}, fmt.Errorf("latency probes: %w", err)
+		}
+		probes = startProber(conn, r.exp.LatencyInterval)
+		defer func() {
+			if probes != nil {
+				probes.finish()
+			}
+		}()
+		select {
+		case <-time.After(r.exp.LatencyIdle):
+		case <-ctx.Done():
+			return results.Sample{}, ctx.Err()
+		}
+	}
+	idleEnd := 0
+	if probes != nil {
+		idleEnd = probes.count()
+	}
+	before, err := r.countPaths(ctx, sess)
+	if err != nil {
+		return results.Sample{}, err
+	}
 	var local string
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := sess.Dial(ctx, network, addr)
@@ -320,6 +412,10 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		defer comp.stop()
 	}
 	compBefore := comp.bytes()
+	loadStart := idleEnd
+	if probes != nil {
+		loadStart = probes.count()
+	}
 	dctx, cancel := context.WithTimeout(ctx, r.exp.Timeout)
 	res, err := httpbench.Fetch(dctx, httpbench.URL(sess.Target(), r.exp.Size), httpbench.Options{Dial: dial})
 	cancel()
@@ -327,28 +423,31 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		return results.Sample{}, err
 	}
 	compMbps := float64(comp.bytes()-compBefore) * 8 / res.Duration.Seconds() / 1e6
-	after, err := sess.Counters(ctx)
+	var lat *results.Latency
+	if probes != nil {
+		loadEnd := probes.count()
+		rtts := probes.finish()
+		probes = nil
+		l, err := AddedDelay(rtts[:idleEnd], rtts[loadStart:loadEnd])
+		if err != nil {
+			return results.Sample{}, err
+		}
+		lat = &l
+	}
+	after, pathBytes, err := r.since(ctx, sess, before)
 	if err != nil {
-		return results.Sample{}, fmt.Errorf("reading counters: %w", err)
+		return results.Sample{}, err
 	}
 	smp := results.Sample{
 		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
 		MaxStallMs:      float64(res.MaxStall) / float64(time.Millisecond),
-		Reordered:       sub(after.Reordered, before.Reordered),
-		ReorderTimeouts: sub(after.ReorderTimeouts, before.ReorderTimeouts),
-		PathBytes:       map[string]uint64{},
+		Reordered:       sub(after.Reordered, before.sess.Reordered),
+		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
+		PathBytes:       pathBytes,
+		Latency:         lat,
 	}
 	if comp != nil {
 		smp.CompetingMbps = &compMbps
-	}
-	if after.PathBytes != nil {
-		for k, v := range after.PathBytes {
-			smp.PathBytes[k] = sub(v, before.PathBytes[k])
-		}
-	} else {
-		for k, v := range r.emulatorBytes() {
-			smp.PathBytes[k] = sub(v, emuBefore[k])
-		}
 	}
 	smp.Retransmits = r.web.Retransmits(local, RetransWait)
 	return smp, nil

@@ -76,12 +76,15 @@ func TestBraidConfigsParse(t *testing.T) {
 	ck, _ := keys.Generate()
 	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
 	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
-	tr := scenario.Transport{Name: "braid", Scheduler: "weighted", Weights: []float64{90, 10}, Reorder: "fixed", Congestion: "none"}
+	tr := scenario.Transport{Name: "braid", Scheduler: "weighted", Weights: []float64{90, 10}, Reorder: "fixed", Congestion: "none", Recovery: "off"}
 	cc, err := config.Parse(filepath.Join(dir, "client.toml"), []byte(BraidClientConfig(tr, testPaths, netip.MustParsePrefix("198.18.3.0/24"), sk, filepath.Join(dir, "c.sock"))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cc.Client
+	if c.Recovery != "off" {
+		t.Errorf("client: recovery %q, want off", c.Recovery)
+	}
 	if c.Scheduler != "weighted" || c.Reorder != "fixed" || !slices.Equal(c.Weights, []float64{90, 90, 10, 10}) {
 		t.Errorf("client: scheduler %q reorder %q weights %v", c.Scheduler, c.Reorder, c.Weights)
 	}

@@ -35,6 +35,10 @@ var committed = map[string]struct {
 	"cc-diamond-1ch-one.toml":  {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
 	"cc-diamond-2ch-both.toml": {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
 	"cc-diamond-2ch-one.toml":  {points: 4 * (1 + 4), networks: 4, reps: 5, size: 8 << 20},
+	"recovery-uniform.toml":    {points: 3 * 2 * 4, networks: 6, reps: 5, size: 16 << 20},
+	"recovery-ge.toml":         {points: 2 * 2 * 4, networks: 4, reps: 5, size: 16 << 20},
+	"recovery-latency.toml":    {points: 2 * 2 * 4, networks: 4, reps: 5, size: 16 << 20},
+	"recovery-realtime.toml":   {points: 4, networks: 1, reps: 5, size: 16 << 20},
 }
 
 func loadCommitted(t *testing.T, name string) *Scenario {
@@ -203,5 +207,48 @@ func TestPaperTables(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "mptcp-direct,braid 50/50,braid rtt-aware,braid earliest-arrival,braid minrtt" {
 		t.Errorf("schedulers: first network's transports %v", got)
+	}
+}
+
+// TestRecoveryScenarios checks the loss-recovery files against their
+// targets: braid with its default recovery next to braid without, and
+// what each file measures.
+func TestRecoveryScenarios(t *testing.T) {
+	for _, name := range []string{"recovery-uniform.toml", "recovery-ge.toml", "recovery-latency.toml", "recovery-realtime.toml"} {
+		s := loadCommitted(t, name)
+		var got []string
+		for _, tr := range s.Transports {
+			got = append(got, tr.Label+"|"+tr.Recovery)
+		}
+		if want := []string{"direct|", "mptcp-direct|", "braid|", "braid no recovery|off"}; !slices.Equal(got, want) {
+			t.Errorf("%s: transports %q, want %q", name, got, want)
+		}
+		e := s.Experiment
+		if e.Latency != (name == "recovery-latency.toml") || (e.Workload == WorkloadRealtime) != (name == "recovery-realtime.toml") {
+			t.Errorf("%s: latency %v, workload %s", name, e.Latency, e.Workload)
+		}
+	}
+	ge := loadCommitted(t, "recovery-ge.toml")
+	table1 := func(k float64) Loss { return Loss{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: k} }
+	if !slices.Equal(ge.Sweep.LossSecondary, []Loss{table1(0.5), table1(1)}) || !slices.Equal(ge.Sweep.Loss, []Loss{{}, table1(1)}) {
+		t.Errorf("recovery-ge: loss %v, loss_secondary %v", ge.Sweep.Loss, ge.Sweep.LossSecondary)
+	}
+	for _, p := range ge.Points() {
+		if a, b := p.Topology.Link("primary").RTT(), p.Topology.Link("secondary").RTT(); a != 30*time.Millisecond || b != a {
+			t.Errorf("recovery-ge point %d: RTTs %v, %v", p.Index, a, b)
+		}
+	}
+	rt := loadCommitted(t, "recovery-realtime.toml")
+	want := Realtime{Rate: 1 * Mbit, Size: 200, Duration: 10 * time.Second, Deadline: 40 * time.Millisecond}
+	if rt.Experiment.Realtime != want {
+		t.Errorf("recovery-realtime: %+v", rt.Experiment.Realtime)
+	}
+	for _, l := range rt.Topology.Paths() {
+		if l.AB.Loss.MeanLoss() != 0.02 || l.BA.Delay != l.AB.Delay {
+			t.Errorf("recovery-realtime: path %s: %+v", l.Name, l)
+		}
+	}
+	if a, b := rt.Topology.Link("primary").BA.Delay, rt.Topology.Link("secondary").BA.Delay; a != 10*time.Millisecond || b != 30*time.Millisecond {
+		t.Errorf("recovery-realtime: one-way delays %v, %v", a, b)
 	}
 }

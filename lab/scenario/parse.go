@@ -82,6 +82,18 @@ type rawExperiment struct {
 
 	Competing     *int64 `toml:"competing"`
 	CompetingPath string `toml:"competing_path"`
+
+	Latency         *bool  `toml:"latency"`
+	LatencyInterval string `toml:"latency_interval"`
+	LatencyIdle     string `toml:"latency_idle"`
+
+	Workload         string `toml:"workload"`
+	RealtimeRate     string `toml:"realtime_rate"`
+	RealtimeSize     *int64 `toml:"realtime_size"`
+	RealtimeDuration string `toml:"realtime_duration"`
+	RealtimeDeadline string `toml:"realtime_deadline"`
+
+	ECN *bool `toml:"ecn"`
 }
 
 // rawTCP is both [tcp] and [tcp.nodes.NAME]; nodes inside a per-node table
@@ -106,6 +118,7 @@ type rawTransport struct {
 	Weights    []float64 `toml:"weights"`
 	Reorder    string    `toml:"reorder"`
 	Congestion string    `toml:"congestion"`
+	Recovery   string    `toml:"recovery"`
 	Cipher     string    `toml:"cipher"`
 	Subflows   *int64    `toml:"subflows"`
 }
@@ -186,6 +199,13 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	p.tcp(s.Topology, &raw.TCP)
 	p.experiment(&s.Experiment, &raw.Experiment)
 	p.competingPath(s.Topology, &s.Experiment)
+	if s.Experiment.ECN {
+		for i := range s.Topology.Nodes {
+			if n := &s.Topology.Nodes[i]; n.Role != RoleLink {
+				n.TCP.ECN = true
+			}
+		}
+	}
 	s.Transports = p.transports(s.Topology, raw.Transports)
 	if p.err != nil {
 		return s
@@ -696,6 +716,88 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 		p.fail("experiment.competing_path", "set without competing flows (experiment.competing)")
 	}
 	e.CompetingPath = raw.CompetingPath
+	p.latency(e, raw)
+	p.workload(e, raw)
+	if raw.ECN != nil {
+		e.ECN = *raw.ECN
+	}
+}
+
+// durationIn reads an [experiment] duration within lo..hi; def when unset.
+func (p *parser) durationIn(key, s string, def, lo, hi time.Duration) time.Duration {
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		p.fail(key, "%q is not a duration (e.g. \"10ms\", \"1s\")", s)
+	case d < lo || d > hi:
+		p.fail(key, "%v out of range (%v..%v)", d, lo, hi)
+	default:
+		return d
+	}
+	return def
+}
+
+// latency reads the latency probes' keys.
+func (p *parser) latency(e *Experiment, raw *rawExperiment) {
+	e.Latency = raw.Latency != nil && *raw.Latency
+	for _, k := range []struct{ key, v string }{{"latency_interval", raw.LatencyInterval}, {"latency_idle", raw.LatencyIdle}} {
+		if k.v != "" && !e.Latency {
+			p.fail("experiment."+k.key, "set without latency = true")
+		}
+	}
+	e.LatencyInterval = p.durationIn("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval)
+	e.LatencyIdle = p.durationIn("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle)
+}
+
+// workload reads experiment.workload and the real-time flow's keys.
+func (p *parser) workload(e *Experiment, raw *rawExperiment) {
+	e.Workload = WorkloadDownload
+	if raw.Workload != "" {
+		e.Workload = p.oneOf("experiment.workload", "workload", raw.Workload, Workloads)
+	}
+	rt := e.Workload == WorkloadRealtime
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"realtime_rate", raw.RealtimeRate != ""}, {"realtime_size", raw.RealtimeSize != nil},
+		{"realtime_duration", raw.RealtimeDuration != ""}, {"realtime_deadline", raw.RealtimeDeadline != ""}} {
+		if k.set && !rt {
+			p.fail("experiment."+k.key, "set without workload = %q", WorkloadRealtime)
+		}
+	}
+	if !rt {
+		return
+	}
+	if e.Latency {
+		p.fail("experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
+	}
+	if e.Competing > 0 {
+		p.fail("experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
+	}
+	r := Realtime{Rate: DefaultRealtimeRate, Size: DefaultRealtimeSize}
+	if raw.RealtimeRate != "" {
+		r.Rate = parseOr(p, "experiment.realtime_rate", raw.RealtimeRate, ParseRate)
+		if p.err == nil && (r.Rate < MinRate || r.Rate > MaxRate) {
+			p.fail("experiment.realtime_rate", "%v out of range (%v..%v)", r.Rate, MinRate, MaxRate)
+		}
+	}
+	if raw.RealtimeSize != nil {
+		if n := *raw.RealtimeSize; n < MinRealtimeSize || n > MaxRealtimeSize {
+			p.fail("experiment.realtime_size", "%d out of range (%d..%d bytes of UDP payload)", n, MinRealtimeSize, MaxRealtimeSize)
+		}
+		r.Size = int(*raw.RealtimeSize)
+	}
+	r.Duration = p.durationIn("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration)
+	r.Deadline = p.durationIn("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline)
+	if p.err == nil {
+		if pps := float64(r.Rate) / float64(8*r.Size); pps > MaxRealtimePPS {
+			p.fail("experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
+		}
+	}
+	e.Realtime = r
 }
 
 // defaultTransports is the list a file without [[transports]] measures: the
@@ -725,7 +827,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		}
 		set := map[string]bool{
 			OptPath: r.Path != "", OptScheduler: r.Scheduler != "", OptWeights: r.Weights != nil,
-			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "",
+			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "", OptRecovery: r.Recovery != "",
 			OptCipher: r.Cipher != "", OptSubflows: r.Subflows != nil,
 		}
 		for _, opt := range optionKeys {
@@ -772,9 +874,13 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		if kind.Accepts(OptCongestion) {
 			tr.Congestion = config.DefaultCongestion
 			if r.Congestion != "" {
-				tr.Congestion = p.oneOf(key+".congestion", "congestion controller", r.Congestion, config.Congestions)
+				tr.Congestion = p.oneOf(key+".congestion", "congestion controller", r.Congestion, config.CongestionChoices)
 				label = append(label, "cc="+r.Congestion)
 			}
+		}
+		if kind.Accepts(OptRecovery) && r.Recovery != "" {
+			tr.Recovery = p.oneOf(key+".recovery", "recovery mode", r.Recovery, config.Recoveries)
+			label = append(label, "recovery="+r.Recovery)
 		}
 		if kind.Accepts(OptCipher) {
 			tr.Cipher = CipherDefault
@@ -882,7 +988,7 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 		return v
 	}, strconv.Quote)
 	s.Congestion = sweepAxis(p, "sweep.congestion", raw.Congestion, func(k, v string) string {
-		p.oneOf(k, "congestion controller", v, config.Congestions)
+		p.oneOf(k, "congestion controller", v, config.CongestionChoices)
 		return v
 	}, strconv.Quote)
 	for _, ax := range []struct {

@@ -66,7 +66,51 @@ const (
 	// MaxLinks bounds automatic /24 subnet assignment (198.18.1.0/24,
 	// 198.18.2.0/24, …).
 	MaxLinks = 64
+
+	// DefaultLatencyInterval is the spacing of the latency probes
+	// ([experiment] latency): one UDP echo every 10 ms.
+	DefaultLatencyInterval = 10 * time.Millisecond
+	MinLatencyInterval     = time.Millisecond
+	MaxLatencyInterval     = time.Second
+	// DefaultLatencyIdle is how long the probes run before each download,
+	// on the idle transport; the median of those RTTs is the baseline the
+	// added delay is measured from (100 probes at the default interval).
+	DefaultLatencyIdle = time.Second
+	MinLatencyIdle     = 100 * time.Millisecond
+	MaxLatencyIdle     = time.Minute
+
+	// The real-time workload's defaults: 1 Mbit/s of 200-byte UDP payloads
+	// (625 packets/s, a voice or game stream) for 10 s, a packet counting
+	// as late after 40 ms one-way.
+	DefaultRealtimeRate     = 1 * Mbit
+	DefaultRealtimeSize     = 200
+	DefaultRealtimeDuration = 10 * time.Second
+	DefaultRealtimeDeadline = 40 * time.Millisecond
+	// MinRealtimeSize holds the packet header (sequence number and send
+	// time); MaxRealtimeSize fits every tunnel's inner MTU with its IP and
+	// UDP headers.
+	MinRealtimeSize = 32
+	MaxRealtimeSize = 1200
+	// MaxRealtimePPS bounds the packet rate the sender paces one packet at
+	// a time.
+	MaxRealtimePPS      = 20000
+	MinRealtimeDuration = time.Second
+	MaxRealtimeDuration = time.Hour
+	MinRealtimeDeadline = time.Millisecond
+	MaxRealtimeDeadline = 10 * time.Second
 )
+
+// Workloads: what one repetition of a point measures ([experiment] workload).
+const (
+	// WorkloadDownload is the paper's HTTP download of Experiment.Size.
+	WorkloadDownload = "download"
+	// WorkloadRealtime is a constant-rate UDP flow from the web server to
+	// the client (Experiment.Realtime).
+	WorkloadRealtime = "realtime"
+)
+
+// Workloads lists the valid workloads.
+var Workloads = []string{WorkloadDownload, WorkloadRealtime}
 
 // LabPrefix is where every emulated link takes its subnet: the benchmarking
 // range of RFC 2544, which no real network routes.
@@ -127,6 +171,49 @@ type Experiment struct {
 	// the tunnel shares a bottleneck with other traffic.
 	Competing     int
 	CompetingPath string
+
+	// Latency turns on the latency probes: UDP echoes through the
+	// transport every LatencyInterval, for LatencyIdle before each
+	// download (the idle baseline) and during it.
+	Latency         bool
+	LatencyInterval time.Duration
+	LatencyIdle     time.Duration
+
+	// Workload is WorkloadDownload or WorkloadRealtime.
+	Workload string
+	// Realtime is the real-time flow (WorkloadRealtime only).
+	Realtime Realtime
+
+	// ECN sets net.ipv4.tcp_ecn = 1 where the TCP endpoints run (the
+	// client, server and web nodes' TCP.ECN).
+	ECN bool
+}
+
+// Realtime is a constant-rate UDP flow, web server → client through the
+// transport: Size bytes of payload every Size·8/Rate, for Duration. A
+// packet arriving more than Deadline after it was sent is late.
+type Realtime struct {
+	Rate     Rate
+	Size     int
+	Duration time.Duration
+	Deadline time.Duration
+}
+
+// Interval is the spacing of the flow's packets.
+func (r Realtime) Interval() time.Duration {
+	if r.Rate == 0 {
+		return 0
+	}
+	return time.Duration(float64(r.Size*8) / float64(r.Rate) * float64(time.Second))
+}
+
+// Packets is how many packets the flow sends.
+func (r Realtime) Packets() int {
+	iv := r.Interval()
+	if iv <= 0 {
+		return 0
+	}
+	return int(r.Duration / iv)
 }
 
 // Node is one network namespace of the testbed.
@@ -281,6 +368,9 @@ type TCP struct {
 	// download would start with the cwnd and ssthresh the previous one
 	// ended with, and the 20 repetitions would not be independent.
 	NoMetricsSave bool
+	// ECN is net.ipv4.tcp_ecn = 1 (request ECN on outgoing connections);
+	// false leaves the kernel's default (2: accept it when asked).
+	ECN bool
 }
 
 // DefaultTCP returns the paper's Table 3 with cubic, Linux's default
@@ -316,7 +406,7 @@ func (t TCP) Sysctls() []Sysctl {
 	if t.NoMetricsSave {
 		nms = "1"
 	}
-	return []Sysctl{
+	out := []Sysctl{
 		{"net.ipv4.tcp_congestion_control", t.Congestion},
 		{"net.ipv4.tcp_rmem", triple(t.Rmem)},
 		{"net.ipv4.tcp_wmem", triple(t.Wmem)},
@@ -326,6 +416,10 @@ func (t TCP) Sysctls() []Sysctl {
 		{"net.core.wmem_default", strconv.Itoa(t.CoreWmemDefault)},
 		{"net.ipv4.tcp_no_metrics_save", nms},
 	}
+	if t.ECN {
+		out = append(out, Sysctl{"net.ipv4.tcp_ecn", "1"})
+	}
+	return out
 }
 
 // Transport is one transport under test with its options resolved.
@@ -340,6 +434,9 @@ type Transport struct {
 	Path string
 	// Scheduler, Reorder and Congestion are braid's client options.
 	Scheduler, Reorder, Congestion string
+	// Recovery is braid's client option recovery; "" leaves braid's
+	// default (the option was not set).
+	Recovery string
 	// Weights holds one weight per path (Topology.Paths order) for the
 	// "weighted" scheduler.
 	Weights []float64

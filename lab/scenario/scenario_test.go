@@ -401,7 +401,7 @@ func TestErrors(t *testing.T) {
 		{"option of optionless kind", "[[transports]]\nname = \"mptcp-direct\"\npath = \"primary\"\n", `t.toml: line 3: transports[0].path: transport "mptcp-direct" takes no path option (its options: none)`},
 		{"scheduler", "[[transports]]\nname = \"braid\"\nscheduler = \"fastest\"\n", `t.toml: line 3: transports[0].scheduler: unknown scheduler "fastest" (valid: roundrobin, weighted, minrtt, rtt-aware, earliest-arrival, redundant)`},
 		{"reorder", "[[transports]]\nname = \"braid\"\nreorder = \"always\"\n", `t.toml: line 3: transports[0].reorder: unknown reorder mode "always" (valid: off, fixed, adaptive)`},
-		{"congestion option", "[[transports]]\nname = \"braid\"\ncongestion = \"bbr\"\n", `t.toml: line 3: transports[0].congestion: unknown congestion controller "bbr" (valid: ` + strings.Join(config.Congestions, ", ") + `)`},
+		{"congestion option", "[[transports]]\nname = \"braid\"\ncongestion = \"bbr\"\n", `t.toml: line 3: transports[0].congestion: unknown congestion controller "bbr" (valid: ` + strings.Join(config.CongestionChoices, ", ") + `)`},
 		{"weights without weighted", "[[transports]]\nname = \"braid\"\nweights = [1, 2]\n", `t.toml: line 3: transports[0].weights: set, but only scheduler = "weighted" uses weights (scheduler is "earliest-arrival")`},
 		{"weights count", "[[transports]]\nname = \"braid\"\nscheduler = \"weighted\"\nweights = [1, 2, 3]\n", `t.toml: line 4: transports[0].weights: 3 weights for 2 paths (one per client–server link, in file order)`},
 		{"weights negative", "[[transports]]\nname = \"braid\"\nscheduler = \"weighted\"\nweights = [1, -2]\n", `t.toml: line 4: transports[0].weights[1]: -2 is not a finite number ≥ 0`},
@@ -617,7 +617,7 @@ name = "tcp-tunnel"
 	for doc, want := range map[string]string{
 		"[[transports]]\nname = \"openvpn-tcp\"\ncipher = \"aes\"\n": `transports[0].cipher: unknown cipher "aes" (valid: default, none)`,
 		"[[transports]]\nname = \"mptcp-tunnel\"\nsubflows = 9\n":    `transports[0].subflows: 9 out of range (1..8)`,
-		"[[transports]]\nname = \"udp-tunnel\"\nsubflows = 2\n":      `transports[0].subflows: transport "udp-tunnel" takes no subflows option (its options: path, reorder)`,
+		"[[transports]]\nname = \"udp-tunnel\"\nsubflows = 2\n":      `transports[0].subflows: transport "udp-tunnel" takes no subflows option (its options: path, reorder, recovery)`,
 	} {
 		_, err := Parse("t.toml", []byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -13,7 +13,7 @@ const (
 	// the first path).
 	OptPath = "path"
 	// OptScheduler, OptReorder and OptCongestion take braid's config names
-	// (config.Schedulers, config.Reorders, config.Congestions).
+	// (config.Schedulers, config.Reorders, config.CongestionChoices).
 	OptScheduler  = "scheduler"
 	OptReorder    = "reorder"
 	OptCongestion = "congestion"
@@ -23,6 +23,9 @@ const (
 	OptCipher = "cipher"
 	// OptSubflows is the MPTCP subflows per path of an MPTCP tunnel.
 	OptSubflows = "subflows"
+	// OptRecovery is braid's loss recovery (config.Recoveries); unset
+	// keeps braid's default.
+	OptRecovery = "recovery"
 )
 
 // OpenVPN data channel ciphers (OptCipher).
@@ -88,12 +91,12 @@ func init() {
 	RegisterTransport(TransportKind{
 		Name:    TransportBraid,
 		Summary: "the download runs through a braid tunnel over every path",
-		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion},
+		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery},
 	})
 	RegisterTransport(TransportKind{
 		Name:    TransportUDPTunnel,
 		Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP",
-		Options: []string{OptPath, OptReorder},
+		Options: []string{OptPath, OptReorder, OptRecovery},
 	})
 	RegisterTransport(TransportKind{
 		Name:    TransportTCPTunnel,
@@ -144,7 +147,7 @@ func RegisterTransport(k TransportKind) {
 	registry.kinds = append(registry.kinds, k)
 }
 
-var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptCipher, OptSubflows}
+var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptCipher, OptSubflows}
 
 // TransportNames lists the registered kinds in registration order.
 func TransportNames() []string {

@@ -73,6 +73,25 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// Percentile is the q-th percentile (0 ≤ q ≤ 100) of xs, interpolated
+// linearly between the two nearest ranks (rank q/100·(n−1), as numpy's
+// default and a spreadsheet's PERCENTILE); NaN for no samples. xs is not
+// reordered.
+func Percentile(xs []float64, q float64) float64 {
+	n := len(xs)
+	if n == 0 || math.IsNaN(q) || q < 0 || q > 100 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	r := q / 100 * float64(n-1)
+	lo := int(math.Floor(r))
+	if lo >= n-1 {
+		return s[n-1]
+	}
+	return s[lo] + (r-float64(lo))*(s[lo+1]-s[lo])
+}
+
 // Summary describes one point's samples.
 type Summary struct {
 	N      int     `json:"n"`

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -119,5 +120,18 @@ func TestJSON(t *testing.T) {
 	b, _ = json.Marshal(Summarize([]float64{9, 10, 11}))
 	if err := json.Unmarshal(b, &back); err != nil || back.StdDev != 1 {
 		t.Errorf("round trip of three samples: %+v, %v", back, err)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{40, 10, 30, 20, 50}
+	for _, c := range []struct{ q, want float64 }{{0, 10}, {50, 30}, {100, 50}, {25, 20}, {95, 48}, {99, 49.6}} {
+		near(t, fmt.Sprintf("p%v", c.q), Percentile(xs, c.q), c.want, 1e-9)
+	}
+	if !math.IsNaN(Percentile(nil, 50)) || !math.IsNaN(Percentile(xs, 101)) {
+		t.Error("percentile of nothing, or beyond 100, is not NaN")
+	}
+	if xs[0] != 40 {
+		t.Error("Percentile reordered its input")
 	}
 }

@@ -233,6 +233,17 @@ func (tb *Testbed) Delivered(link string) uint64 {
 	return 0
 }
 
+// Offered returns the bytes of the frames an emulated link has taken in
+// from both of its ends since it started, before loss and queue drops: what
+// the hosts sent on it, Ethernet headers included. 0 for a plain link and
+// with netem, which does not count frames it drops.
+func (tb *Testbed) Offered(link string) uint64 {
+	if l := tb.links[link]; l != nil {
+		return l.Stats(linkemu.AtoB).BytesIn + l.Stats(linkemu.BtoA).BytesIn
+	}
+	return 0
+}
+
 // Close stops the emulators and removes the namespaces, with every link and
 // process in them. It is idempotent and returns the first error.
 func (tb *Testbed) Close() error {

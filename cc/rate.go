@@ -1,0 +1,382 @@
+package cc
+
+import (
+	"math"
+	"time"
+)
+
+// The "rate" algorithm: a BBR-like, loss-tolerant model of what a path carries
+// (docs/congestion.md, section "rate"). It follows BBRv1's structure
+// (draft-cardwell-iccrg-bbr-congestion-control-00: max-filtered bottleneck
+// bandwidth, min RTT, Startup, Drain, ProbeBW with an eight-phase gain cycle)
+// with BBRv3's Startup and Drain gains, an in-flight cap near one BDP instead of
+// two, and a loss response in the spirit of BBRv2/v3's bw_lo: sustained loss
+// above Config.LossThreshold lowers a bound on the bandwidth, random loss below
+// it changes nothing. There is no ProbeRTT: the minimum RTT comes from the caller
+// (the tunnel's 10 s windowed minimum), and the 0.75 phase of every gain cycle
+// drains what the 1.25 phase queued, so the path's own queue does not inflate it.
+//
+// Coupling: the fixed part of the in-flight cap (2 segments) is split among the
+// active paths of the Controller in proportion to their bandwidth estimates, so
+// a session's paths through one bottleneck together hold what one path would
+// (rateShare).
+
+// Model constants (documented in docs/congestion.md).
+const (
+	rateStartupGain    = 2.77 // BBRv3's Startup pacing gain (≈ 4·ln 2)
+	rateDrainGain      = 0.35 // BBRv3's Drain pacing gain
+	rateStartupCapGain = 2.0  // in-flight cap gain in Startup and Drain (BBRv3's cwnd gain)
+	rateBwRounds       = 10   // rounds of the bandwidth max filter
+	rateFullBwGrowth   = 1.25 // Startup ends when bw grows less than this ...
+	rateFullBwRounds   = 3    // ... for this many rounds with a sample
+	rateMinCap         = 4.0  // segments: floor of the in-flight cap
+	rateCapExtra       = 2.0  // segments added to the cap (ack aggregation)
+	rateLossBeta       = 0.7  // bound = β × bw on a lossy window (BBRv2/v3's β)
+	rateLossGrowth     = 1.25 // bound grows by this per clean window
+	rateLossWindow     = 100  // packets (acked + lost) a loss-rate window holds at least
+	ratePhases         = 8
+)
+
+// rateGains is ProbeBW's pacing-gain cycle, one phase per min RTT.
+var rateGains = [ratePhases]float64{1.25, 0.75, 1, 1, 1, 1, 1, 1}
+
+type rateMode uint8
+
+const (
+	rateStartup rateMode = iota
+	rateDrain
+	rateProbeBW
+)
+
+func (m rateMode) String() string {
+	switch m {
+	case rateStartup:
+		return "startup"
+	case rateDrain:
+		return "drain"
+	}
+	return "probe_bw"
+}
+
+// rateState is the per-path state of the rate model. Bandwidths in bytes/s,
+// times in seconds unless typed.
+type rateState struct {
+	mode rateMode
+
+	// Bandwidth max filter: the largest sample of each of the last rateBwRounds
+	// rounds (slot round%rateBwRounds), and their maximum.
+	bwRound [rateBwRounds]float64
+	bw      float64
+	// Rounds: a round ends when a packet sent at or after roundStart is acked.
+	round      uint64
+	roundStart time.Time
+	roundBwSet bool // a non-app-limited sample arrived this round
+
+	// Startup's full-bandwidth detection.
+	fullBw      float64
+	fullBwCount int
+	filled      bool
+
+	// ProbeBW's gain cycle.
+	phase      int
+	phaseStart time.Time
+
+	// Loss response: bytes acked and lost in the current loss window, and the
+	// bandwidth bound (0 = none).
+	winAcked, winLost float64
+	bound             float64
+	lossEvents        uint64
+
+	minRTT   float64 // the caller's windowed min RTT, seconds; 0 = unknown
+	inflight int     // bytes in flight as last reported
+
+	// Pacing token bucket (bytes).
+	tokens   float64
+	tokensAt time.Time
+	tokensOK bool
+}
+
+func (p *Path) rateReset(now time.Time) {
+	p.rs = rateState{roundStart: now}
+}
+
+// rateMinRTT is the min RTT the model uses: the caller's, else the path's own
+// minimum sample, else the smoothed RTT (seconds; 0 = none).
+func (p *Path) rateMinRTT() float64 {
+	switch {
+	case p.rs.minRTT > 0 && p.minRTT > 0:
+		return min(p.rs.minRTT, p.minRTT)
+	case p.rs.minRTT > 0:
+		return p.rs.minRTT
+	case p.minRTT > 0:
+		return p.minRTT
+	}
+	return p.srtt
+}
+
+// rateBw is the bandwidth the model works with: the filtered estimate, lowered
+// to the loss bound.
+func (p *Path) rateBw() float64 {
+	bw := p.rs.bw
+	if p.rs.bound > 0 && p.rs.bound < bw {
+		bw = p.rs.bound
+	}
+	return bw
+}
+
+// rateBDP is rateBw × min RTT in bytes (0 = unknown).
+func (p *Path) rateBDP() float64 { return p.rateBw() * p.rateMinRTT() }
+
+func (p *Path) ratePacingGain() float64 {
+	switch p.rs.mode {
+	case rateStartup:
+		return rateStartupGain
+	case rateDrain:
+		return rateDrainGain
+	}
+	return rateGains[p.rs.phase]
+}
+
+// rateTarget is the in-flight cap the window moves toward, in segments (0 =
+// unknown: no bandwidth sample yet).
+func (p *Path) rateTarget() float64 {
+	bdp := p.rateBDP()
+	if bdp <= 0 {
+		return 0
+	}
+	g := p.c.cfg.CapGain
+	if p.rs.mode != rateProbeBW {
+		g = rateStartupCapGain
+	}
+	return max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
+}
+
+// rateShare is p's share of the session's bandwidth estimates (Σ over the
+// active paths; 1 for a path outside the set or alone in it). The fixed part of
+// the in-flight cap is split by it, so a session's paths through one bottleneck
+// together hold what one path would.
+func (c *Controller) rateShare(p *Path) float64 {
+	if !p.active || len(c.active) <= 1 {
+		return 1
+	}
+	sum := 0.0
+	for _, q := range c.active {
+		sum += q.rateBw()
+	}
+	if sum <= 0 {
+		return 1
+	}
+	return p.rateBw() / sum
+}
+
+// ratePacingRate is the pacing rate in bytes/s: gain × bw; before the first
+// bandwidth sample, Startup's gain × window / SRTT (BBR's nominal rate); 0 while
+// nothing is known (the window alone limits).
+func (p *Path) ratePacingRate() float64 {
+	if bw := p.rateBw(); bw > 0 {
+		return p.ratePacingGain() * bw
+	}
+	if p.srtt > 0 {
+		return rateStartupGain * p.cwnd * p.c.mss / p.srtt
+	}
+	return 0
+}
+
+func (p *Path) rateSent(bytes, inflight int, now time.Time) {
+	p.rs.inflight = inflight
+	r := p.ratePacingRate()
+	if r <= 0 {
+		return
+	}
+	depth := p.refill(now, r)
+	p.rs.tokens = max(p.rs.tokens-float64(bytes), -depth)
+}
+
+// refill credits the bucket for the time since the last refill at rate r and
+// returns its depth.
+func (p *Path) refill(now time.Time, r float64) float64 {
+	depth := max(r*p.c.cfg.PacingBurst.Seconds(), 2*p.c.mss)
+	switch {
+	case !p.rs.tokensOK:
+		p.rs.tokens, p.rs.tokensOK = depth, true
+		p.rs.tokensAt = now
+	case now.After(p.rs.tokensAt):
+		p.rs.tokens = min(p.rs.tokens+r*now.Sub(p.rs.tokensAt).Seconds(), depth)
+		p.rs.tokensAt = now
+	default:
+		p.rs.tokens = min(p.rs.tokens, depth)
+	}
+	return depth
+}
+
+func (p *Path) rateAck(a *Ack) {
+	rs := &p.rs
+	if a.MinRTT > 0 {
+		rs.minRTT = a.MinRTT.Seconds()
+	}
+	if a.PriorInFlight > 0 || a.Bytes > 0 {
+		rs.inflight = max(a.PriorInFlight-a.Bytes, 0)
+	}
+	rs.winAcked += float64(a.Bytes)
+
+	// Round accounting: the ack of a packet sent at or after the round's start
+	// ends the round.
+	sent := a.LargestSent
+	if sent.IsZero() {
+		sent = a.Now.Add(-a.RTT)
+	}
+	if a.Bytes > 0 && !sent.Before(rs.roundStart) {
+		p.rateRoundEnd(a.Now)
+	}
+
+	// Bandwidth sample. An app-limited one only counts when it exceeds an
+	// estimate made from real ones: an idle path's probes would otherwise
+	// "measure" a few hundred bytes per second and pace it to a crawl.
+	if v := a.DeliveryRate; v > 0 && (!a.AppLimited || (rs.bw > 0 && v > rs.bw)) {
+		slot := &rs.bwRound[rs.round%rateBwRounds]
+		*slot = max(*slot, v)
+		rs.bw = max(rs.bw, v)
+		if !a.AppLimited {
+			rs.roundBwSet = true
+		}
+	}
+
+	p.rateModes(a.Now)
+	p.rateWindow(float64(a.Bytes) / p.c.mss)
+}
+
+// rateRoundEnd closes a round: Startup's growth check, the loss window, and the
+// bandwidth filter's next slot.
+func (p *Path) rateRoundEnd(now time.Time) {
+	rs := &p.rs
+	if !rs.filled && rs.roundBwSet {
+		if rs.bw >= rs.fullBw*rateFullBwGrowth {
+			rs.fullBw, rs.fullBwCount = rs.bw, 0
+		} else if rs.fullBwCount++; rs.fullBwCount >= rateFullBwRounds {
+			rs.filled = true
+		}
+	}
+	rs.roundBwSet = false
+	p.rateLossWindow()
+
+	rs.round++
+	rs.roundStart = now
+	rs.bwRound[rs.round%rateBwRounds] = 0
+	rs.bw = 0
+	for _, v := range rs.bwRound {
+		rs.bw = max(rs.bw, v)
+	}
+}
+
+// rateLossWindow evaluates the loss window at a round's end once it holds
+// rateLossWindow packets: loss above the threshold lowers the bound to β times
+// the bandwidth in use; a clean window raises it, and removes it once it no
+// longer binds.
+func (p *Path) rateLossWindow() {
+	rs := &p.rs
+	total := rs.winAcked + rs.winLost
+	if total < rateLossWindow*p.c.mss {
+		return
+	}
+	if rs.winLost > p.c.cfg.LossThreshold*total {
+		floor := 0.0
+		if r := p.rateMinRTT(); r > 0 {
+			floor = rateMinCap * p.c.mss / r
+		}
+		if bw := p.rateBw(); bw > 0 {
+			rs.bound = max(rateLossBeta*bw, floor)
+			rs.lossEvents++
+		}
+		if rs.mode == rateStartup {
+			rs.filled = true
+		}
+	} else if rs.bound > 0 {
+		rs.bound *= rateLossGrowth
+		if rs.bound >= rs.bw {
+			rs.bound = 0
+		}
+	}
+	rs.winAcked, rs.winLost = 0, 0
+}
+
+// rateModes runs the state machine: Startup → Drain → ProbeBW and the gain cycle.
+func (p *Path) rateModes(now time.Time) {
+	rs := &p.rs
+	if rs.mode == rateStartup && rs.filled {
+		rs.mode = rateDrain
+	}
+	if rs.mode == rateDrain {
+		if bdp := p.rateBDP(); bdp > 0 && float64(rs.inflight) <= bdp {
+			rs.mode = rateProbeBW
+			// Enter the cycle in a cruise phase; paths start at different ones.
+			rs.phase = 2 + p.id%(ratePhases-2)
+			rs.phaseStart = now
+		}
+		return
+	}
+	if rs.mode != rateProbeBW {
+		return
+	}
+	d := p.rateMinRTT()
+	if d <= 0 || now.Sub(rs.phaseStart).Seconds() < d {
+		return
+	}
+	rs.phase = (rs.phase + 1) % ratePhases
+	rs.phaseStart = now
+}
+
+// rateWindow moves the in-flight cap toward its target by the acked segments n
+// (BBR's cwnd rule: it grows by what was acked, and once the pipe was filled
+// never beyond the target).
+func (p *Path) rateWindow(n float64) {
+	rs := &p.rs
+	target := p.rateTarget()
+	switch {
+	case rs.filled:
+		p.cwnd = min(p.cwnd+n, target)
+	case target == 0 || p.cwnd < target:
+		p.cwnd += n
+	}
+	p.cwnd = min(max(p.cwnd, rateMinCap), p.c.cfg.MaxWindow)
+}
+
+func (p *Path) rateLoss(l *Loss) {
+	p.rs.winLost += float64(l.Bytes)
+	p.rs.inflight = max(p.rs.inflight-l.Bytes, 0)
+}
+
+func (p *Path) rateRTO(now time.Time) {
+	minRTT := p.rs.minRTT
+	p.rateReset(now)
+	p.rs.minRTT = minRTT
+	p.cwnd = 1
+}
+
+// PacingRate returns the rate in bytes/s at which the path should send, 0 when
+// it is not paced (every algorithm but "rate", and "rate" before it knows an RTT).
+func (p *Path) PacingRate() float64 {
+	if p == nil || p.c.alg != algRate {
+		return 0
+	}
+	return p.ratePacingRate()
+}
+
+// PaceDelay returns 0 when a datagram of size bytes may leave now, else how long
+// until the pacing token bucket holds enough for it. The bucket fills at
+// PacingRate and holds Config.PacingBurst of it (at least two segments); OnSent
+// takes from it. Unpaced paths always return 0.
+func (p *Path) PaceDelay(now time.Time, size int) time.Duration {
+	if p == nil || p.c.alg != algRate {
+		return 0
+	}
+	r := p.ratePacingRate()
+	if r <= 0 {
+		return 0
+	}
+	p.refill(now, r)
+	need := float64(size) - p.rs.tokens
+	if need <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(need / r * 1e9))
+}

@@ -1,0 +1,365 @@
+package cc
+
+import (
+	"testing"
+	"time"
+)
+
+// Hand-computed cases of the "rate" model. MSS 1000 bytes throughout, RTT and
+// min RTT 40 ms.
+
+const rmss = 1000
+
+var rtt40 = 40 * time.Millisecond
+
+func newRatePath(t *testing.T, cfg Config) (*Controller, *Path) {
+	t.Helper()
+	cfg.MSS = rmss
+	c, err := New(Rate, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.AddPath(0, t0)
+}
+
+// roundAck acknowledges bytes at t0 + k·40 ms; the newest acked packet was sent
+// at the previous such time, at or after the round's start, so every call ends
+// exactly one round. rate is the delivery-rate sample it carries (0 = none).
+func roundAck(p *Path, k int, bytes, prior int, rate float64) time.Time {
+	now := t0.Add(time.Duration(k) * rtt40)
+	p.OnAck(Ack{Now: now, Bytes: bytes, PriorInFlight: prior, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40,
+		LargestSent: now.Add(-rtt40), DeliveryRate: rate})
+	return now
+}
+
+// inProbeBW puts p into ProbeBW phase 2 (gain 1) with bandwidth bw.
+func inProbeBW(p *Path, bw float64) {
+	p.OnAck(Ack{Now: t0, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40})
+	p.rs.mode, p.rs.filled, p.rs.phase, p.rs.phaseStart = rateProbeBW, true, 2, t0
+	for i := range p.rs.bwRound {
+		p.rs.bwRound[i] = bw
+	}
+	p.rs.bw = bw
+}
+
+func TestRateBandwidthFilter(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	roundAck(p, 1, rmss, 0, 1e6)
+	for k := 2; k <= 10; k++ {
+		roundAck(p, k, rmss, 0, 5e5)
+	}
+	if st := p.Stats(); st.BW != 1e6 {
+		t.Fatalf("after 10 rounds bw %v, want the max 1e6 still in the window", st.BW)
+	}
+	roundAck(p, 11, rmss, 0, 5e5)
+	if st := p.Stats(); st.BW != 5e5 {
+		t.Fatalf("after 11 rounds bw %v, want 5e5 (the 1e6 round left the 10-round window)", st.BW)
+	}
+	// An app-limited sample below the estimate is ignored, above it counts.
+	now := t0.Add(11*rtt40 + time.Millisecond)
+	p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, LargestSent: now.Add(-50 * time.Millisecond), DeliveryRate: 1e5, AppLimited: true})
+	if p.Stats().BW != 5e5 {
+		t.Errorf("app-limited 1e5 changed bw to %v", p.Stats().BW)
+	}
+	p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, LargestSent: now.Add(-50 * time.Millisecond), DeliveryRate: 7e5, AppLimited: true})
+	if p.Stats().BW != 7e5 {
+		t.Errorf("app-limited 7e5 above the estimate: bw %v, want 7e5", p.Stats().BW)
+	}
+}
+
+func TestRateStartupDrainProbeBW(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	if st := p.Stats(); st.Mode != "startup" || !st.SlowStart || p.PacingRate() != 0 {
+		t.Fatalf("fresh path: mode %q, pacing %v; want startup, unpaced before an RTT", st.Mode, p.PacingRate())
+	}
+	// Nominal Startup rate before a bandwidth sample: 2.77 × 10 segments / 40 ms.
+	p.OnAck(Ack{Now: t0, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40})
+	near(t, "nominal pacing rate", p.PacingRate(), 2.77*10*rmss/0.040)
+
+	// bw doubles for 4 rounds, then stays at 8e5: rounds ending with acks 6, 7, 8
+	// grew less than 25 %, the third ends Startup. Lots in flight: Drain.
+	rates := []float64{1e5, 2e5, 4e5, 8e5, 8e5, 8e5, 8e5}
+	for k, r := range rates {
+		roundAck(p, k+1, rmss, 100000, r)
+		if p.rs.mode != rateStartup {
+			t.Fatalf("left startup at round %d", k+1)
+		}
+		near(t, "startup pacing", p.PacingRate(), 2.77*r)
+	}
+	roundAck(p, 8, rmss, 100000, 8e5)
+	if st := p.Stats(); st.Mode != "drain" {
+		t.Fatalf("mode %q after 3 rounds without growth, want drain", st.Mode)
+	}
+	near(t, "drain pacing", p.PacingRate(), 0.35*8e5)
+	// BDP = 8e5 × 0.040 = 32000 bytes; 32000 in flight after the ack ends Drain.
+	now := t0.Add(8*rtt40 + time.Millisecond)
+	p.OnAck(Ack{Now: now, Bytes: rmss, PriorInFlight: 33000, RTT: rtt40, MinRTT: rtt40, LargestSent: now.Add(-rtt40)})
+	if st := p.Stats(); st.Mode != "probe_bw" || st.Phase != 2 {
+		t.Fatalf("mode %q phase %d, want probe_bw phase 2", st.Mode, st.Phase)
+	}
+	// Gain cycle: one phase per min RTT, 2 → … → 7 → 0 (1.25) → 1 (0.75) → 2.
+	want := []struct {
+		phase int
+		gain  float64
+	}{{3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {0, 1.25}, {1, 0.75}, {2, 1}}
+	start := now
+	for i, w := range want {
+		early := start.Add(time.Duration(i+1)*rtt40 - time.Microsecond)
+		p.OnAck(Ack{Now: early, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: early.Add(-rtt40), DeliveryRate: 8e5})
+		if p.rs.phase == w.phase {
+			t.Fatalf("phase %d reached before a full min RTT", w.phase)
+		}
+		at := start.Add(time.Duration(i+1) * rtt40)
+		p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: at.Add(-rtt40), DeliveryRate: 8e5})
+		if p.rs.phase != w.phase {
+			t.Fatalf("step %d: phase %d, want %d", i, p.rs.phase, w.phase)
+		}
+		near(t, "probe_bw pacing", p.PacingRate(), w.gain*8e5)
+	}
+}
+
+func TestRateCapArithmetic(t *testing.T) {
+	// bw 1.25e6 B/s (10 Mbit/s) × 40 ms = 50000 B = 50 segments.
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 1.25e6)
+	p.cwnd = 100
+	ack := func() {
+		now := t0.Add(time.Millisecond)
+		p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	}
+	ack()
+	if w := p.Window(); w != 64500 { // 1.25 × 50 + 2 segments
+		t.Errorf("ProbeBW cap %d bytes, want 64500", w)
+	}
+	if r := p.Room(60000); r != 4500 {
+		t.Errorf("room %d, want 4500", r)
+	}
+	// The cap grows by what is acked, never beyond the target.
+	p.cwnd = 60
+	ack()
+	if p.cwnd != 61 {
+		t.Errorf("cwnd %v after acking one segment below the target, want 61", p.cwnd)
+	}
+	// CapGain 1: 50 + 2 segments; a tiny bandwidth: the floor of 4 segments.
+	_, q := newRatePath(t, Config{CapGain: 1})
+	inProbeBW(q, 1.25e6)
+	q.cwnd = 100
+	q.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := q.Window(); w != 52000 {
+		t.Errorf("CapGain 1: cap %d, want 52000", w)
+	}
+	inProbeBW(q, 1000) // BDP 40 bytes
+	q.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := q.Window(); w != 4000 {
+		t.Errorf("floor: cap %d, want 4000", w)
+	}
+}
+
+// Two active paths of equal bandwidth split the 2-segment allowance: 62.5 + 1.
+func TestRateCoupledAllowance(t *testing.T) {
+	c, p := newRatePath(t, Config{})
+	q := c.AddPath(1, t0)
+	inProbeBW(p, 1.25e6)
+	inProbeBW(q, 1.25e6)
+	p.cwnd = 100
+	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 63500 {
+		t.Errorf("coupled cap %d, want 63500", w)
+	}
+	// q three times as fast: p's share 1/4 → 62.5 + 0.5 segments.
+	q.rs.bw = 3.75e6
+	p.cwnd = 100
+	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 63000 {
+		t.Errorf("coupled cap %d with a quarter share, want 63000", w)
+	}
+	q.SetUsable(false)
+	p.cwnd = 100
+	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 64500 {
+		t.Errorf("alone again: cap %d, want 64500", w)
+	}
+}
+
+func TestRatePacingBucket(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 1.25e6) // gain 1: 1.25e6 B/s; depth 5 ms = 6250 bytes
+	if r := p.PacingRate(); r != 1.25e6 {
+		t.Fatalf("pacing rate %v", r)
+	}
+	now := t0.Add(time.Second)
+	for i := 0; i < 6; i++ {
+		if d := p.PaceDelay(now, rmss); d != 0 {
+			t.Fatalf("packet %d of a full bucket delayed %v", i, d)
+		}
+		p.OnSent(rmss, (i+1)*rmss, now)
+	}
+	// 250 bytes left: 750 more take 750/1.25e6 s = 600 µs.
+	if d := p.PaceDelay(now, rmss); d != 600*time.Microsecond {
+		t.Errorf("delay %v, want 600µs", d)
+	}
+	if d := p.PaceDelay(now.Add(599*time.Microsecond), rmss); d != time.Microsecond {
+		t.Errorf("delay %v 599µs later, want 1µs", d)
+	}
+	if d := p.PaceDelay(now.Add(600*time.Microsecond), rmss); d != 0 {
+		t.Errorf("delay %v after 600µs, want 0", d)
+	}
+	// A long idle period fills the bucket to its depth only: 6 packets, then wait.
+	later := now.Add(time.Second)
+	for i := 0; i < 6; i++ {
+		p.OnSent(rmss, rmss, later)
+	}
+	if d := p.PaceDelay(later, rmss); d != 600*time.Microsecond {
+		t.Errorf("after idle: delay %v, want 600µs (depth 6250 bytes)", d)
+	}
+	// Depth is at least two segments: at 1e5 B/s 5 ms is 500 bytes.
+	_, q := newRatePath(t, Config{})
+	inProbeBW(q, 1e5)
+	q.OnSent(rmss, rmss, now)
+	if d := q.PaceDelay(now, rmss); d != 0 {
+		t.Errorf("second segment of a 2-segment bucket delayed %v", d)
+	}
+	q.OnSent(rmss, 2*rmss, now)
+	if d := q.PaceDelay(now, rmss); d != 10*time.Millisecond {
+		t.Errorf("delay %v, want 1000/1e5 s = 10ms", d)
+	}
+	// PacingBurst 20 ms: 25 segments at once, then 1000/1.25e6 s.
+	_, r := newRatePath(t, Config{PacingBurst: 20 * time.Millisecond})
+	inProbeBW(r, 1.25e6) // depth 25000 bytes
+	for i := 0; i < 25; i++ {
+		r.OnSent(rmss, rmss, now)
+	}
+	if d := r.PaceDelay(now, rmss); d != 800*time.Microsecond {
+		t.Errorf("PacingBurst 20ms: delay %v after 25 segments, want 800µs", d)
+	}
+}
+
+// lossWindow reports lost packets, then one ACK frame acknowledging acked
+// packets that ends a round (and so may close the loss window).
+func lossWindow(p *Path, k int, lost, acked int) {
+	now := t0.Add(time.Duration(k) * time.Second)
+	if lost > 0 {
+		p.OnLoss(Loss{Now: now, Bytes: lost * rmss, LargestSent: now.Add(-rtt40)})
+	}
+	p.OnAck(Ack{Now: now, Bytes: acked * rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: now.Add(-rtt40), DeliveryRate: 8e5})
+}
+
+func TestRateLossResponse(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 8e5)
+	// 1 lost of 101 and 5 of 105 (4.8 %): random-loss levels, no change.
+	lossWindow(p, 1, 1, 100)
+	lossWindow(p, 2, 5, 100)
+	if st := p.Stats(); st.BWBound != 0 || st.CongestionEvents != 0 || p.PacingRate() != 8e5 {
+		t.Fatalf("loss below the threshold changed the model: %+v", st)
+	}
+	// 6 of 106 (5.7 %): bound 0.7 × 8e5.
+	lossWindow(p, 3, 6, 100)
+	if st := p.Stats(); st.BWBound != 5.6e5 || st.CongestionEvents != 1 || p.PacingRate() != 5.6e5 {
+		t.Fatalf("after a lossy window: bound %v, events %d, pacing %v; want 5.6e5, 1, 5.6e5", st.BWBound, st.CongestionEvents, p.PacingRate())
+	}
+	near(t, "cap with the bound", p.cwnd, 1.25*5.6e5*0.040/rmss+2)
+	// Sustained: 0.7 × 5.6e5.
+	lossWindow(p, 4, 20, 100)
+	near(t, "second bound", p.Stats().BWBound, 3.92e5)
+	// Windows under 100 packets are not judged: 50 lost of 90 waits, then 100 packets close it.
+	lossWindow(p, 5, 50, 40)
+	near(t, "bound unchanged by a short window", p.Stats().BWBound, 3.92e5)
+	lossWindow(p, 6, 0, 10)
+	near(t, "third bound", p.Stats().BWBound, 0.7*3.92e5)
+	// Recovery: each clean window × 1.25 until the bound no longer binds.
+	b := p.Stats().BWBound
+	for k := 7; b > 0; k++ {
+		lossWindow(p, k, 0, 100)
+		want := b * 1.25
+		if want >= 8e5 {
+			want = 0
+		}
+		near(t, "recovering bound", p.Stats().BWBound, want)
+		b = want
+	}
+	if p.PacingRate() != 8e5 {
+		t.Errorf("recovered pacing %v, want 8e5", p.PacingRate())
+	}
+	// Floor: the bound never goes below 4 segments per min RTT (1e5 B/s).
+	for k := 20; k < 40; k++ {
+		lossWindow(p, k, 50, 100)
+	}
+	near(t, "bound floor", p.Stats().BWBound, 4*rmss/0.040)
+}
+
+// LossThreshold is tunable: at 0.1, 6 of 106 does nothing, 12 of 112 binds.
+func TestRateLossThresholdConfig(t *testing.T) {
+	_, p := newRatePath(t, Config{LossThreshold: 0.1})
+	inProbeBW(p, 8e5)
+	lossWindow(p, 1, 6, 100)
+	if p.Stats().BWBound != 0 {
+		t.Fatalf("6 of 106 bound the model at threshold 0.1")
+	}
+	lossWindow(p, 2, 12, 100)
+	if p.Stats().BWBound != 5.6e5 {
+		t.Fatalf("12 of 112: bound %v, want 5.6e5", p.Stats().BWBound)
+	}
+}
+
+// Heavy loss in Startup ends it.
+func TestRateLossEndsStartup(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	roundAck(p, 1, rmss, 0, 4e5)
+	lossWindow(p, 2, 20, 100)
+	if st := p.Stats(); st.Mode == "startup" || st.BWBound != 0.7*4e5 {
+		t.Errorf("mode %q bound %v after 17 %% loss in startup", st.Mode, st.BWBound)
+	}
+}
+
+func TestRateRTO(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 8e5)
+	lossWindow(p, 1, 20, 100)
+	p.OnRTO(t0.Add(2 * time.Second))
+	st := p.Stats()
+	if st.Mode != "startup" || st.BW != 0 || st.BWBound != 0 || st.RTOs != 1 || p.Window() != rmss {
+		t.Fatalf("after an RTO: %+v, window %d; want startup, no estimate, one segment", st, p.Window())
+	}
+	near(t, "pacing after an RTO", p.PacingRate(), 2.77*1*rmss/0.040)
+	if p.Room(0) != rmss || p.CanSend(1, rmss) {
+		t.Errorf("window of one segment: room %d", p.Room(0))
+	}
+	// The next ack raises the cap to the 4-segment floor; min RTT is kept.
+	now := t0.Add(3 * time.Second)
+	p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, LargestSent: now.Add(-rtt40)})
+	if p.Window() != 4*rmss || p.Stats().MinRTT != rtt40 {
+		t.Errorf("window %d min RTT %v, want 4000 and 40ms", p.Window(), p.Stats().MinRTT)
+	}
+	p.Reset(now)
+	if st := p.Stats(); st.Mode != "startup" || st.BW != 0 || p.Window() != 10*rmss {
+		t.Errorf("after Reset: %+v window %d", st, p.Window())
+	}
+}
+
+// Only "rate" paces; the new Ack fields change nothing for the others.
+func TestPacingOnlyForRate(t *testing.T) {
+	for _, alg := range Names() {
+		if alg == Rate {
+			continue
+		}
+		c, _ := New(alg, Config{MSS: rmss})
+		p := c.AddPath(0, t0)
+		q := c.AddPath(1, t0)
+		for i := 1; i <= 50; i++ {
+			now := t0.Add(time.Duration(i) * time.Millisecond)
+			a := Ack{Now: now, Bytes: rmss, PriorInFlight: p.Window(), RTT: rtt40, SRTT: rtt40, LargestSent: now.Add(-rtt40)}
+			p.OnSent(rmss, p.Window(), now)
+			q.OnSent(rmss, q.Window(), now)
+			q.OnAck(a)
+			a.DeliveryRate, a.AppLimited, a.MinRTT = 1e9, true, time.Millisecond
+			p.OnAck(a)
+			if p.PacingRate() != 0 || p.PaceDelay(now, 1<<20) != 0 {
+				t.Fatalf("%s paces", alg)
+			}
+		}
+		if p.Stats() != q.Stats() || p.Window() != q.Window() {
+			t.Errorf("%s: the rate inputs changed the window: %+v vs %+v", alg, p.Stats(), q.Stats())
+		}
+	}
+}

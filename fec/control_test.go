@@ -1,0 +1,197 @@
+package fec
+
+import (
+	"math"
+	"testing"
+)
+
+func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*want }
+
+// TestBinomialNumbers checks the figures quoted in recovery.md.
+func TestBinomialNumbers(t *testing.T) {
+	cases := []struct {
+		k, m           int
+		p              float64
+		fail, residual float64 // 0: not quoted
+	}{
+		{20, 2, 0.01, 1.3e-3, 1.9e-4},
+		{20, 4, 0.01, 3.6e-6, 7.6e-7},
+		{6, 2, 0.02, 0, 1.6e-4},
+		{8, 3, 0.02, 0, 1.7e-5},
+	}
+	for _, c := range cases {
+		f, r := BinomialResidual(c.k, c.m, c.p)
+		if c.fail != 0 && !near(f, c.fail, 0.06) || !near(r, c.residual, 0.03) {
+			t.Errorf("RS(%d+%d) p=%g: fail %.3g residual %.3g, want ≈ %.2g / %.2g", c.k, c.m, c.p, f, r, c.fail, c.residual)
+		}
+	}
+	// By hand: RS(1+1) fails when both are lost, p²; residual 2/2·p².
+	if f, r := BinomialResidual(1, 1, 0.1); !near(f, 0.01, 1e-9) || !near(r, 0.01, 1e-9) {
+		t.Errorf("RS(1+1) p=0.1: %g %g", f, r)
+	}
+}
+
+// TestGilbert checks the burst model: independent loss is the binomial, and a
+// hand-computed two-symbol case with bursts.
+func TestGilbert(t *testing.T) {
+	for _, p := range []float64{0.01, 0.05} {
+		for _, km := range [][2]int{{20, 2}, {8, 3}, {32, 8}} {
+			f1, r1 := BinomialResidual(km[0], km[1], p)
+			f2, r2 := Residual(km[0], km[1], p, 1/(1-p), 1)
+			if !near(f2, f1, 1e-9) || !near(r2, r1, 1e-9) {
+				t.Errorf("p=%g RS(%d+%d): Gilbert %g %g, binomial %g %g", p, km[0], km[1], f2, r2, f1, r1)
+			}
+		}
+	}
+	// p = 0.1, mean burst 2: P(lost | previous lost) = 1 - 1/2, so both of two
+	// back-to-back symbols are lost with 0.1 × 0.5 = 0.05.
+	if f, r := Residual(1, 1, 0.1, 2, 1); !near(f, 0.05, 1e-9) || !near(r, 0.05, 1e-9) {
+		t.Errorf("RS(1+1) p=0.1 burst 2: %g %g, want 0.05", f, r)
+	}
+	// Interleaved far apart, the same symbols see nearly independent loss (p²).
+	if f, _ := Residual(1, 1, 0.1, 2, 64); !near(f, 0.01, 1e-6) {
+		t.Errorf("spread 64: %g, want 0.01", f)
+	}
+	// Bursts hurt a block more than independent loss of the same rate.
+	_, ri := Residual(20, 2, 0.01, 1, 1)
+	_, rb := Residual(20, 2, 0.01, 3, 1)
+	if rb < 10*ri {
+		t.Errorf("burst 3: residual %g, independent %g", rb, ri)
+	}
+}
+
+func TestChooseClean(t *testing.T) {
+	for _, pol := range []Policy{Bulk, RealTime} {
+		for _, p := range []float64{0, 0.0001, 0.0009, math.NaN()} {
+			if r := Choose(pol, p, 1, 1); !r.Off() || r.K != 0 {
+				t.Errorf("loss %g: rate %+v, want off", p, r)
+			}
+		}
+	}
+}
+
+// TestChoose checks the choice for hand-worked cases: the chosen (k, m) meets the
+// target, and every cheaper (k, m) — for each m the largest k below the chosen
+// overhead has the lowest residual — misses it.
+func TestChoose(t *testing.T) {
+	cases := []struct {
+		name string
+		pol  Policy
+		p    float64
+		k, m int
+	}{
+		// 1 %, cap 7 %: m=1 would need residual ≤ 1e-3 at k ≤ 31 — RS(17+1) is
+		// already 1.4e-3 and larger k is worse — so two repairs, over the
+		// largest block: RS(32+2), 6.25 %, residual 4.3e-4.
+		{"bulk 1%", Bulk, 0.01, 32, 2},
+		// 0.5 %: the cheapest possible, RS(32+1), already meets 1e-3 (7.4e-4).
+		{"bulk 0.5%", Bulk, 0.005, 32, 1},
+		// 2 %, real time (MaxK 16, cap 35 %): RS(15+3), 20 %, residual 8.8e-5.
+		// Cheaper: m=1 (k ≥ 6), m=2 (k ≥ 11), m=3 with k = 16 all miss 1e-4.
+		{"real-time 2%", RealTime, 0.02, 15, 3},
+		// 1 %, real time: RS(14+2), 14.3 %, residual 9.6e-5.
+		{"real-time 1%", RealTime, 0.01, 14, 2},
+	}
+	for _, c := range cases {
+		r := Choose(c.pol, c.p, 1, 1)
+		if r.K != c.k || int(r.M[r.K]) != c.m {
+			t.Errorf("%s: chose RS(%d+%d), want RS(%d+%d)", c.name, r.K, r.M[r.K], c.k, c.m)
+			continue
+		}
+		if _, res := BinomialResidual(c.k, c.m, c.p); res > c.pol.Target {
+			t.Errorf("%s: RS(%d+%d) residual %g misses %g", c.name, c.k, c.m, res, c.pol.Target)
+		}
+		if ov, limit := float64(c.m)/float64(c.k), c.pol.CapBase+c.pol.CapPerLoss*c.p; ov > limit {
+			t.Errorf("%s: overhead %g over cap %g", c.name, ov, limit)
+		}
+		ov := float64(c.m) / float64(c.k)
+		for m := 1; m <= MaxM; m++ {
+			// The cheaper options with m repairs have k > m/ov; the best of them
+			// is the smallest such k (most repairs per source).
+			k := int(math.Floor(float64(m)/ov)) + 1
+			if k > c.pol.MaxK {
+				continue
+			}
+			if _, res := BinomialResidual(k, m, c.p); res <= c.pol.Target {
+				t.Errorf("%s: RS(%d+%d) is cheaper (%.3g < %.3g) and meets the target (%g)", c.name, k, m, float64(m)/float64(k), ov, res)
+			}
+		}
+	}
+	// Short blocks: a block closed early with n sources gets the fewest repairs
+	// meeting the target, never more than the full block's.
+	r := Choose(RealTime, 0.02, 1, 1)
+	for n := 1; n <= r.K; n++ {
+		m := int(r.M[n])
+		if m > int(r.M[r.K]) {
+			t.Fatalf("M[%d] = %d > M[K]", n, m)
+		}
+		if _, res := BinomialResidual(n, m, 0.02); res > RealTime.Target && m < int(r.M[r.K]) {
+			t.Errorf("M[%d] = %d misses the target", n, m)
+		}
+		if m > 0 {
+			if _, res := BinomialResidual(n, m-1, 0.02); res <= RealTime.Target {
+				t.Errorf("M[%d] = %d, but %d meets the target", n, m, m-1)
+			}
+		}
+	}
+	// By hand: one source at 2 %: RS(1+1) residual 4e-4 > 1e-4, RS(1+2) 8e-6: 2.
+	if r.M[1] != 2 {
+		t.Errorf("M[1] = %d, want 2", r.M[1])
+	}
+}
+
+// TestChooseCap: when the target is out of reach within the cap, the controller
+// stays within the cap and takes the lowest residual there.
+func TestChooseCap(t *testing.T) {
+	// 10 % loss, bulk: cap 25 %, 1e-3 unreachable; best within the cap is RS(32+8).
+	r := Choose(Bulk, 0.1, 1, 1)
+	if r.K != 32 || r.M[32] != 8 {
+		t.Fatalf("chose RS(%d+%d), want RS(32+8)", r.K, r.M[r.K])
+	}
+	// Bursty loss at 1 %: more repairs than for independent loss, within the cap.
+	ri := Choose(Bulk, 0.01, 1, 1)
+	rb := Choose(Bulk, 0.01, 3, 1)
+	if rb.Overhead() > Bulk.CapBase+Bulk.CapPerLoss*0.01+1e-9 || rb.Overhead() < ri.Overhead() {
+		t.Fatalf("bursty %+v vs independent %+v", rb.Overhead(), ri.Overhead())
+	}
+}
+
+func TestLossEstimator(t *testing.T) {
+	var e LossEstimator
+	for i := range 2000 { // 1 in 100 lost, alone
+		e.Observe(i%100 == 50)
+	}
+	if !near(e.Loss(), 0.01, 1e-9) || e.Burst() != 1 {
+		t.Fatalf("isolated: loss %g burst %g", e.Loss(), e.Burst())
+	}
+	var b LossEstimator
+	for i := range 2000 { // pairs: 2 in 100 lost back to back
+		b.Observe(i%100 == 50 || i%100 == 51)
+	}
+	// P(lost | lost) = 1/2 → mean burst 2.
+	if !near(b.Loss(), 0.02, 1e-9) || !near(b.Burst(), 2, 1e-9) {
+		t.Fatalf("pairs: loss %g burst %g", b.Loss(), b.Burst())
+	}
+	var w LossEstimator
+	w.Window = 1000
+	for range 5000 {
+		w.Observe(true)
+	}
+	for range 5000 {
+		w.Observe(false)
+	}
+	if w.Loss() > 0.01 || w.Samples() > 1000 {
+		t.Fatalf("window: loss %g after 5000 clean, samples %g", w.Loss(), w.Samples())
+	}
+	c := Controller{Policy: Bulk, Spread: 1}
+	for i := range MinSamples - 1 {
+		c.Observe(i%100 == 0)
+	}
+	if !c.Rate().Off() {
+		t.Fatal("rate before MinSamples")
+	}
+	c.Observe(false)
+	if r := c.Rate(); r.K != 32 || r.M[32] != 2 {
+		t.Fatalf("1%% loss: RS(%d+%d)", r.K, r.M[r.K])
+	}
+}

@@ -1,0 +1,311 @@
+package fec
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Defaults.
+const (
+	// DefaultMaxPayload is the largest payload protected by default: a DATA frame
+	// header and a 1500-byte inner packet.
+	DefaultMaxPayload = wire.DataFrameHeaderLen + 1500
+	// DefaultMaxDelay is how long a block stays open by default.
+	DefaultMaxDelay = 10 * time.Millisecond
+)
+
+// Rate is what the controller tells the encoder: blocks of up to K sources, and
+// M[n] repairs for a block that closes with n sources (M[K] for a full one; a block
+// closed early by MaxDelay needs fewer). K == 0 or M[n] == 0 means no repairs.
+type Rate struct {
+	K int
+	M [MaxK + 1]uint8
+}
+
+// FixedRate is blocks of k sources with m repairs, also for blocks closed early.
+func FixedRate(k, m int) Rate {
+	var r Rate
+	if k < 1 || m < 1 {
+		return r
+	}
+	r.K = min(k, MaxK)
+	for n := 1; n <= r.K; n++ {
+		r.M[n] = uint8(min(m, MaxM))
+	}
+	return r
+}
+
+// Off reports whether r sends no repairs.
+func (r Rate) Off() bool { return r.K < 1 || r.M[r.K] == 0 }
+
+// Overhead is repairs per source for a full block.
+func (r Rate) Overhead() float64 {
+	if r.Off() {
+		return 0
+	}
+	return float64(r.M[r.K]) / float64(r.K)
+}
+
+// EncoderConfig configures an Encoder; zero fields take the defaults.
+type EncoderConfig struct {
+	// MaxDelay closes a block whose oldest source is this old (DefaultMaxDelay).
+	MaxDelay time.Duration
+	// MaxPayload: longer payloads are not protected (DefaultMaxPayload). The
+	// receiver's DecoderConfig.MaxPayload must be at least as large.
+	MaxPayload int
+	// MaxFrame, if > 0, bounds a repair frame's length: a block closes before a
+	// source that would make its repair frames longer, and a payload whose repair
+	// would not fit even alone is not protected. Set it to the room for one frame
+	// in a datagram on the path that carries repairs.
+	MaxFrame int
+}
+
+// EncoderStats counts what an Encoder did.
+type EncoderStats struct {
+	Sources     uint64 // payloads put into blocks
+	Unprotected uint64 // payloads not protected: too long for MaxPayload or MaxFrame
+	Blocks      uint64 // blocks closed with repairs
+	Repairs     uint64 // repair frames made ready
+}
+
+// Encoder builds the sender's blocks and their repair symbols. It is not safe for
+// concurrent use (the engine calls it under the peer lock). All memory is allocated
+// by NewEncoder; Add, Tick and AppendRepair do not allocate (AppendRepair only when
+// its destination lacks room). A (k, m) used for the first time builds its shared
+// codec once.
+type Encoder struct {
+	cfg  EncoderConfig
+	rate Rate // takes effect when the next block opens
+
+	// The open block.
+	open   bool
+	k      int // its K (sources that close it)
+	m      [MaxK + 1]uint8
+	n      int
+	opened time.Time
+	maxLen int          // longest payload
+	src    [MaxK][]byte // LenPrefix | payload, capacity LenPrefix+MaxPayload
+	runOf  [MaxK]uint8  // the run each source belongs to
+	posOf  [MaxK]uint8  // its position in the run
+	runs   [MaxK]Run
+	nruns  int
+
+	nextBlock uint32
+
+	// The last closed block: its repair frames until the next close.
+	out    Repair
+	ready  int
+	parity [MaxM][]byte
+	shards [MaxK + MaxM][]byte
+
+	stats EncoderStats
+}
+
+// NewEncoder returns an encoder that sends no repairs until SetRate.
+func NewEncoder(cfg EncoderConfig) *Encoder {
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	cfg.MaxPayload = min(cfg.MaxPayload, 65535-LenPrefix)
+	e := &Encoder{cfg: cfg}
+	sz := LenPrefix + cfg.MaxPayload
+	arena := make([]byte, (MaxK+MaxM)*sz)
+	for i := range e.src {
+		e.src[i] = arena[i*sz : i*sz : (i+1)*sz]
+	}
+	for i := range e.parity {
+		o := (MaxK + i) * sz
+		e.parity[i] = arena[o : o : o+sz]
+	}
+	return e
+}
+
+// SetRate sets the rate for blocks opened from now on; the open block keeps its own.
+func (e *Encoder) SetRate(r Rate) {
+	r.K = min(max(r.K, 0), MaxK)
+	for n := range r.M {
+		r.M[n] = min(r.M[n], MaxM)
+	}
+	e.rate = r
+}
+
+// Rate returns the rate set last.
+func (e *Encoder) Rate() Rate { return e.rate }
+
+// Stats returns the counters.
+func (e *Encoder) Stats() EncoderStats { return e.stats }
+
+// Deadline reports when Tick must next be called to close the open block in time,
+// or false if no block is open.
+func (e *Encoder) Deadline() (time.Time, bool) {
+	if !e.open {
+		return time.Time{}, false
+	}
+	if e.n >= e.k {
+		return e.opened, true
+	}
+	return e.opened.Add(e.cfg.MaxDelay), true
+}
+
+// Add puts a copy of payload, the source named id, into the open block (opening one
+// if the rate asks for repairs). It returns the number of repair frames made ready by
+// a block that closed during the call (0 if none): read them with AppendRepair before
+// the next Add or Tick, which may close another block and replace them.
+//
+// A block closes when it holds K sources, when its oldest source is MaxDelay old
+// (checked here and in Tick), or before a source that would make its repair frames
+// longer than MaxFrame.
+func (e *Encoder) Add(id SourceID, payload []byte, now time.Time) int {
+	if len(payload) == 0 || len(payload) > e.cfg.MaxPayload ||
+		e.cfg.MaxFrame > 0 && RepairLen(1, LenPrefix+len(payload)) > e.cfg.MaxFrame {
+		e.stats.Unprotected++
+		return e.Tick(now)
+	}
+	closed := 0
+	if e.open {
+		run, _ := e.runFor(id)
+		nruns := e.nruns
+		if run == e.nruns {
+			nruns++
+		}
+		if e.n >= e.k || now.Sub(e.opened) >= e.cfg.MaxDelay ||
+			e.cfg.MaxFrame > 0 && RepairLen(nruns, LenPrefix+max(e.maxLen, len(payload))) > e.cfg.MaxFrame {
+			closed = e.close()
+		}
+	}
+	if !e.open {
+		if e.rate.Off() {
+			return closed
+		}
+		e.open, e.k, e.m, e.n, e.nruns, e.maxLen, e.opened = true, e.rate.K, e.rate.M, 0, 0, 0, now
+	}
+	run, pos := e.runFor(id)
+	if run == e.nruns {
+		e.runs[run] = Run{Flow: id.Flow, Seq: id.Seq}
+		e.nruns++
+	}
+	e.runs[run].Count++
+	i := e.n
+	e.runOf[i], e.posOf[i] = uint8(run), uint8(pos)
+	s := e.src[i][:LenPrefix+len(payload)]
+	be.PutUint16(s, uint16(len(payload)))
+	copy(s[LenPrefix:], payload)
+	e.src[i] = s
+	e.n++
+	e.maxLen = max(e.maxLen, len(payload))
+	e.stats.Sources++
+	if e.n >= e.k && closed == 0 {
+		closed = e.close()
+	}
+	return closed
+}
+
+// runFor returns the run id extends (and its position there), or e.nruns for a new
+// run. Runs group a flow's consecutive sequence numbers, so a block of interleaved
+// flows still needs one run per flow.
+func (e *Encoder) runFor(id SourceID) (run, pos int) {
+	for r := range e.runs[:e.nruns] {
+		rn := &e.runs[r]
+		if rn.Flow == id.Flow && rn.Count < 255 && rn.Seq+uint32(rn.Count) == id.Seq {
+			return r, int(rn.Count)
+		}
+	}
+	return e.nruns, 0
+}
+
+// Tick closes the open block if it is full or MaxDelay old, and returns the number
+// of repair frames made ready, as Add.
+func (e *Encoder) Tick(now time.Time) int {
+	if e.open && (e.n >= e.k || now.Sub(e.opened) >= e.cfg.MaxDelay) {
+		return e.close()
+	}
+	return 0
+}
+
+// Flush closes the open block whatever its age (e.g. before the path goes idle).
+func (e *Encoder) Flush() int {
+	if e.open {
+		return e.close()
+	}
+	return 0
+}
+
+// close encodes the open block and makes its repairs ready.
+func (e *Encoder) close() int {
+	e.open = false
+	e.ready = 0
+	n := e.n
+	m := int(e.m[min(n, e.k)])
+	if n == 0 || m == 0 {
+		return 0
+	}
+	rs, err := codecFor(n, m)
+	if err != nil {
+		return 0 // cannot happen: 1 ≤ n ≤ MaxK, 1 ≤ m ≤ MaxM
+	}
+	symLen := LenPrefix + e.maxLen
+	// Shard order is run order: run r's sources take shards start[r] … .
+	var start [MaxK]int
+	for r, s := 1, 0; r < e.nruns; r++ {
+		s += int(e.runs[r-1].Count)
+		start[r] = s
+	}
+	for i := range n {
+		s := e.src[i][:symLen]
+		clear(s[LenPrefix+int(be.Uint16(s)):])
+		e.shards[start[e.runOf[i]]+int(e.posOf[i])] = s
+	}
+	for j := range m {
+		e.shards[n+j] = e.parity[j][:symLen]
+		clear(e.shards[n+j])
+	}
+	// EncodeIdx per source rather than Encode: Encode's fused kernels take a
+	// scratch matrix from a sync.Pool, which allocates on every Put and after
+	// every GC; EncodeIdx on ~1500-byte shards runs the plain SIMD multiply-add
+	// and allocates nothing.
+	for i := range n {
+		if err := rs.EncodeIdx(e.shards[i], i, e.shards[n:n+m]); err != nil {
+			return 0
+		}
+	}
+	e.out.Block = e.nextBlock
+	e.nextBlock++
+	e.out.K, e.out.M, e.out.NRuns = n, m, e.nruns
+	copy(e.out.Runs[:], e.runs[:e.nruns])
+	e.ready = m
+	e.stats.Blocks++
+	e.stats.Repairs += uint64(m)
+	return m
+}
+
+// Ready returns the number of repair frames of the last closed block.
+func (e *Encoder) Ready() int { return e.ready }
+
+// RepairLen is the frame length of each ready repair (they all have the same).
+func (e *Encoder) RepairLen() int {
+	if e.ready == 0 {
+		return 0
+	}
+	return RepairLen(e.out.NRuns, len(e.shards[e.out.K]))
+}
+
+// AppendRepair appends ready repair frame i (0 ≤ i < Ready) to b. The engine sends
+// each in its own datagram, spread over the usable paths (see the package doc).
+func (e *Encoder) AppendRepair(b []byte, i int) []byte {
+	if i < 0 || i >= e.ready {
+		return b
+	}
+	e.out.Index = i
+	e.out.Symbol = e.shards[e.out.K+i]
+	return AppendRepair(b, &e.out)
+}
+
+// Reset drops the open block and the ready repairs and numbers blocks from 0 again
+// (a fresh session: the peer's decoder is reset too).
+func (e *Encoder) Reset() {
+	e.open, e.n, e.nruns, e.ready, e.nextBlock = false, 0, 0, 0, 0
+}

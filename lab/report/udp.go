@@ -1,0 +1,225 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/stats"
+)
+
+// The latency probes' and the real-time flow's figures, as CSV columns and
+// Markdown cells. A run gets the columns of what it measured.
+
+// sampleColumn is one per-sample CSV column.
+type sampleColumn struct {
+	head string
+	cell func(*results.Sample) string // called only on samples that have the figures
+}
+
+// pointColumn is one per-point figure: a summary over the repetitions.
+type pointColumn struct {
+	name, title string
+	of          func(*results.Point) *stats.Summary // nil: the point has none
+}
+
+func latencyOf(p *results.Point, f func(*results.LatencySummary) *stats.Summary) *stats.Summary {
+	if p.Latency == nil {
+		return nil
+	}
+	return f(p.Latency)
+}
+
+func realtimeOf(p *results.Point, f func(*results.RealtimeSummary) *stats.Summary) *stats.Summary {
+	if p.Realtime == nil {
+		return nil
+	}
+	return f(p.Realtime)
+}
+
+var (
+	latencySampleColumns = []sampleColumn{
+		{"idle_rtt_ms", func(s *results.Sample) string { return num(s.Latency.IdleMedianMs) }},
+		{"added_p50_ms", func(s *results.Sample) string { return num(s.Latency.AddedP50Ms) }},
+		{"added_p95_ms", func(s *results.Sample) string { return num(s.Latency.AddedP95Ms) }},
+		{"added_p99_ms", func(s *results.Sample) string { return num(s.Latency.AddedP99Ms) }},
+		{"added_max_ms", func(s *results.Sample) string { return num(s.Latency.AddedMaxMs) }},
+		{"probes", func(s *results.Sample) string { return strconv.Itoa(s.Latency.Probes) }},
+		{"probes_lost", func(s *results.Sample) string { return strconv.Itoa(s.Latency.Lost) }},
+	}
+	realtimeSampleColumns = []sampleColumn{
+		{"rt_sent", func(s *results.Sample) string { return strconv.Itoa(s.Realtime.Sent) }},
+		{"rt_delivered", func(s *results.Sample) string { return strconv.Itoa(s.Realtime.Delivered) }},
+		{"rt_loss_pct", func(s *results.Sample) string { return num(s.Realtime.LossPct) }},
+		{"owd_p50_ms", func(s *results.Sample) string { return num(s.Realtime.OWDP50Ms) }},
+		{"owd_p99_ms", func(s *results.Sample) string { return num(s.Realtime.OWDP99Ms) }},
+		{"owd_max_ms", func(s *results.Sample) string { return num(s.Realtime.OWDMaxMs) }},
+		{"rt_late_pct", func(s *results.Sample) string { return num(s.Realtime.LatePct) }},
+		{"rt_miss_pct", func(s *results.Sample) string { return num(s.Realtime.MissPct) }},
+		{"outer_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.Realtime.OuterBytes, 10) }},
+		{"outer_per_payload", func(s *results.Sample) string { return num(s.Realtime.OuterPerPayload) }},
+	}
+	latencyColumns = []pointColumn{
+		{"idle_rtt_ms", "idle RTT (ms)", func(p *results.Point) *stats.Summary {
+			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.IdleMs })
+		}},
+		{"added_p50_ms", "added p50 (ms)", func(p *results.Point) *stats.Summary {
+			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP50Ms })
+		}},
+		{"added_p95_ms", "added p95 (ms)", func(p *results.Point) *stats.Summary {
+			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP95Ms })
+		}},
+		{"added_p99_ms", "added p99 (ms)", func(p *results.Point) *stats.Summary {
+			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP99Ms })
+		}},
+		{"probe_loss_pct", "probes lost (%)", func(p *results.Point) *stats.Summary {
+			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.LossPct })
+		}},
+	}
+	realtimeColumns = []pointColumn{
+		{"rt_loss_pct", "loss (%)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.LossPct })
+		}},
+		{"owd_p50_ms", "OWD p50 (ms)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP50Ms })
+		}},
+		{"owd_p99_ms", "OWD p99 (ms)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP99Ms })
+		}},
+		{"owd_max_ms", "OWD max (ms)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDMaxMs })
+		}},
+		{"rt_late_pct", "late (% of delivered)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.LatePct })
+		}},
+		{"rt_miss_pct", "lost or late (%)", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.MissPct })
+		}},
+		{"outer_per_payload", "outer B per payload B", func(p *results.Point) *stats.Summary {
+			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OuterPerPayload })
+		}},
+	}
+)
+
+func anySample(run *results.Run, has func(*results.Sample) bool) bool {
+	for i := range run.Points {
+		for j := range run.Points[i].Samples {
+			if has(&run.Points[i].Samples[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sampleColumns are the extra per-sample columns of run, with the test
+// of whether a sample has them.
+func sampleColumns(run *results.Run) (cols []sampleColumn, has []func(*results.Sample) bool) {
+	for _, g := range []struct {
+		cols []sampleColumn
+		has  func(*results.Sample) bool
+	}{
+		{latencySampleColumns, func(s *results.Sample) bool { return s.Latency != nil }},
+		{realtimeSampleColumns, func(s *results.Sample) bool { return s.Realtime != nil }},
+	} {
+		if anySample(run, g.has) {
+			for _, c := range g.cols {
+				cols = append(cols, c)
+				has = append(has, g.has)
+			}
+		}
+	}
+	return cols, has
+}
+
+// pointColumns are the extra per-point figures of run.
+func pointColumns(run *results.Run) (lat, rt []pointColumn) {
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Latency != nil }) {
+		lat = latencyColumns
+	}
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Realtime != nil }) {
+		rt = realtimeColumns
+	}
+	return lat, rt
+}
+
+// recoveryOff is the point that p's real-time bytes are compared with: the
+// same network (every axis but the transport's), the same transport kind
+// with recovery = "off". nil for p itself being that, or without one.
+func recoveryOff(run *results.Run, p *results.Point) *results.Point {
+	if p.Realtime == nil || p.Options["recovery"] == "off" {
+		return nil
+	}
+	sameNet := func(q *results.Point) bool {
+		for _, a := range sweepAxes(run) {
+			x, _ := paramOf(p, a)
+			y, _ := paramOf(q, a)
+			if x.Text != y.Text {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range run.Points {
+		q := &run.Points[i]
+		if q.Transport == p.Transport && q.Options["recovery"] == "off" && q.Realtime != nil && q.Error == "" && sameNet(q) {
+			return q
+		}
+	}
+	return nil
+}
+
+// extraBytesPct is how many more outer bytes per delivered payload byte p
+// sent than its recovery-off reference, in percent (NaN without one).
+func extraBytesPct(run *results.Run, p *results.Point) float64 {
+	ref := recoveryOff(run, p)
+	if ref == nil || !(ref.Realtime.OuterPerPayload.Mean > 0) {
+		return math.NaN()
+	}
+	return 100 * (p.Realtime.OuterPerPayload.Mean/ref.Realtime.OuterPerPayload.Mean - 1)
+}
+
+// meanCI writes "mean ± ci" with the given decimals; "–" for none.
+func meanCI(s *stats.Summary, decimals int) string {
+	if s == nil || s.N == 0 {
+		return "–"
+	}
+	f := func(x float64) string {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "n/a"
+		}
+		return strconv.FormatFloat(x, 'f', decimals, 64)
+	}
+	return f(s.Mean) + " ± " + f(s.CI95)
+}
+
+// udpTable writes a figure's latency or real-time table (mean ± 95% CI of
+// each column); extra adds cells after them.
+func udpTable(w io.Writer, f *figure, title string, cols []pointColumn, extraHead string, extra func(*results.Point) string) {
+	var head []string
+	if f.x != "" {
+		head = append(head, mdText(f.x))
+	}
+	head = append(head, "transport")
+	for _, c := range cols {
+		head = append(head, c.title)
+	}
+	if extraHead != "" {
+		head = append(head, extraHead)
+	}
+	fmt.Fprintf(w, "\n%s\n\n| %s |\n|%s\n", title, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, p := range f.points {
+		cells := f.rowStart(p)
+		for _, c := range cols {
+			cells = append(cells, meanCI(c.of(p), 2))
+		}
+		if extraHead != "" {
+			cells = append(cells, extra(p))
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+}
