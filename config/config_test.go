@@ -86,7 +86,7 @@ func TestExampleClient(t *testing.T) {
 	if !slices.Equal(c.Paths, wantPaths) {
 		t.Errorf("Paths = %v", c.Paths)
 	}
-	if c.SubflowsPerPath != 1 || c.Scheduler != "earliest-arrival" || c.Reorder != "adaptive" || c.Congestion != "none" {
+	if c.SubflowsPerPath != 1 || c.Scheduler != "earliest-arrival" || c.Reorder != "adaptive" || c.Congestion != "auto" || c.Recovery != "auto" {
 		t.Errorf("Client = %+v", c)
 	}
 	if c.ReorderHold != 150*time.Millisecond || c.HandshakeTimeout != 5*time.Second {
@@ -210,7 +210,8 @@ func TestDefaults(t *testing.T) {
 		{"scheduler", c.Scheduler, "earliest-arrival"},
 		{"reorder", c.Reorder, "adaptive"},
 		{"reorder hold (adaptive cap)", c.ReorderHold, 200 * time.Millisecond},
-		{"congestion", c.Congestion, "none"},
+		{"congestion", c.Congestion, "auto"},
+		{"recovery", c.Recovery, "auto"},
 		{"handshake timeout", c.HandshakeTimeout, time.Second},
 		{"subflow count", c.SubflowCount(), 1},
 		{"replay window", cfg.Security.ReplayWindow, 65536},
@@ -420,9 +421,11 @@ func TestErrors(t *testing.T) {
 		{"unknown reorder", "client.toml", cl + "reorder = \"magic\"\n",
 			`client.toml: client.reorder: unknown reorder mode "magic" (valid: off, fixed, adaptive)`},
 		{"unknown congestion", "client.toml", cl + "congestion = \"bbr\"\n",
-			`client.toml: client.congestion: unknown congestion controller "bbr" (valid: none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp)`},
+			`client.toml: client.congestion: unknown congestion controller "bbr" (valid: auto, none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp, rate)`},
+		{"unknown recovery", "client.toml", cl + "recovery = \"fec\"\n",
+			`client.toml: client.recovery: unknown recovery mode "fec" (valid: auto, retransmit, off)`},
 		{"congestion is case sensitive", "client.toml", cl + "congestion = \"LIA\"\n",
-			`client.toml: client.congestion: unknown congestion controller "LIA" (valid: none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp)`},
+			`client.toml: client.congestion: unknown congestion controller "LIA" (valid: auto, none, reno, cubic, lia, olia, balia, wvegas, coupled, ewtcp, rate)`},
 		{"unknown log level", "client.toml", edit(t, cl, "[tun]", "log_level = \"verbose\"\n[tun]"),
 			`client.toml: log_level: unknown log level "verbose" (valid: debug, info, warn, error)`},
 
