@@ -56,8 +56,8 @@ const (
 	// DefaultCongestion "auto" is the loss-tolerant rate model ("rate") when
 	// recovery is on and "none" when it is off (docs/recovery.md).
 	DefaultCongestion = "auto"
-	// DefaultRecovery "auto" recovers path losses inside the tunnel (today by
-	// selective retransmission; docs/recovery.md).
+	// DefaultRecovery "auto" recovers path losses inside the tunnel: repair
+	// packets at the measured loss rate, resends for the rest (docs/recovery.md).
 	DefaultRecovery = "auto"
 
 	// DefaultFixedReorderHold is how long reorder = "fixed" holds a gap open.
@@ -129,7 +129,7 @@ var (
 	// CongestionChoices is what the congestion key accepts: "auto" or an
 	// algorithm.
 	CongestionChoices = append([]string{"auto"}, Congestions...)
-	Recoveries        = []string{"auto", "retransmit", "off"}
+	Recoveries        = []string{"auto", "retransmit", "fec", "off"}
 	LogLevels         = []string{"debug", "info", "warn", "error"}
 )
 

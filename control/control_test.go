@@ -538,9 +538,9 @@ func recoverySample() Status {
 	p.Congestion = "rate"
 	p.Queue = &QueueStatus{DelayMs: 4.25, Marks: 7, Drops: 2}
 	p.Recovery = "retransmit"
-	p.RecoveryStats = &RecoveryStatus{HoldMs: 61.5, Retained: 12, GiveUps: 3, BudgetOut: 1, Abandoned: 2}
+	p.RecoveryStats = &RecoveryStatus{HoldMs: 61.5, Retained: 12, GiveUps: 3, BudgetOut: 1, Abandoned: 2, FEC: "32+2", Rebuilt: 9}
 	p.Paths[0].CC.PacingRateBps = 12.5e6
-	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3}
+	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3, RepairSent: 70, RepairUsed: 11}
 	p.Paths[1].Recovery = &PathRecovery{Retransmitted: 38}
 	return s
 }
@@ -555,9 +555,10 @@ func TestFormatStatusRecovery(t *testing.T) {
 		"  queue:       4.2 ms delay, 7 CoDel marks, 2 CoDel drops\n",
 		// 5+38 resent, 40 recovered, 3 given up in all.
 		"  recovery:    retransmit, hold 61.5 ms, 43 resent, 40 recovered, 3 given up (1 by budget), 2 gaps released\n",
-		"PACING  RESENT  RECOVERED  RESIDUAL\n",
-		"12.50 Mbit/s       5         40         3\n",
-		"-      38          0         0\n",
+		"  fec:         rate 32+2, 9 rebuilt here\n",
+		"PACING  RESENT  RECOVERED  REPAIRS  REBUILT  RESIDUAL\n",
+		"12.50 Mbit/s       5         40       70       11         3\n",
+		"-      38          0        0        0         0\n",
 	} {
 		if !strings.Contains(got, line) {
 			t.Errorf("status lacks %q:\n%s", line, got)
@@ -568,7 +569,7 @@ func TestFormatStatusRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{`"queue":{"delay_ms":4.25,"codel_marks":7,"codel_drops":2}`, `"recovery":"retransmit"`,
-		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":0,"repair_used":0}`, `"pacing_rate_bps":12500000`} {
+		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":70,"repair_used":11}`, `"pacing_rate_bps":12500000`} {
 		if !strings.Contains(string(j), key) {
 			t.Errorf("JSON lacks %s:\n%s", key, j)
 		}

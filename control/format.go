@@ -80,6 +80,7 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 		}
 		ew.printf("  recovery:    %s, hold %.1f ms, %d resent, %d recovered, %d given up (%d by budget), %d gaps released\n",
 			p.Recovery, rs.HoldMs, retx, rec, res, rs.BudgetOut, rs.Abandoned)
+		ew.printf("  fec:         rate %s, %d rebuilt here\n", orDash(rs.FEC), rs.Rebuilt)
 	} else if p.Recovery != "" {
 		ew.printf("  recovery:    %s\n", p.Recovery)
 	}
@@ -101,7 +102,7 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	}
 	rec := p.RecoveryStats != nil
 	if rec {
-		head += "RESENT\tRECOVERED\tRESIDUAL\t"
+		head += "RESENT\tRECOVERED\tREPAIRS\tREBUILT\tRESIDUAL\t"
 	}
 	fmt.Fprintln(tw, head)
 	for i := range p.Paths {
@@ -130,7 +131,7 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 			if ps.Recovery != nil {
 				r = *ps.Recovery
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t", r.Retransmitted, r.Recovered, r.Residual)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t", r.Retransmitted, r.Recovered, r.RepairSent, r.RepairUsed, r.Residual)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -129,6 +129,10 @@ type RecoveryStatus struct {
 	BudgetOut uint64 `json:"budget_refused"`
 	// Abandoned counts gaps the peer's give-ups released here.
 	Abandoned uint64 `json:"abandoned"`
+	// FEC is the repair rate in use ("k+m", "" = none) and Rebuilt the packets
+	// rebuilt here from the peer's repairs.
+	FEC     string `json:"fec,omitempty"`
+	Rebuilt uint64 `json:"rebuilt"`
 }
 
 // PathRecovery is one path's share of loss recovery.
@@ -140,8 +144,8 @@ type PathRecovery struct {
 	// Residual those given up, i.e. passed on to the inner traffic.
 	Recovered uint64 `json:"recovered"`
 	Residual  uint64 `json:"residual"`
-	// RepairSent and RepairUsed are for forward error correction (not yet in
-	// the engine: always 0).
+	// RepairSent counts repair packets this path carried; RepairUsed this
+	// path's losses that the receiver rebuilt from repairs (it reports them).
 	RepairSent uint64 `json:"repair_sent"`
 	RepairUsed uint64 `json:"repair_used"`
 }

@@ -7,37 +7,66 @@ import (
 	"github.com/braid-vpn/braid/sched"
 )
 
-// Mode is the session's recovery mode (config key `recovery`).
+// Mode is the session's recovery mode (config key `recovery`): a set of
+// mechanisms.
 type Mode uint8
 
 const (
 	// Off passes every path loss on to the inner traffic.
-	Off Mode = iota
+	Off Mode = 0
 	// Retransmit resends lost payloads inside the tunnel (selective
 	// retransmission with give-up frames).
-	Retransmit
+	Retransmit Mode = 1 << 0
+	// FEC sends erasure-coded repair packets at a rate adapted to the measured
+	// loss (package fec), so most losses are rebuilt without waiting a round trip.
+	FEC Mode = 1 << 1
+	// Auto is both: repairs for what is lost at the measured rate, resends for
+	// what the repairs could not rebuild.
+	Auto = Retransmit | FEC
 )
 
-// Mode names. "auto" is the default and currently means "retransmit".
+// Mode names. The handshake carries the canonical name (String).
 const (
 	NameAuto       = "auto"
 	NameRetransmit = "retransmit"
+	NameFEC        = "fec"
 	NameOff        = "off"
+	nameBoth       = "retransmit+fec"
 )
 
 // Names lists the values the config key accepts.
-var Names = []string{NameAuto, NameRetransmit, NameOff}
+var Names = []string{NameAuto, NameRetransmit, NameFEC, NameOff}
 
 // ParseMode parses a mode name; "" is "auto".
 func ParseMode(s string) (Mode, error) {
 	switch s {
-	case "", NameAuto, NameRetransmit:
+	case "", NameAuto, nameBoth:
+		return Auto, nil
+	case NameRetransmit:
 		return Retransmit, nil
+	case NameFEC:
+		return FEC, nil
 	case NameOff:
 		return Off, nil
 	}
-	return Off, fmt.Errorf("recovery: unknown mode %q (valid: auto, retransmit, off)", s)
+	return Off, fmt.Errorf("recovery: unknown mode %q (valid: auto, retransmit, fec, off)", s)
 }
+
+// String is the canonical name: "off", "retransmit", "fec" or "retransmit+fec".
+func (m Mode) String() string {
+	switch m {
+	case Off:
+		return NameOff
+	case Retransmit:
+		return NameRetransmit
+	case FEC:
+		return NameFEC
+	}
+	return nameBoth
+}
+
+// Has reports whether m includes the mechanism x.
+func (m Mode) Has(x Mode) bool { return m&x != 0 }
 
 // Config holds the tunables; zero fields take DefaultConfig's values.
 type Config struct {

@@ -103,13 +103,20 @@ func TestBudget(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for in, want := range map[string]Mode{"": Retransmit, "auto": Retransmit, "retransmit": Retransmit, "off": Off} {
+	for in, want := range map[string]Mode{"": Auto, "auto": Auto, "retransmit+fec": Auto, "retransmit": Retransmit, "fec": FEC, "off": Off} {
 		if m, err := ParseMode(in); err != nil || m != want {
 			t.Errorf("ParseMode(%q) = %v, %v", in, m, err)
 		}
+		// The canonical name parses back to the same mode (the handshake carries it).
+		if m, _ := ParseMode(in); func() Mode { x, _ := ParseMode(m.String()); return x }() != m {
+			t.Errorf("%v does not round-trip through %q", m, m.String())
+		}
 	}
-	if _, err := ParseMode("fec"); err == nil {
-		t.Error("ParseMode(fec) accepted a mode the engine does not run")
+	if _, err := ParseMode("FEC"); err == nil {
+		t.Error("ParseMode is case-insensitive")
+	}
+	if !Auto.Has(FEC) || !Auto.Has(Retransmit) || FEC.Has(Retransmit) || Off.Has(FEC) {
+		t.Error("Has")
 	}
 }
 

@@ -124,6 +124,7 @@ func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now t
 	n := len(pkt)
 	frameLen := wire.DataFrameHeaderLen + n
 	dataAt := wire.DataHeaderLen + wire.InnerHeaderLen
+	repairs := 0
 	for k, idx := range p.picks {
 		ps := p.infoP[idx]
 		out := pb
@@ -136,9 +137,15 @@ func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now t
 			p.retain(idx, pkt, flow, seq, now, rt)
 		}
 		wire.PutDataFrameHeader(out.b[dataAt:], flow, seq, n)
+		if k == 0 && rt == nil && p.fecEnc != nil {
+			repairs = p.fecSource(out.b[dataAt:dataAt+frameLen], flow, seq, now)
+		}
 		b := p.appendAcks(out.b[dataAt+frameLen:dataAt+frameLen], frameLen, ps, now)
 		p.infos[idx].InFlight += n
 		p.sealAndQueue(w, ps, out, frameLen+len(b), true, now)
+	}
+	if repairs > 0 {
+		p.sendRepairs(w, repairs, now)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/wire"
@@ -64,6 +65,7 @@ type inbound struct {
 	cur     *peer // locked peer, if any
 	toTUN   []*packetBuf
 	scratch [][]byte
+	repair  fec.Repair // scratch for a received repair frame
 }
 
 func (in *inbound) lockPeer(p *peer) {
@@ -200,6 +202,17 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	frames := plain[wire.InnerHeaderLen:]
 	for len(frames) > 0 {
 		frameAt := wire.DataHeaderLen + len(plain) - len(frames)
+		if frames[0] == wire.FrameRepair {
+			rest, err := fec.ParseRepair(frames, &in.repair)
+			if err != nil {
+				e.counters.drop(dropMalformed)
+				break
+			}
+			frames = rest
+			in.fecRepair(p, &in.repair, now)
+			continue
+		}
+		cur := frames
 		f, rest, err := wire.NextFrame(frames)
 		if err != nil {
 			e.counters.drop(dropMalformed)
@@ -213,6 +226,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 				e.counters.drop(dropMalformed)
 				continue
 			}
+			in.fecData(p, cur[:len(cur)-len(rest)], f.Flow, f.FlowSeq, now)
 			kept = in.deliver(p, pb, frameAt+wire.DataFrameHeaderLen, f, now)
 		case wire.FrameAck:
 			if int(f.Ack.Path) < len(p.paths) {
@@ -228,6 +242,8 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			}
 		case wire.FrameGiveUp:
 			in.toTUN = p.reorder.Abandon(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, now, in.toTUN)
+		case wire.FrameRebuilt:
+			p.peerRebuilt(f.Flow, f.FlowSeq)
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow
 		case wire.FrameChallenge:
@@ -248,6 +264,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	}
 	// Resends first: they repair what the windows admitted already.
 	p.processLosses(in.w, now)
+	p.flushNotices(in.w, now)
 	if acked {
 		p.drainQueue(in.w, now, true)
 	}

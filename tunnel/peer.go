@@ -9,6 +9,7 @@ import (
 
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
@@ -50,6 +51,17 @@ type peer struct {
 	recycle      []*packetBuf
 	giveupsSent  uint64
 	recBudgetOut uint64 // resends refused by the budget
+
+	// forward error correction (fec.go); nil unless the mode has FEC
+	fecEnc     *fec.Encoder
+	fecCtl     fec.Controller
+	fecDec     *fec.Decoder // created with the first repair received
+	fecRateAt  time.Time
+	fecNext    int         // the path the next repair goes on (round robin)
+	rebuilt    []giveUpRef // rebuilt here: to be reported to the peer
+	rebuiltBy  [256]uint64
+	rebuiltPos int // ring of packets the peer reported rebuilt: not to be resent
+	fecUsed    uint64
 	reorder      *reorder.Buffer[*packetBuf]
 	reorderCfg   reorder.Config
 	weights      []float64
@@ -124,7 +136,9 @@ type pathState struct {
 	obs       pathObs  // the Sender's observer when recovery is on
 
 	retx, retxBytes uint64 // resends this path carried
+	repairs         uint64 // repair packets this path carried
 	recovered       uint64 // losses of this path repaired by a resend that was acked
+	rebuilt         uint64 // losses of this path the receiver rebuilt from repairs
 	gaveUp          uint64 // losses of this path given up (passed to the inner traffic)
 }
 
@@ -172,10 +186,7 @@ func (p *peer) applyParams(want Params) error {
 	if err != nil {
 		return err
 	}
-	want.Recovery = recovery.NameRetransmit
-	if rmode == recovery.Off {
-		want.Recovery = recovery.NameOff
-	}
+	want.Recovery = rmode.String()
 	if want.Congestion == "" || want.Congestion == CongestionAuto {
 		// A tunnel that hides its paths' losses must limit what it sends by a
 		// loss-tolerant model of each path; without recovery the inner TCP's own
@@ -230,6 +241,7 @@ func (p *peer) applyParams(want Params) error {
 	p.sched = s
 	p.params = want
 	p.setRecovery(rmode)
+	p.setFEC(rmode)
 	p.resolveWeights()
 	return p.setCongestion(want.Congestion, time.Now())
 }
@@ -261,6 +273,7 @@ func (p *peer) resolveWeights() {
 func (p *peer) resetFlows() {
 	clear(p.flowSq)
 	p.dropRetained()
+	p.fecReset()
 	if p.reorder != nil {
 		var out []*packetBuf
 		out = p.reorder.Reset(out)

@@ -3,6 +3,7 @@ package tunnel
 import (
 	"time"
 
+	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/recovery"
 	"github.com/braid-vpn/braid/reorder"
 	"github.com/braid-vpn/braid/wire"
@@ -61,7 +62,9 @@ func (o *pathObs) Acked(seq uint32) {
 	if !ok {
 		return
 	}
-	if e.Resends > 0 {
+	if e.Resends == 0 {
+		p.fecObserve(false)
+	} else {
 		if orig := p.pathByID(e.Orig); orig != nil {
 			orig.recovered++
 		}
@@ -201,18 +204,30 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 	for i := 0; i < len(p.lostQ); i++ {
 		l := p.lostQ[i]
 		if e, ok := p.store.Take(l.path, l.seq); ok {
+			// A path that went Down lost its whole window at once: an outage,
+			// not the loss rate repairs are sized for.
+			if ps := p.pathByID(l.path); e.Resends == 0 && ps != nil && ps.sender.State() != path.Down {
+				p.fecObserve(true)
+			}
 			p.resendOrGiveUp(w, e, now)
 		}
 	}
 	p.lostQ = p.lostQ[:0]
-	p.flushGiveUps(w, now)
 }
 
 // resendOrGiveUp sends a lost payload again or gives it up.
 func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.Time) {
+	if p.wasRebuilt(e.Flow, e.FlowSeq) {
+		// The receiver rebuilt it from repairs already.
+		if orig := p.pathByID(e.Orig); orig != nil {
+			orig.rebuilt++
+		}
+		p.e.pool.put(e.Item)
+		return
+	}
 	size := e.Size + wire.DataPacketOverhead
 	idx := -1
-	if int(e.Resends) < p.recCfg.MaxResends {
+	if int(e.Resends) < p.recCfg.MaxResends && p.rec.Has(recovery.Retransmit) {
 		idx = recovery.Choose(p.infos, size, now, e.Deadline)
 	}
 	if idx >= 0 && !p.budget.Spend(e.Size) {
@@ -234,13 +249,19 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	p.transmit(w, e.Item, e.Flow, e.FlowSeq, now, &retxMeta{deadline: e.Deadline, orig: e.Orig, resends: e.Resends + 1})
 }
 
-// flushGiveUps sends the pending GIVEUP frames, as many per datagram as fit, on
-// the path with the shortest one-way delay. They are not ack-eliciting: a lost
-// one costs the receiver its hold time, nothing more.
-func (p *peer) flushGiveUps(w *writer, now time.Time) {
-	if len(p.giveups) == 0 {
+// flushNotices sends the pending GIVEUP and REBUILT frames, as many per
+// datagram as fit, on the path with the shortest one-way delay. They are not
+// ack-eliciting: a lost GIVEUP costs the receiver its hold time, a lost REBUILT
+// a needless resend, nothing more. Caller holds p.mu.
+func (p *peer) flushNotices(w *writer, now time.Time) {
+	if len(p.giveups) == 0 && len(p.rebuilt) == 0 {
 		return
 	}
+	if p.cur == nil {
+		p.giveups, p.rebuilt = p.giveups[:0], p.rebuilt[:0]
+		return
+	}
+	p.refreshInfos(now)
 	best := -1
 	for i := range p.infos {
 		if p.infos[i].Usable && (best < 0 || recovery.OneWay(&p.infos[i]) < recovery.OneWay(&p.infos[best])) {
@@ -248,22 +269,26 @@ func (p *peer) flushGiveUps(w *writer, now time.Time) {
 		}
 	}
 	if best < 0 {
-		p.giveups = p.giveups[:0]
+		p.giveups, p.rebuilt = p.giveups[:0], p.rebuilt[:0]
 		return
 	}
 	ps := p.infoP[best]
 	limit := p.e.tn.OuterMTU - 48 - wire.DataOverhead - wire.InnerHeaderLen
-	for i := 0; i < len(p.giveups); {
+	ng := len(p.giveups)
+	for i, n := 0, ng+len(p.rebuilt); i < n; {
 		pb := p.e.pool.get()
 		b := pb.b[innerStart:innerStart]
-		for i < len(p.giveups) && len(b)+wire.GiveUpFrameLen <= limit {
-			b = wire.AppendGiveUp(b, p.giveups[i].flow, p.giveups[i].seq)
-			i++
+		for ; i < n && len(b)+wire.GiveUpFrameLen <= limit; i++ {
+			if i < ng {
+				b = wire.AppendGiveUp(b, p.giveups[i].flow, p.giveups[i].seq)
+			} else {
+				b = wire.AppendRebuilt(b, p.rebuilt[i-ng].flow, p.rebuilt[i-ng].seq)
+			}
 		}
 		p.sealAndQueue(w, ps, pb, len(b), false, now)
 	}
-	p.giveupsSent += uint64(len(p.giveups))
-	p.giveups = p.giveups[:0]
+	p.giveupsSent += uint64(ng)
+	p.giveups, p.rebuilt = p.giveups[:0], p.rebuilt[:0]
 }
 
 // flowClass is how long the reorder buffer waits for a gap in pkt's flow: TCP

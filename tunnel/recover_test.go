@@ -66,7 +66,7 @@ func TestEngineRecoversLoss(t *testing.T) {
 		}
 	}
 	st := r.cliA.Status().Peers[0]
-	if st.Recovery != "retransmit" || st.RecoveryStats == nil {
+	if st.Recovery != "retransmit+fec" || st.RecoveryStats == nil {
 		t.Fatalf("status: recovery %q %+v", st.Recovery, st.RecoveryStats)
 	}
 	var resent, recovered uint64
@@ -80,7 +80,8 @@ func TestEngineRecoversLoss(t *testing.T) {
 	if resent < 5 || recovered < 5 {
 		t.Errorf("resent %d, recovered %d: recovery did not do the work", resent, recovered)
 	}
-	t.Logf("resent %d, recovered %d, hold %.1f ms", resent, recovered, st.RecoveryStats.HoldMs)
+	t.Logf("resent %d, recovered %d, hold %.1f ms, fec %q, rebuilt at the server %d", resent, recovered, st.RecoveryStats.HoldMs,
+		st.RecoveryStats.FEC, r.srv.Status().Peers[0].RecoveryStats.Rebuilt)
 
 	off := lossyRig(t, Params{Recovery: "off"}, 0.04)
 	if got := sendTCPFlow(t, off, n); len(got) > n-5 {

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/braid-vpn/braid/control"
@@ -61,6 +62,12 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			Retained:  p.store.Len(),
 			GiveUps:   p.giveupsSent,
 			BudgetOut: p.recBudgetOut,
+			Rebuilt:   p.fecUsed,
+		}
+		if p.fecEnc != nil {
+			if r := p.fecEnc.Rate(); !r.Off() {
+				ps.RecoveryStats.FEC = strconv.Itoa(r.K) + "+" + strconv.Itoa(int(r.M[r.K]))
+			}
 		}
 		if p.reorder != nil {
 			ps.RecoveryStats.HoldMs = ms(p.reorder.RecoveryHold())
@@ -133,7 +140,8 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			}
 		}
 		if p.store != nil {
-			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp}
+			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp,
+				RepairSent: pa.repairs, RepairUsed: pa.rebuilt}
 		}
 		if total > 0 {
 			x.Share = float64(s.TxBytes) / float64(total)

@@ -98,6 +98,8 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 	// Losses found above are resent or given up; losses and liveness changes may
 	// have opened windows; and packets that waited too long go.
 	p.processLosses(w, now)
+	p.fecTick(w, now)
+	p.flushNotices(w, now)
 	p.drainQueue(w, now, true)
 	if p.reorder != nil {
 		p.updateHold()
@@ -106,6 +108,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			p.refreshInfos(now)
 			p.reorder.SetRecoveryHold(p.recHold)
 		}
+		toTUN = p.fecRxTick(now, toTUN)
 		toTUN = p.reorder.Expire(now, toTUN)
 	}
 	if p.isSrv {

@@ -53,8 +53,11 @@ const (
 	// it at once (in the spirit of SCTP's FORWARD-TSN, RFC 3758).
 	FrameGiveUp = 0x07
 	// FrameRepair: an erasure-coded repair symbol over recent DATA payloads
-	// (package fec defines its body).
+	// (package fec defines its body, which is self-delimiting).
 	FrameRepair = 0x08
+	// FrameRebuilt: flow u16 | flow seq u32. The receiver rebuilt that packet
+	// from repairs: the sender need not resend it.
+	FrameRebuilt = 0x09
 )
 
 // Frame sizes, type byte included.
@@ -64,7 +67,7 @@ const (
 	PingFrameLen       = 1
 	ChallengeFrameLen  = 1 + ChallengeLen
 	CloseFrameLen      = 1
-	GiveUpFrameLen     = 1 + 2 + 4
+	GiveUpFrameLen     = 1 + 2 + 4 // GIVEUP and REBUILT
 	ChallengeLen       = 8
 )
 

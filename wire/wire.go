@@ -80,8 +80,8 @@ type Ack struct {
 // Frame is one decoded frame. Packet aliases the input buffer.
 type Frame struct {
 	Type      uint8
-	Flow      uint16 // DATA, GIVEUP
-	FlowSeq   uint32 // DATA, GIVEUP
+	Flow      uint16 // DATA, GIVEUP, REBUILT
+	FlowSeq   uint32 // DATA, GIVEUP, REBUILT
 	Packet    []byte // DATA
 	Ack       Ack    // ACK
 	Challenge [ChallengeLen]byte
@@ -127,7 +127,7 @@ func NextFrame(b []byte) (f Frame, rest []byte, err error) {
 		return f, b[AckFrameLen:], nil
 	case FramePing, FrameClose:
 		return f, b[1:], nil
-	case FrameGiveUp:
+	case FrameGiveUp, FrameRebuilt:
 		if len(b) < GiveUpFrameLen {
 			return f, nil, ErrShort
 		}
@@ -170,8 +170,18 @@ func AppendAck(b []byte, a Ack) []byte {
 
 // AppendGiveUp appends a GIVEUP frame: the sender abandoned packet seq of flow.
 func AppendGiveUp(b []byte, flow uint16, seq uint32) []byte {
+	return appendFlowRef(b, FrameGiveUp, flow, seq)
+}
+
+// AppendRebuilt appends a REBUILT frame: the receiver rebuilt packet seq of flow
+// from repair packets.
+func AppendRebuilt(b []byte, flow uint16, seq uint32) []byte {
+	return appendFlowRef(b, FrameRebuilt, flow, seq)
+}
+
+func appendFlowRef(b []byte, t byte, flow uint16, seq uint32) []byte {
 	var f [GiveUpFrameLen]byte
-	f[0] = FrameGiveUp
+	f[0] = t
 	be.PutUint16(f[1:], flow)
 	be.PutUint32(f[3:], seq)
 	return append(b, f[:]...)

@@ -109,6 +109,7 @@ func frames() []struct {
 		{AppendChallenge(nil, ch, false), Frame{Type: FrameChallenge, Challenge: ch}},
 		{AppendChallenge(nil, ch, true), Frame{Type: FrameResponse, Challenge: ch}},
 		{AppendGiveUp(nil, 0xbeef, 0x0a0b0c0d), Frame{Type: FrameGiveUp, Flow: 0xbeef, FlowSeq: 0x0a0b0c0d}},
+		{AppendRebuilt(nil, 0xcafe, 0x01020304), Frame{Type: FrameRebuilt, Flow: 0xcafe, FlowSeq: 0x01020304}},
 	}
 }
 
@@ -386,6 +387,8 @@ func FuzzNextFrame(f *testing.F) {
 				enc = AppendChallenge(nil, fr.Challenge, fr.Type == FrameResponse)
 			case FrameGiveUp:
 				enc = AppendGiveUp(nil, fr.Flow, fr.FlowSeq)
+			case FrameRebuilt:
+				enc = AppendRebuilt(nil, fr.Flow, fr.FlowSeq)
 			default:
 				t.Fatalf("decoded unknown type %d", fr.Type)
 			}

@@ -1,0 +1,205 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/fec"
+	"github.com/braid-vpn/braid/recovery"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Forward error correction in the engine (recovery "auto" or "fec"; package fec
+// has the code and the rate rule).
+//
+// Sending: every new DATA frame (not resends or redundant copies) goes into the
+// peer's fec.Encoder before it is sealed; when a block closes (k packets, or
+// fec.DefaultMaxDelay after its first) its repair frames go out at once, each in
+// its own ack-eliciting datagram, round robin over the usable paths so that a
+// burst on one path does not take a block's data and repairs together. The rate
+// (k, m) follows the loss the paths' Senders report for DATA datagrams
+// (fec.Controller, Bulk policy): no repairs on clean paths. Repairs bypass the
+// per-peer queue, as resends do.
+//
+// Receiving: every DATA frame is also given to the peer's fec.Decoder (created
+// with the first repair, since it holds about 2 MB); repairs go to it too. A
+// rebuilt packet is delivered as if received, and reported to the sender in a
+// REBUILT frame so that it is not also resent. The path still counts it lost:
+// its statistics, the congestion model and the repair rate see every loss.
+
+// fecRateEvery is how often the repair rate is chosen anew from the estimate.
+const fecRateEvery = 100 * time.Millisecond
+
+// setFEC creates or drops the encoder for the session's mode. Caller holds p.mu
+// or owns p.
+func (p *peer) setFEC(m recovery.Mode) {
+	if !m.Has(recovery.FEC) {
+		p.fecEnc, p.fecDec = nil, nil
+		return
+	}
+	if p.fecEnc == nil {
+		p.fecEnc = fec.NewEncoder(fec.EncoderConfig{
+			MaxPayload: wire.DataFrameHeaderLen + p.e.mtu,
+			MaxFrame:   p.e.tn.OuterMTU - 28 - wire.DataOverhead - wire.InnerHeaderLen,
+		})
+		p.fecCtl = fec.Controller{Policy: fec.Bulk, Spread: 1}
+	}
+}
+
+// fecReset forgets blocks in progress (a new session numbers flows afresh).
+func (p *peer) fecReset() {
+	if p.fecEnc != nil {
+		p.fecEnc.Reset()
+	}
+	if p.fecDec != nil {
+		p.fecDec.Reset()
+	}
+	p.rebuilt = p.rebuilt[:0]
+	clear(p.rebuiltBy[:])
+	p.rebuiltPos = 0
+}
+
+// fecObserve feeds one DATA datagram's fate to the repair-rate controller.
+func (p *peer) fecObserve(lost bool) {
+	if p.fecEnc != nil {
+		p.fecCtl.Observe(lost)
+	}
+}
+
+// fecSource adds a DATA frame (header and packet, before sealing) to the open
+// block and returns how many repairs are ready to go.
+func (p *peer) fecSource(frame []byte, flow uint16, seq uint32, now time.Time) int {
+	return p.fecEnc.Add(fec.SourceID{Flow: flow, Seq: seq}, frame, now)
+}
+
+// fecTick closes a block whose first packet has waited long enough, sends its
+// repairs, and revises the rate. Caller holds p.mu.
+func (p *peer) fecTick(w *writer, now time.Time) {
+	if p.fecEnc == nil || p.cur == nil {
+		return
+	}
+	if now.Sub(p.fecRateAt) >= fecRateEvery {
+		p.fecEnc.SetRate(p.fecCtl.Rate())
+		p.fecRateAt = now
+	}
+	if n := p.fecEnc.Tick(now); n > 0 {
+		p.refreshInfos(now)
+		p.sendRepairs(w, n, now)
+	}
+}
+
+// sendRepairs sends the encoder's n ready repair frames. Caller holds p.mu and
+// has refreshed p.infos.
+func (p *peer) sendRepairs(w *writer, n int, now time.Time) {
+	for i := 0; i < n; i++ {
+		idx := p.nextRepairPath()
+		if idx < 0 {
+			return
+		}
+		ps := p.infoP[idx]
+		pb := p.e.pool.get()
+		b := p.fecEnc.AppendRepair(pb.b[innerStart:innerStart], i)
+		if len(b) == 0 || len(b) > len(pb.b)-innerStart-wire.TagLen || &b[0] != &pb.b[innerStart] {
+			p.e.pool.put(pb) // cannot happen with MaxFrame below the buffer size
+			continue
+		}
+		ps.repairs++
+		p.infos[idx].InFlight += len(b)
+		p.sealAndQueue(w, ps, pb, len(b), true, now)
+	}
+}
+
+// nextRepairPath picks the usable path after the one the previous repair took.
+func (p *peer) nextRepairPath() int {
+	n := len(p.infos)
+	for k := 0; k < n; k++ {
+		i := (p.fecNext + k) % n
+		if p.infos[i].Usable {
+			p.fecNext = i + 1
+			return i
+		}
+	}
+	return -1
+}
+
+// fecRepair takes a received repair frame; packets it rebuilds are delivered.
+func (in *inbound) fecRepair(p *peer, r *fec.Repair, now time.Time) {
+	if p.fecDec == nil {
+		if !p.rec.Has(recovery.FEC) {
+			return
+		}
+		p.fecDec = fec.NewDecoder(fec.DecoderConfig{MaxPayload: wire.DataFrameHeaderLen + wire.MaxPacket})
+	}
+	if n := p.fecDec.AddRepair(r, now); n > 0 {
+		in.deliverRebuilt(p, n, now)
+	}
+}
+
+// fecData gives a received DATA frame to the decoder.
+func (in *inbound) fecData(p *peer, frame []byte, flow uint16, seq uint32, now time.Time) {
+	if p.fecDec == nil {
+		return
+	}
+	if n := p.fecDec.AddSource(fec.SourceID{Flow: flow, Seq: seq}, frame); n > 0 {
+		in.deliverRebuilt(p, n, now)
+	}
+}
+
+// deliverRebuilt delivers the decoder's n rebuilt DATA frames and queues their
+// REBUILT reports.
+func (in *inbound) deliverRebuilt(p *peer, n int, now time.Time) {
+	for i := 0; i < n; i++ {
+		id, frame := p.fecDec.Rebuilt(i)
+		pb := p.e.pool.get()
+		if len(frame) > len(pb.b)-innerStart {
+			p.e.pool.put(pb)
+			continue
+		}
+		copy(pb.b[innerStart:], frame)
+		f, _, err := wire.NextFrame(pb.b[innerStart : innerStart+len(frame)])
+		if err != nil || f.Type != wire.FrameData || f.Flow != id.Flow || f.FlowSeq != id.Seq {
+			p.e.pool.put(pb)
+			p.e.counters.drop(dropMalformed)
+			continue
+		}
+		p.fecUsed++
+		p.rebuilt = append(p.rebuilt, giveUpRef{flow: f.Flow, seq: f.FlowSeq})
+		if !in.deliver(p, pb, innerStart+wire.DataFrameHeaderLen, f, now) {
+			p.e.pool.put(pb)
+		}
+	}
+}
+
+// rebuiltKey packs (flow, seq) with a presence bit, so the ring's zero entries
+// match nothing.
+func rebuiltKey(flow uint16, seq uint32) uint64 { return 1<<48 | uint64(flow)<<32 | uint64(seq) }
+
+// peerRebuilt records the peer's report that it rebuilt (flow, seq).
+func (p *peer) peerRebuilt(flow uint16, seq uint32) {
+	p.rebuiltBy[p.rebuiltPos%len(p.rebuiltBy)] = rebuiltKey(flow, seq)
+	p.rebuiltPos++
+}
+
+// wasRebuilt reports whether the peer said it rebuilt (flow, seq) recently.
+func (p *peer) wasRebuilt(flow uint16, seq uint32) bool {
+	k := rebuiltKey(flow, seq)
+	for _, r := range p.rebuiltBy {
+		if r == k {
+			return true
+		}
+	}
+	return false
+}
+
+// fecRxTick expires the decoder's stale blocks; what that still rebuilds is
+// appended to toTUN. Caller holds p.mu.
+func (p *peer) fecRxTick(now time.Time, toTUN []*packetBuf) []*packetBuf {
+	if p.fecDec == nil {
+		return toTUN
+	}
+	if n := p.fecDec.Tick(now); n > 0 {
+		in := inbound{e: p.e, toTUN: toTUN}
+		in.deliverRebuilt(p, n, now)
+		toTUN = in.toTUN
+	}
+	return toTUN
+}
