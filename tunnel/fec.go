@@ -29,6 +29,18 @@ import (
 // fecRateEvery is how often the repair rate is chosen anew from the estimate.
 const fecRateEvery = 100 * time.Millisecond
 
+// fecWait is how long a lost payload's resend waits for the receiver to report
+// it rebuilt, while repairs are being sent: its block closes at most
+// fec.DefaultMaxDelay after the payload left, the repairs and the report then
+// take about the round trip the loss detection took already, plus a timer tick
+// on each side. 0 without repairs.
+func (p *peer) fecWait() time.Duration {
+	if p.fecEnc == nil || p.fecEnc.Rate().Off() {
+		return 0
+	}
+	return fec.DefaultMaxDelay + 2*p.e.tn.Tick
+}
+
 // setFEC creates or drops the encoder for the session's mode. Caller holds p.mu
 // or owns p.
 func (p *peer) setFEC(m recovery.Mode) {

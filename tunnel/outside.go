@@ -66,6 +66,9 @@ type inbound struct {
 	toTUN   []*packetBuf
 	scratch [][]byte
 	repair  fec.Repair // scratch for a received repair frame
+	// rebuiltSeen is the peer's count of REBUILT reports when this goroutine
+	// last looked (only to skip needless scans).
+	rebuiltSeen int
 }
 
 func (in *inbound) lockPeer(p *peer) {
@@ -264,6 +267,11 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	}
 	// Resends first: they repair what the windows admitted already.
 	p.processLosses(in.w, now)
+	if f := len(p.deferred); f > 0 && p.rebuiltPos != in.rebuiltSeen {
+		// A REBUILT report may settle a deferred loss.
+		p.processDeferred(in.w, now)
+	}
+	in.rebuiltSeen = p.rebuiltPos
 	p.flushNotices(in.w, now)
 	if acked {
 		p.drainQueue(in.w, now, true)

@@ -47,6 +47,7 @@ type peer struct {
 	budget       recovery.Budget
 	recHold      time.Duration // the receiver's hold as this side estimates it
 	lostQ        []lostRef
+	deferred     []deferredLoss
 	giveups      []giveUpRef
 	recycle      []*packetBuf
 	giveupsSent  uint64
@@ -62,11 +63,11 @@ type peer struct {
 	rebuiltBy  [256]uint64
 	rebuiltPos int // ring of packets the peer reported rebuilt: not to be resent
 	fecUsed    uint64
-	reorder      *reorder.Buffer[*packetBuf]
-	reorderCfg   reorder.Config
-	weights      []float64
-	cur, prev    *noise.Keypair
-	next         *noise.Keypair // server: answered, waiting for the client's first packet
+	reorder    *reorder.Buffer[*packetBuf]
+	reorderCfg reorder.Config
+	weights    []float64
+	cur, prev  *noise.Keypair
+	next       *noise.Keypair // server: answered, waiting for the client's first packet
 
 	// client handshake state
 	hs        *noise.Initiation

@@ -40,6 +40,13 @@ type giveUpRef struct {
 	seq  uint32
 }
 
+// deferredLoss is a lost payload whose resend waits for the receiver's report
+// that it rebuilt it from repairs.
+type deferredLoss struct {
+	e  recovery.Entry[*packetBuf]
+	at time.Time
+}
+
 // retxMeta carries a resent payload's history into transmit.
 type retxMeta struct {
 	deadline time.Time
@@ -134,6 +141,11 @@ func (p *peer) dropRetained() {
 	}
 	p.lostQ = p.lostQ[:0]
 	p.giveups = p.giveups[:0]
+	for i := range p.deferred {
+		p.e.pool.put(p.deferred[i].e.Item)
+	}
+	clear(p.deferred)
+	p.deferred = p.deferred[:0]
 }
 
 // dropRetainedPath recycles what is retained for one path (it is being removed).
@@ -199,6 +211,7 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 		return
 	}
 	p.refreshInfos(now)
+	wait := p.fecWait()
 	// Resending may declare more losses (a wrapped ring): they are appended and
 	// handled in the same loop.
 	for i := 0; i < len(p.lostQ); i++ {
@@ -206,13 +219,46 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 		if e, ok := p.store.Take(l.path, l.seq); ok {
 			// A path that went Down lost its whole window at once: an outage,
 			// not the loss rate repairs are sized for.
-			if ps := p.pathByID(l.path); e.Resends == 0 && ps != nil && ps.sender.State() != path.Down {
+			ps := p.pathByID(l.path)
+			down := ps == nil || ps.sender.State() == path.Down
+			if e.Resends == 0 && !down {
 				p.fecObserve(true)
+			}
+			if wait > 0 && e.Resends == 0 && !down {
+				p.deferred = append(p.deferred, deferredLoss{e: e, at: now.Add(wait)})
+				continue
 			}
 			p.resendOrGiveUp(w, e, now)
 		}
 	}
 	p.lostQ = p.lostQ[:0]
+}
+
+// processDeferred resends or gives up the deferred losses whose wait is over
+// (and drops those the receiver rebuilt). Caller holds p.mu.
+func (p *peer) processDeferred(w *writer, now time.Time) {
+	if len(p.deferred) == 0 {
+		return
+	}
+	if p.cur == nil || p.store == nil {
+		for i := range p.deferred {
+			p.e.pool.put(p.deferred[i].e.Item)
+		}
+		clear(p.deferred)
+		p.deferred = p.deferred[:0]
+		return
+	}
+	p.refreshInfos(now)
+	keep := p.deferred[:0]
+	for _, d := range p.deferred {
+		if now.Before(d.at) && !p.wasRebuilt(d.e.Flow, d.e.FlowSeq) {
+			keep = append(keep, d)
+			continue
+		}
+		p.resendOrGiveUp(w, d.e, now)
+	}
+	clear(p.deferred[len(keep):])
+	p.deferred = keep
 }
 
 // resendOrGiveUp sends a lost payload again or gives it up.

@@ -98,6 +98,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 	// Losses found above are resent or given up; losses and liveness changes may
 	// have opened windows; and packets that waited too long go.
 	p.processLosses(w, now)
+	p.processDeferred(w, now)
 	p.fecTick(w, now)
 	p.flushNotices(w, now)
 	p.drainQueue(w, now, true)
