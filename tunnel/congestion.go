@@ -175,8 +175,30 @@ func (p *peer) ccTick(ps *pathState, now time.Time) {
 
 // roomOf is what the scheduler may still put on ps: its window room, or none
 // while its pacer holds the next full-sized datagram back.
+//
+// The rate model measures each path on its own, and every path of a full mesh
+// that crosses one access link measures up to that link's whole capacity; so
+// for "rate" the paths of one link also share one in-flight cap, the largest
+// of theirs (each path's cap is about one BDP of the link as that path sees
+// it). Window algorithms keep their per-path windows (the coupled ones couple
+// them themselves).
 func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	room := ps.cc.Room(inflight)
+	if room > 0 && p.cc.Name() == cc.Rate && ps.link != 0 {
+		linkCap, linkIn := 0, 0
+		for _, o := range p.paths {
+			if o == nil || o.cc == nil || o.link != ps.link || !o.validated || !o.sender.Usable() {
+				continue
+			}
+			linkCap = max(linkCap, o.cc.Window())
+			if o == ps {
+				linkIn += inflight
+			} else {
+				linkIn += o.sender.InFlight()
+			}
+		}
+		room = min(room, linkCap-linkIn)
+	}
 	if room > 0 && ps.cc.PaceDelay(now, p.e.mtu+wire.DataPacketOverhead) > 0 {
 		return 0
 	}

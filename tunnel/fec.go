@@ -70,6 +70,16 @@ func (p *peer) fecReset() {
 	p.rebuiltPos = 0
 }
 
+// congested reports whether the path has a standing queue (one-way delay more
+// than half its minimum RTT plus 5 ms above its minimum): a loss there is most
+// likely a drop at a full buffer. Repairs are for losses that happen whatever
+// is sent; adding them for congestion drops would add to the congestion, so
+// such losses do not feed the repair rate (resends still repair them).
+func congested(ps *pathState) bool {
+	st := ps.sender.Stats()
+	return st.QueueDelay > st.MinRTT/2+5*time.Millisecond
+}
+
 // fecObserve feeds one DATA datagram's fate to the repair-rate controller.
 func (p *peer) fecObserve(lost bool) {
 	if p.fecEnc != nil {
@@ -117,15 +127,34 @@ func (p *peer) sendRepairs(w *writer, n int, now time.Time) {
 		ps.repairs++
 		p.infos[idx].InFlight += len(b)
 		p.sealAndQueue(w, ps, pb, len(b), true, now)
+		if ps.cc != nil {
+			p.infos[idx].CwndRoom = p.roomOf(ps, ps.sender.InFlight(), now)
+		}
 	}
 }
 
-// nextRepairPath picks the usable path after the one the previous repair took.
+// repairSpread bounds the paths repairs rotate over: those whose one-way delay
+// is within this of the fastest path's. Spreading a block's repairs protects
+// against a burst on one path; a repair that arrives much later than the data
+// it protects is no better than a resend.
+const repairSpread = 10 * time.Millisecond
+
+// nextRepairPath picks, after the one the previous repair took, the next
+// usable path whose one-way delay is within repairSpread of the fastest.
 func (p *peer) nextRepairPath() int {
 	n := len(p.infos)
+	fastest := time.Duration(-1)
+	for i := range p.infos {
+		if ow := recovery.OneWay(&p.infos[i]); p.infos[i].Usable && (fastest < 0 || ow < fastest) {
+			fastest = ow
+		}
+	}
 	for k := 0; k < n; k++ {
 		i := (p.fecNext + k) % n
-		if p.infos[i].Usable {
+		// A repair is extra load: it goes only where the path's model has room
+		// (CwndRoom < 0: no controller). Without this a path losing packets to
+		// congestion would get more repairs, hence more congestion.
+		if p.infos[i].Usable && p.infos[i].CwndRoom != 0 && recovery.OneWay(&p.infos[i]) <= fastest+repairSpread {
 			p.fecNext = i + 1
 			return i
 		}

@@ -221,7 +221,7 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 			// not the loss rate repairs are sized for.
 			ps := p.pathByID(l.path)
 			down := ps == nil || ps.sender.State() == path.Down
-			if e.Resends == 0 && !down {
+			if e.Resends == 0 && !down && !congested(ps) {
 				p.fecObserve(true)
 			}
 			if wait > 0 && e.Resends == 0 && !down {

@@ -291,9 +291,10 @@ server_public_key = %q
 servers = ["198.18.1.2:7000", "198.18.2.2:7000"]
 paths = ["c1", "c2"]
 congestion = %q
+recovery = %q
 [control]
 socket = %q
-`, r.srvKey.Public(), e2eCongestion(), cliSock))
+`, r.srvKey.Public(), e2eCongestion(), e2eRecovery(), cliSock))
 	bSock := filepath.Join(r.dir, "b.sock")
 	bCfg := writeFile(t, r.dir, "b.toml", fmt.Sprintf(`
 role = "client"
@@ -321,14 +322,23 @@ socket = %q
 	return r
 }
 
-// e2eCongestion is braid's own per-path congestion control for client a: none (the
-// default, what the assertions were tuned for), or $E2E_CONGESTION to run the same
-// checks with a controller.
+// e2eCongestion is braid's own per-path congestion control for client a: braid's
+// default ("auto": the rate model, with loss recovery on), or $E2E_CONGESTION to
+// run the same checks with another controller.
 func e2eCongestion() string {
 	if c := os.Getenv("E2E_CONGESTION"); c != "" {
 		return c
 	}
-	return "none"
+	return "auto"
+}
+
+// e2eRecovery is client a's loss recovery: braid's default ("auto"), or
+// $E2E_RECOVERY.
+func e2eRecovery() string {
+	if r := os.Getenv("E2E_RECOVERY"); r != "" {
+		return r
+	}
+	return "auto"
 }
 
 // e2eCC is the inner TCP's congestion control: cubic as in the paper, or $E2E_CC.
@@ -544,9 +554,16 @@ func logPaths(t testing.TB, who string, st control.Status) {
 		r := p.ReorderStats
 		t.Logf("%s peer %s: reorder hold %.1fms in-order %d reordered %d timeouts %d late %d dups %d",
 			who, p.Name, r.HoldMs, r.InOrder, r.Reordered, r.Timeouts, r.Late, r.Duplicates)
+		if rs := p.RecoveryStats; rs != nil {
+			t.Logf("  recovery %s: hold %.1fms fec %q rebuilt %d give-ups %d; queue %+v", p.Recovery, rs.HoldMs, rs.FEC, rs.Rebuilt, rs.GiveUps, p.Queue)
+		}
 		for _, pa := range p.Paths {
-			t.Logf("  path %d %s: %s srtt %.1fms queue %.1fms rate %.2f Mbit/s share %.3f lost %d",
-				pa.ID, pa.Remote, pa.State, pa.SRTTMs, pa.QueueDelayMs, pa.DeliveryRateBps/1e6, pa.Share, pa.LostPackets)
+			t.Logf("  path %d %s: %s srtt %.1fms min %.1fms queue %.1fms rate %.2f Mbit/s share %.3f lost %d",
+				pa.ID, pa.Remote, pa.State, pa.SRTTMs, pa.MinRTTMs, pa.QueueDelayMs, pa.DeliveryRateBps/1e6, pa.Share, pa.LostPackets)
+			if c, r := pa.CC, pa.Recovery; c != nil && r != nil {
+				t.Logf("    cc: cap %d B, in flight %d B, pacing %.2f Mbit/s; resent %d, recovered %d, repairs %d, rebuilt %d, residual %d",
+					c.CwndBytes, pa.InFlight, c.PacingRateBps/1e6, r.Retransmitted, r.Recovered, r.RepairSent, r.RepairUsed, r.Residual)
+			}
 		}
 	}
 }

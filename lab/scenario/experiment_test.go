@@ -71,7 +71,7 @@ func TestLatencyAndRealtimeParse(t *testing.T) {
 
 func TestLatencyAndRealtimeErrors(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{"[[transports]]\nname = \"braid\"\nrecovery = \"fec\"\n", `t.toml: line 3: transports[0].recovery: unknown recovery mode "fec" (valid: auto, retransmit, off)`},
+		{"[[transports]]\nname = \"braid\"\nrecovery = \"FEC\"\n", `t.toml: line 3: transports[0].recovery: unknown recovery mode "FEC" (valid: auto, retransmit, fec, off)`},
 		{"[[transports]]\nname = \"direct\"\nrecovery = \"off\"\n", `t.toml: line 3: transports[0].recovery: transport "direct" takes no recovery option (its options: path)`},
 		{"[[transports]]\nname = \"tcp-tunnel\"\nrecovery = \"off\"\n", `t.toml: line 3: transports[0].recovery: transport "tcp-tunnel" takes no recovery option (its options: path)`},
 		{"[experiment]\nlatency = \"10ms\"\n", `t.toml: line 2: experiment.latency: expected a boolean, found a string`},

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The loss-recovery campaign (docs/results/recovery): one scenario at a time, on a
+# quiet machine, every baseline of a point in the same run, 16 MiB downloads, n = 5.
+# Usage: sudo scripts/results-recovery.sh [OUTDIR]   (default docs/results/recovery)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-docs/results/recovery}
+go build -o /tmp/braid-campaign ./cmd/braid
+run() { # name scenario [--only ...]
+	local name=$1 file=$2
+	shift 2
+	echo "== $name: braid lab run $file $*" >&2
+	/tmp/braid-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
+}
+run uniform-20-40 recovery-uniform.toml --only rtt=20ms,40ms
+run uniform-100 recovery-uniform.toml --only rtt=100ms --only "transport=mptcp-direct,braid"
+run ge recovery-ge.toml --only "transport=direct,mptcp-direct,braid"
+run noloss recovery-noloss.toml
+run latency recovery-latency.toml --only rtt=40ms --only "transport=mptcp-direct,braid,braid no recovery"
+run realtime recovery-realtime.toml
+run shared recovery-shared.toml
