@@ -135,6 +135,12 @@ type Observer interface {
 	Lost(seq uint32)
 }
 
+// MarkAppLimited says the sender had nothing more to send while the path could
+// have taken more: the delivery-rate interval in progress measures the
+// application, not the path (BBR's app-limited marking). Sending into an empty
+// pipe marks it by itself.
+func (s *Sender) MarkAppLimited() { s.rateAppLimited = true }
+
 // SetObserver installs o (nil removes it).
 func (s *Sender) SetObserver(o Observer) { s.obs = o }
 

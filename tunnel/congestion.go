@@ -202,7 +202,10 @@ func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	if room > 0 && ps.cc.PaceDelay(now, p.e.mtu+wire.DataPacketOverhead) > 0 {
 		return 0
 	}
-	return room
+	// A window already overfull (in flight above it after a cut, or resends on
+	// top) has no room; a negative value would tell the scheduler "no
+	// controller" (sched.PathInfo.CwndRoom) and open the path wide.
+	return max(room, 0)
 }
 
 // sendOutcome says what became of a packet offered to the paths.
@@ -228,6 +231,14 @@ func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
 	switch p.offer(w, pb, now) {
 	case sentOK:
 		p.ccq.sojourn -= p.ccq.sojourn / 16 // left at once: a zero wait
+		// Nothing waits and the path could take more: its delivery rate now
+		// measures the inner traffic, not the path (a rate model must not
+		// take it for the path's capacity).
+		for _, idx := range p.picks {
+			if p.infos[idx].CwndRoom > 0 {
+				p.infoP[idx].sender.MarkAppLimited()
+			}
+		}
 		return true
 	case sentFull:
 		p.enqueue(pb, now)

@@ -152,3 +152,26 @@ func TestEngineUnknownCongestion(t *testing.T) {
 		t.Fatalf("err = %v, want one naming \"bbr\" and listing %v", err, cc.Names())
 	}
 }
+
+// An overfull window (more in flight than it allows) is no room at all: a
+// negative CwndRoom would read as "no controller" to the schedulers and let the
+// path take everything.
+func TestOverfullWindowHasNoRoom(t *testing.T) {
+	bp := newBenchPairCC(t, 1, "reno")
+	p := bp.cli.server
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.paths[0]
+	for ps.sender.InFlight() <= ps.cc.Window()+10000 {
+		seq := ps.sender.NextSeq()
+		ps.sender.OnSent(seq, 1400, true, now)
+	}
+	if room := p.roomOf(ps, ps.sender.InFlight(), now); room != 0 {
+		t.Fatalf("room %d with %d in flight over a %d-byte window, want 0", room, ps.sender.InFlight(), ps.cc.Window())
+	}
+	p.refreshInfos(now)
+	if r := p.infos[0].CwndRoom; r != 0 {
+		t.Fatalf("scheduler sees CwndRoom %d, want 0", r)
+	}
+}
