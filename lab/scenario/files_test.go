@@ -41,6 +41,7 @@ var committed = map[string]struct {
 	"recovery-realtime.toml":   {points: 4, networks: 1, reps: 5, size: 16 << 20},
 	"recovery-noloss.toml":     {points: 5 * 3, networks: 5, reps: 5, size: 16 << 20},
 	"recovery-shared.toml":     {points: 3, networks: 1, reps: 5, size: 16 << 20},
+	"recovery-recheck.toml":    {points: 2 * 4, networks: 2, reps: 5, size: 16 << 20},
 }
 
 func loadCommitted(t *testing.T, name string) *Scenario {
