@@ -97,6 +97,12 @@ type Config struct {
 	// at the pacing rate, at least two segments (default 5 ms, the engine's timer
 	// tick, so that a path paced between ticks never loses capacity).
 	PacingBurst time.Duration
+	// AckAllowance is added to the min RTT when the "rate" model sizes its
+	// in-flight cap: the receiver's delayed acks and the sender's timer tick
+	// hold acknowledgements back by up to this much, and a cap of one bare BDP
+	// would then throttle a short path (default 0; the tunnel sets its ack
+	// delay plus two ticks).
+	AckAllowance time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.

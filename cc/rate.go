@@ -125,7 +125,12 @@ func (p *Path) rateBw() float64 {
 }
 
 // rateBDP is rateBw × min RTT in bytes (0 = unknown).
-func (p *Path) rateBDP() float64 { return p.rateBw() * p.rateMinRTT() }
+func (p *Path) rateBDP() float64 {
+	if r := p.rateMinRTT(); r > 0 {
+		return p.rateBw() * (r + p.c.cfg.AckAllowance.Seconds())
+	}
+	return 0
+}
 
 func (p *Path) ratePacingGain() float64 {
 	switch p.rs.mode {

@@ -74,6 +74,9 @@ func (e *Engine) ccConfig() cc.Config {
 	if c.MSS <= 0 {
 		c.MSS = max(e.mtu+wire.DataPacketOverhead, e.tn.OuterMTU-28)
 	}
+	if c.AckAllowance <= 0 {
+		c.AckAllowance = e.tn.Path.AckDelay + 2*e.tn.Tick
+	}
 	if c.MaxWindow <= 0 {
 		ring := e.tn.Path.RingSize
 		if ring <= 0 {
