@@ -267,7 +267,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	}
 	// Resends first: they repair what the windows admitted already.
 	p.processLosses(in.w, now)
-	if f := len(p.deferred); f > 0 && p.rebuiltPos != in.rebuiltSeen {
+	if len(p.deferred) > 0 && p.rebuiltPos != in.rebuiltSeen {
 		// A REBUILT report may settle a deferred loss.
 		p.processDeferred(in.w, now)
 	}

@@ -5,20 +5,28 @@ import (
 	"net/netip"
 )
 
-// udp4 builds an IPv4/UDP packet (checksums are not checked by the engine).
-func udp4(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
-	p := make([]byte, 28+len(payload))
+// ipv4 builds an IPv4 packet of protocol proto with an l4-byte transport
+// header whose ports are set, followed by payload (checksums are not checked by
+// the engine).
+func ipv4(proto byte, l4 int, src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
+	p := make([]byte, 20+l4+len(payload))
 	p[0] = 0x45
 	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
 	p[8] = 64
-	p[9] = 17
+	p[9] = proto
 	s, d := src.As4(), dst.As4()
 	copy(p[12:16], s[:])
 	copy(p[16:20], d[:])
 	binary.BigEndian.PutUint16(p[20:], sport)
 	binary.BigEndian.PutUint16(p[22:], dport)
+	copy(p[20+l4:], payload)
+	return p
+}
+
+// udp4 builds an IPv4/UDP packet.
+func udp4(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
+	p := ipv4(17, 8, src, dst, sport, dport, payload)
 	binary.BigEndian.PutUint16(p[24:], uint16(8+len(payload)))
-	copy(p[28:], payload)
 	return p
 }
 
@@ -39,21 +47,10 @@ func udp6(src, dst netip.Addr, sport, dport uint16, payload []byte) []byte {
 	return p
 }
 
-// tcp4 builds an IPv4/TCP segment whose sequence number is seq (checksums are
-// not filled in: nothing on the tunnel's path checks them).
+// tcp4 builds an IPv4/TCP segment whose sequence number is seq.
 func tcp4(src, dst netip.Addr, sport, dport uint16, seq uint32, payload []byte) []byte {
-	p := make([]byte, 40+len(payload))
-	p[0] = 0x45
-	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
-	p[8] = 64
-	p[9] = 6
-	s, d := src.As4(), dst.As4()
-	copy(p[12:16], s[:])
-	copy(p[16:20], d[:])
-	binary.BigEndian.PutUint16(p[20:], sport)
-	binary.BigEndian.PutUint16(p[22:], dport)
+	p := ipv4(6, 20, src, dst, sport, dport, payload)
 	binary.BigEndian.PutUint32(p[24:], seq)
 	p[32] = 5 << 4 // data offset
-	copy(p[40:], payload)
 	return p
 }

@@ -141,6 +141,11 @@ func (p *peer) dropRetained() {
 	}
 	p.lostQ = p.lostQ[:0]
 	p.giveups = p.giveups[:0]
+	p.dropDeferred()
+}
+
+// dropDeferred recycles the payloads of every deferred loss.
+func (p *peer) dropDeferred() {
 	for i := range p.deferred {
 		p.e.pool.put(p.deferred[i].e.Item)
 	}
@@ -241,11 +246,7 @@ func (p *peer) processDeferred(w *writer, now time.Time) {
 		return
 	}
 	if p.cur == nil || p.store == nil {
-		for i := range p.deferred {
-			p.e.pool.put(p.deferred[i].e.Item)
-		}
-		clear(p.deferred)
-		p.deferred = p.deferred[:0]
+		p.dropDeferred()
 		return
 	}
 	p.refreshInfos(now)

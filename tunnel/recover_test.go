@@ -8,8 +8,8 @@ import (
 	"github.com/braid-vpn/braid/conn/conntest"
 )
 
-// lossyRig is the engine rig with both client paths losing loss of their
-// datagrams in each direction, 5 and 15 ms one way.
+// lossyRig is the engine rig with both client paths losing the fraction loss
+// of their datagrams in each direction, 5 and 15 ms one way.
 func lossyRig(t *testing.T, params Params, loss float64) *rig {
 	r := newRig(t, rigOpts{params: params})
 	r.net.SetLink(cliAddr1, srvAddr1.Addr(), conntest.LinkOptions{Delay: 5 * time.Millisecond, Loss: loss})
