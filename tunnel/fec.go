@@ -38,8 +38,13 @@ func (p *peer) fecWait() time.Duration {
 	if p.fecEnc == nil || p.fecEnc.Rate().Off() {
 		return 0
 	}
-	return fec.DefaultMaxDelay + 2*p.e.tn.Tick
+	return p.fecWaitMax()
 }
+
+// fecWaitMax is fecWait while repairs are sent. Both ends add it to the hold
+// whenever the session runs FEC: the receiver cannot tell when the sender's
+// repair rate is on.
+func (p *peer) fecWaitMax() time.Duration { return fec.DefaultMaxDelay + 2*p.e.tn.Tick }
 
 // setFEC creates or drops the encoder for the session's mode. Caller holds p.mu
 // or owns p.

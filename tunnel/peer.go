@@ -358,5 +358,9 @@ func (p *peer) refreshInfos(now time.Time) {
 	}
 	if p.store != nil {
 		p.recHold = p.recCfg.Hold(p.infos)
+		if p.rec.Has(recovery.FEC) && p.recHold > 0 {
+			// A resend may first wait for the receiver's REBUILT report.
+			p.recHold = min(p.recHold+p.fecWaitMax(), p.recCfg.MaxHold)
+		}
 	}
 }
