@@ -234,10 +234,13 @@ func (p *Path) rateAck(a *Ack) {
 		p.rateRoundEnd(a.Now)
 	}
 
-	// Bandwidth sample. An app-limited one only counts when it exceeds an
-	// estimate made from real ones: an idle path's probes would otherwise
-	// "measure" a few hundred bytes per second and pace it to a crawl.
-	if v := a.DeliveryRate; v > 0 && (!a.AppLimited || (rs.bw > 0 && v > rs.bw)) {
+	// Bandwidth sample. An app-limited one (the sender had less to send than
+	// the path took) only counts when it exceeds the estimate — as in BBR, the
+	// first one too: without it a path whose traffic never fills the window
+	// would have no estimate, hence no cap, and a window grown by every ack
+	// without bound would fill the bottleneck's buffer while every interval
+	// still looked app-limited. (Intervals of probes alone never reach here.)
+	if v := a.DeliveryRate; v > 0 && (!a.AppLimited || v > rs.bw) {
 		slot := &rs.bwRound[rs.round%rateBwRounds]
 		*slot = max(*slot, v)
 		rs.bw = max(rs.bw, v)

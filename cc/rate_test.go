@@ -363,3 +363,26 @@ func TestPacingOnlyForRate(t *testing.T) {
 		}
 	}
 }
+
+// The first sample makes the estimate even when app-limited (as in BBR): a
+// path whose inner traffic never fills the window would otherwise have no
+// estimate, no cap, and a window grown by every ack. Later app-limited samples
+// may only raise it.
+func TestRateFirstSampleAppLimited(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	p.OnAck(Ack{Now: t0, Bytes: rmss, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-rtt40), DeliveryRate: 3e5, AppLimited: true})
+	if bw := p.Stats().BW; bw != 3e5 {
+		t.Fatalf("bw %v after a first app-limited sample of 3e5, want 3e5", bw)
+	}
+	w := p.Window()
+	now := t0.Add(time.Millisecond)
+	p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: now.Add(-rtt40), DeliveryRate: 2e5, AppLimited: true})
+	if bw := p.Stats().BW; bw != 3e5 {
+		t.Errorf("a lower app-limited sample moved bw to %v", bw)
+	}
+	// Startup's cap: 2 × bw × (min RTT + ack allowance) / MSS + 2 segments — a
+	// window no longer grows without bound.
+	if target := p.rateTarget(); target <= 0 || float64(w) > (target+1)*rmss {
+		t.Errorf("window %d bytes, target %v segments: want a finite target the window respects", w, target)
+	}
+}

@@ -105,6 +105,8 @@ type Sender struct {
 	rateStart      int64  // receiver time (ns, own epoch + OWD offset) of the interval start
 	rateBytes0     uint64 // receiver's cumulative RxBytes at rateStart
 	rateOWDRef     uint32 // first OWDRaw seen, keeps receiver times small
+	rateOWD0       int64  // one-way delay (ns, relative to rateOWDRef) at rateStart
+	rateQ0         int64  // queueing delay (ns, one-way delay above its minimum) at rateStart
 	rateAppLimited bool
 	rateData       bool // a data-sized packet went out in the current interval
 	rate           winFilter
@@ -135,11 +137,16 @@ type Observer interface {
 	Lost(seq uint32)
 }
 
-// MarkAppLimited says the sender had nothing more to send while the path could
-// have taken more: the delivery-rate interval in progress measures the
-// application, not the path (BBR's app-limited marking). Sending into an empty
-// pipe marks it by itself.
+// MarkAppLimited says something other than the path limited what it carried —
+// the sender had nothing more to send while the path could have taken more, or
+// its own window held it back: the delivery-rate interval in progress measures
+// that, not the path (BBR's app-limited marking), unless the path shows a queue
+// during it (see updateRate). Sending into an empty pipe marks it by itself.
 func (s *Sender) MarkAppLimited() { s.rateAppLimited = true }
+
+// AppLimited reports whether the delivery-rate interval in progress is marked
+// app-limited so far.
+func (s *Sender) AppLimited() bool { return s.rateAppLimited }
 
 // SetObserver installs o (nil removes it).
 func (s *Sender) SetObserver(o Observer) { s.obs = o }
@@ -291,7 +298,8 @@ type AckResult struct {
 	// when none was newly acknowledged).
 	NewestSent time.Time
 	// RateSample is the delivery-rate sample (bytes/s) this ack completed, 0
-	// when none; RateAppLimited says the interval it spans was app-limited.
+	// when none (or when its interval carried no data, only probes and acks);
+	// RateAppLimited says the interval it spans was app-limited.
 	RateSample     float64
 	RateAppLimited bool
 	// MinRTT is the path's windowed minimum RTT after this ack (0 = unknown).
@@ -483,6 +491,10 @@ func (s *Sender) detectLosses(t int64) {
 // an ack (both well under 100 bytes) for delivery-rate sampling.
 const dataSize = 256
 
+// queueSlack is the least one-way delay above the path's minimum that counts as
+// a standing queue for delivery-rate sampling (jitter and timer ticks stay below).
+const queueSlack = 2 * time.Millisecond
+
 func (s *Sender) updateRate(sentL int64, a Ack) {
 	// The receiver's clock times the interval: the arrival time of Largest there is
 	// its send time here plus its one-way delay (up to the session's constant clock
@@ -492,10 +504,17 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 	if !s.rateValid {
 		s.rateOWDRef = a.OWDRaw
 	}
-	rx := sentL + int64(int32(a.OWDRaw-s.rateOWDRef))*int64(time.Microsecond)
+	owd := int64(int32(a.OWDRaw-s.rateOWDRef)) * int64(time.Microsecond)
+	rx := sentL + owd
+	// Queueing delay of Largest: its one-way delay above the path's minimum
+	// (OnAck has just fed this ack's OWD to the tracker).
+	qd := int64(0)
+	if s.owd.have {
+		qd = (s.owd.u - int64(s.owd.min.get())) * int64(time.Microsecond)
+	}
 	if !s.rateValid {
 		s.rateValid = true
-		s.rateStart = rx
+		s.rateStart, s.rateOWD0, s.rateQ0 = rx, owd, qd
 		s.rateBytes0 = a.RxBytes
 		s.rateAppLimited = false
 		return
@@ -511,12 +530,26 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 	// estimate but never lower it, and never make the first one — an idle path's
 	// probes would "measure" a few hundred bytes per second, and a scheduler
 	// believing that would never send there again.
-	appLimited := s.rateAppLimited || !s.rateData
-	s.lastRate, s.lastRateAppLimited, s.newRate = v, appLimited, true
+	// The sender had room all along, but the path may still have been the
+	// limit: if a queue stood at its bottleneck at both ends of the interval
+	// (one-way delay above the minimum by more than queueSlack), or one built
+	// up during it (the delay grew by more than an eighth of the interval),
+	// the path took the bytes slower than they came, and the sample measures
+	// the path, not the application. Without this a sender whose own window
+	// never fills — inner traffic arriving faster than the path drains it —
+	// would call every interval app-limited while the bottleneck's buffer
+	// filled.
+	slack := max(s.minRTT.get()/8, float64(queueSlack))
+	queued := float64(min(s.rateQ0, qd)) > slack || (owd-s.rateOWD0)*8 > el
+	limited := s.rateAppLimited && !queued
+	appLimited := limited || !s.rateData
+	// A rate model only hears intervals that carried data: probes and acks alone
+	// say nothing about what the path carries.
+	s.lastRate, s.lastRateAppLimited, s.newRate = v, limited, s.rateData
 	if !appLimited || (s.rate.set && v > s.rate.get()) {
 		s.rate.update(rx, v, int64(s.cfg.RateWindow))
 	}
-	s.rateStart = rx
+	s.rateStart, s.rateOWD0, s.rateQ0 = rx, owd, qd
 	s.rateBytes0 = a.RxBytes
 	s.rateAppLimited = false
 	s.rateData = false
@@ -744,6 +777,14 @@ func (s *Sender) InFlight() int { return s.inflight }
 
 // SRTT returns the smoothed RTT (Config.InitialRTT before the first sample), the
 // same as Stats().SRTT without the snapshot.
+// MinRTT returns the windowed minimum RTT (0 before the first sample).
+func (s *Sender) MinRTT() time.Duration {
+	if !s.haveRTT {
+		return 0
+	}
+	return time.Duration(s.minRTT.get())
+}
+
 func (s *Sender) SRTT() time.Duration { return time.Duration(s.srtt) }
 
 // RTO returns the RFC 6298 retransmission timeout.

@@ -542,3 +542,106 @@ func TestCongestionSignals(t *testing.T) {
 		t.Errorf("InFlight %d, want 100", s.InFlight())
 	}
 }
+
+// rateRun sends size-byte packets every `every` ms from `from` to `to` ms, each
+// acked `rtt` ms after it left with raw one-way delay owd µs; before each send
+// markAL (if set) says the sender had room (tunnel: MarkAppLimited). Acks and
+// sends are processed in time order. It returns the rate samples handed to a
+// controller as (rate, app-limited) pairs.
+type rateEv struct {
+	at   float64
+	seq  uint32
+	send bool
+}
+
+func rateRun(s *Sender, rx *uint64, from, to, every float64, size int, rtt float64, owd uint32, markAL bool) (samples [][2]float64) {
+	var evs []rateEv
+	for t := from; t < to; t += every {
+		evs = append(evs, rateEv{at: t, send: true})
+	}
+	sent := map[float64]uint32{}
+	for len(evs) > 0 {
+		// earliest event; an ack at the same time as a send goes first
+		bi := 0
+		for i, e := range evs {
+			if e.at < evs[bi].at || (e.at == evs[bi].at && !e.send && evs[bi].send) {
+				bi = i
+			}
+		}
+		e := evs[bi]
+		evs = append(evs[:bi], evs[bi+1:]...)
+		if e.send {
+			if markAL {
+				s.MarkAppLimited()
+			}
+			seq := s.NextSeq()
+			s.OnSent(seq, size, true, ms(e.at))
+			sent[e.at] = seq
+			evs = append(evs, rateEv{at: e.at + rtt, seq: seq})
+			continue
+		}
+		*rx += uint64(size)
+		r := s.OnAck(Ack{Largest: e.seq, Bitmap: allBelow, RxBytes: *rx, OWDRaw: owd}, ms(e.at))
+		if r.RateSample > 0 {
+			al := 0.0
+			if r.RateAppLimited {
+				al = 1
+			}
+			samples = append(samples, [2]float64{r.RateSample, al})
+		}
+	}
+	return samples
+}
+
+// A sender with room on every send (marked app-limited) whose path still keeps a
+// queue — one-way delay 20 ms above its minimum at both ends of each interval —
+// is limited by the path, not by itself: its samples are real and lower the
+// estimate once the window forgets the old one. Without the queue the same
+// marked samples may not lower it (TestDeliveryRateAppLimited).
+func TestDeliveryRateStandingQueueIsNotAppLimited(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	// 1 s at 1e6 B/s, no queue (one-way delay 25 ms): estimate 1e6.
+	rateRun(s, &rx, 0, 1000, 1, 1000, 50, 25000, false)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate = %v, want 1e6", r)
+	}
+	// The path now delivers 5e5 B/s through a 20 ms standing queue, for 6 s
+	// (longer than the 5 s rate window). The sender thinks it had room.
+	samples := rateRun(s, &rx, 1100, 7100, 2, 1000, 70, 45000, true)
+	if r := s.Stats().DeliveryRate; r != 5e5 {
+		t.Errorf("rate after 6 s behind a standing queue = %v, want 5e5", r)
+	}
+	if len(samples) < 50 {
+		t.Fatalf("only %d samples", len(samples))
+	}
+	for _, sm := range samples[5:] {
+		if sm[1] != 0 {
+			t.Fatalf("sample %v reported app-limited behind a standing queue", sm)
+		}
+	}
+	// The same marking with the queue gone (25 ms again, 4e5 B/s): app-limited,
+	// the estimate stays.
+	samples = rateRun(s, &rx, 7300, 9300, 2.5, 1000, 50, 25000, true)
+	if r := s.Stats().DeliveryRate; r != 5e5 {
+		t.Errorf("rate = %v after app-limited samples without a queue, want 5e5", r)
+	}
+	for _, sm := range samples[2:] {
+		if sm[1] != 1 {
+			t.Fatalf("sample %v without a queue not reported app-limited", sm)
+		}
+	}
+}
+
+// Intervals that carried only small datagrams (probes, acks) are no rate
+// samples for a controller.
+func TestRateSampleNeedsData(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	if got := rateRun(s, &rx, 0, 2000, 10, 60, 50, 25000, false); len(got) != 0 {
+		t.Errorf("probe-sized traffic gave %d rate samples, first %v", len(got), got[0])
+	}
+	if got := rateRun(s, &rx, 2000, 4000, 10, 1000, 50, 25000, false); len(got) == 0 {
+		t.Error("data-sized traffic gave no rate sample")
+	}
+}

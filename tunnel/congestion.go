@@ -179,28 +179,28 @@ func (p *peer) ccTick(ps *pathState, now time.Time) {
 // roomOf is what the scheduler may still put on ps: its window room, or none
 // while its pacer holds the next full-sized datagram back.
 //
-// The rate model measures each path on its own, and every path of a full mesh
-// that crosses one access link measures up to that link's whole capacity; so
-// for "rate" the paths of one link also share one in-flight cap, the largest
-// of theirs (each path's cap is about one BDP of the link as that path sees
-// it). Window algorithms keep their per-path windows (the coupled ones couple
-// them themselves).
+// The rate model measures each path on its own, which is only right when a
+// path's estimate is its link's: paths of a full mesh that cross one access link
+// each measure their share of it, their max-filtered shares add up to more than
+// the link carries, and a cap shared between them (tried first) either let that
+// queue stand or, once the cap bound, let every share shrink the others' round
+// after round until the link ran at a tenth of its rate. So with "rate" one path
+// per access link carries data — its lead, the usable one with the lowest min
+// RTT — and the others of that link stand by, validated and probed, ready when
+// it fails (standby). Window algorithms keep their per-path windows (the coupled ones
+// couple them themselves).
 func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	room := ps.cc.Room(inflight)
-	if room > 0 && p.cc.Name() == cc.Rate && ps.link != 0 {
-		linkCap, linkIn := 0, 0
-		for _, o := range p.paths {
-			if o == nil || o.cc == nil || o.link != ps.link || !o.validated || !o.sender.Usable() {
-				continue
-			}
-			linkCap = max(linkCap, o.cc.Window())
-			if o == ps {
-				linkIn += inflight
-			} else {
-				linkIn += o.sender.InFlight()
-			}
-		}
-		room = min(room, linkCap-linkIn)
+	if room > 0 && p.cc.Name() == cc.Rate && p.standby(ps) {
+		room = 0
+	}
+	if room <= 0 && p.cc.Name() == cc.Rate {
+		// The model's own cap holds the path back. Unless the path shows a
+		// queue (path.Sender judges that), what it delivers now measures the
+		// cap, not the path: a sample taken so must not lower the estimate,
+		// or a cap a little short of the ack clock would shrink the estimate,
+		// hence the cap, round after round.
+		ps.sender.MarkAppLimited()
 	}
 	if room > 0 && ps.cc.PaceDelay(now, p.e.mtu+wire.DataPacketOverhead) > 0 {
 		return 0
@@ -209,6 +209,51 @@ func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	// top) has no room; a negative value would tell the scheduler "no
 	// controller" (sched.PathInfo.CwndRoom) and open the path wide.
 	return max(room, 0)
+}
+
+// standby reports whether ps is not its access link's lead (see roomOf). The
+// lead is the usable path of the link with the lowest min RTT; another path
+// takes over when the lead is unusable or when its min RTT is lower by more
+// than 1/8 (at least leadMinMargin), so that paths of one link with the same delay do not take turns.
+func (p *peer) standby(ps *pathState) bool {
+	if ps.link == 0 {
+		return false
+	}
+	lead := p.leads[ps.link]
+	if lead == nil || !p.canLead(lead, ps.link) {
+		lead = nil
+	}
+	for _, o := range p.paths {
+		if o == nil || o == lead || !p.canLead(o, ps.link) {
+			continue
+		}
+		if lead == nil || fasterLead(o, lead) {
+			lead = o
+		}
+	}
+	p.leads[ps.link] = lead
+	return lead != nil && lead != ps
+}
+
+// canLead reports whether o is a usable path of link.
+func (p *peer) canLead(o *pathState, link int) bool {
+	return o.link == link && p.paths[o.id] == o && o.cc != nil && o.validated && o.sender.Usable()
+}
+
+// leadMinMargin is the least by which a path's min RTT must be lower than the
+// lead's to take the lead of its access link.
+const leadMinMargin = 2 * time.Millisecond
+
+// fasterLead reports whether o should take the lead from cur.
+func fasterLead(o, cur *pathState) bool {
+	ro, rc := o.sender.MinRTT(), cur.sender.MinRTT()
+	switch {
+	case ro == 0:
+		return false
+	case rc == 0:
+		return true
+	}
+	return ro < rc-max(rc/8, leadMinMargin)
 }
 
 // sendOutcome says what became of a packet offered to the paths.
@@ -234,12 +279,15 @@ func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
 	switch p.offer(w, pb, now) {
 	case sentOK:
 		p.ccq.sojourn -= p.ccq.sojourn / 16 // left at once: a zero wait
-		// Nothing waits and the path could take more: its delivery rate now
-		// measures the inner traffic, not the path (a rate model must not
-		// take it for the path's capacity).
-		for _, idx := range p.picks {
-			if p.infos[idx].CwndRoom > 0 {
-				p.infoP[idx].sender.MarkAppLimited()
+		// Nothing waits, so every path that could still take more — the one
+		// just used or one the scheduler passed over — now carries what the
+		// inner traffic offers, not what the path could: its delivery rate
+		// must not be taken for the path's capacity. (Marking only the
+		// picked path let a path the scheduler used sparingly "measure" its
+		// small share as its capacity and shrink its model round after round.)
+		for i := range p.infos {
+			if p.infos[i].Usable && p.infos[i].CwndRoom > 0 {
+				p.infoP[i].sender.MarkAppLimited()
 			}
 		}
 		return true

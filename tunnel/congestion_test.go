@@ -10,6 +10,7 @@ import (
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/path"
 )
 
 // setDelays gives client A's two paths the one-way delays d1 (198.18.1.x) and d2
@@ -173,5 +174,59 @@ func TestOverfullWindowHasNoRoom(t *testing.T) {
 	p.refreshInfos(now)
 	if r := p.infos[0].CwndRoom; r != 0 {
 		t.Fatalf("scheduler sees CwndRoom %d, want 0", r)
+	}
+}
+
+// With "rate", of the paths that cross one access link only one, the lead,
+// carries data; the others stand by (room 0) until it is unusable. Every
+// path the scheduler could have used but did not is marked app-limited after a
+// direct send, so its delivery rate measures no spare capacity as its own.
+func TestRateOnePathPerLink(t *testing.T) {
+	bp := newBenchPairCC(t, 3, "rate")
+	p := bp.cli.server
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, b, c := p.paths[0], p.paths[1], p.paths[2]
+	if a.id >= b.id {
+		t.Fatalf("path ids %d, %d: want the first configured first", a.id, b.id)
+	}
+	b.link = a.link // b shares a's access link; c has its own
+	if c.link == a.link {
+		t.Fatal("test setup: c on a's link")
+	}
+	if r := p.roomOf(a, 0, now); r <= 0 {
+		t.Fatalf("first path of the link: room %d, want > 0", r)
+	}
+	if r := p.roomOf(b, 0, now); r != 0 {
+		t.Fatalf("second path of the link: room %d, want 0 (standby)", r)
+	}
+	if r := p.roomOf(c, 0, now); r <= 0 {
+		t.Fatalf("path on its own link: room %d, want > 0", r)
+	}
+	a.validated = false
+	if r := p.roomOf(b, 0, now); r <= 0 {
+		t.Fatalf("with the first path unusable the standby has room %d, want > 0", r)
+	}
+	a.validated = true
+	if r := p.roomOf(a, 0, now); r != 0 {
+		t.Fatalf("a back: room %d, want 0 (b keeps the lead at an equal min RTT)", r)
+	}
+
+	// A direct send with nothing queued marks every path with room, picked or not.
+	// Fresh Senders: the handshake's probes into empty pipes marked them already.
+	for _, ps := range []*pathState{a, b, c} {
+		ps.sender = path.NewSender(bp.cli.tn.Path, now.Add(-time.Second))
+		ps.sender.OnSent(1, 100, true, now.Add(-50*time.Millisecond))
+		ps.sender.OnAck(path.Ack{Largest: 1}, now) // first rate interval opens unmarked
+		if !ps.sender.Usable() || ps.sender.AppLimited() {
+			t.Fatalf("test setup: usable %v, app-limited %v; want a usable path, unmarked", ps.sender.Usable(), ps.sender.AppLimited())
+		}
+	}
+	p.mu.Unlock()
+	bp.send(now)
+	p.mu.Lock()
+	if !b.sender.AppLimited() || !c.sender.AppLimited() {
+		t.Errorf("after a direct send: app-limited b=%v c=%v, want both (room left)", b.sender.AppLimited(), c.sender.AppLimited())
 	}
 }

@@ -665,13 +665,15 @@ func TestEngineIPv6Outer(t *testing.T) {
 }
 
 // Subflows: two sockets (distinct source ports) on one local path make two paths the
-// server tells apart, and both carry traffic.
+// server tells apart, and both carry traffic. (With the "rate" model the second
+// would stand by: the subflows of one local path cross one access link, see
+// TestRateOnePathPerLink; a window algorithm spreads over them.)
 func TestEngineSubflows(t *testing.T) {
 	p := startPair(t, []netip.AddrPort{srvAddr1}, "100.64.0.2/32", func(c *Config) {
 		c.Servers = []netip.AddrPort{srvAddr1}
 		c.LocalPaths = []LocalPath{{Addr: cliAddr1}}
 		c.Subflows = 2
-		c.Params = Params{Scheduler: "roundrobin"}
+		c.Params = Params{Scheduler: "roundrobin", Congestion: "lia"}
 	})
 	srv, srvTun, cliTun := p.srv, p.srvTun, p.cliTun
 	waitUsable(t, srv, "a", 2)

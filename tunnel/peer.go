@@ -84,6 +84,7 @@ type peer struct {
 	paths  []*pathState // by path id; nil = free
 	byKey  map[pathKey]*pathState
 	links  map[string]int    // access link → sched.PathInfo.Link (1-based)
+	leads  map[int]*pathState // access link → its path that carries data under "rate" (see standby)
 	rx     [maxPaths]*rxPath // by the peer's path id
 	rxList []*rxPath         // the same, only those in use: what per-packet loops walk
 	flowSq []uint32
@@ -156,6 +157,7 @@ func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix,
 		isSrv:   isSrv,
 		byKey:   make(map[pathKey]*pathState),
 		links:   make(map[string]int),
+		leads:   make(map[int]*pathState),
 		flowSq:  make([]uint32, e.tn.ReorderFlows),
 		infos:   make([]sched.PathInfo, 0, maxPaths),
 		infoP:   make([]*pathState, 0, maxPaths),
