@@ -83,10 +83,10 @@ type peer struct {
 
 	paths  []*pathState // by path id; nil = free
 	byKey  map[pathKey]*pathState
-	links  map[string]int    // access link → sched.PathInfo.Link (1-based)
+	links  map[string]int     // access link → sched.PathInfo.Link (1-based)
 	leads  map[int]*pathState // access link → its path that carries data under "rate" (see standby)
-	rx     [maxPaths]*rxPath // by the peer's path id
-	rxList []*rxPath         // the same, only those in use: what per-packet loops walk
+	rx     [maxPaths]*rxPath  // by the peer's path id
+	rxList []*rxPath          // the same, only those in use: what per-packet loops walk
 	flowSq []uint32
 
 	// scratch for the scheduler, reused per batch
