@@ -85,8 +85,9 @@ type Config struct {
 
 	// CapGain is the "rate" model's in-flight cap in ProbeBW, in bandwidth-delay
 	// products: cap = CapGain·BDP + 2 segments, at least 4 segments (default
-	// 1.25; values below 1 are raised to 1). BBR's 2 keeps up to a whole min RTT
-	// of standing queue.
+	// 1.25; values below 1 are raised to 1), raised to the pacing gain while
+	// ProbeBW probes (1.25). BBR's 2 keeps up to a whole min RTT of standing
+	// queue. The tunnel uses 1 (see tunnel.Tunables.CC).
 	CapGain float64
 	// LossThreshold is the fraction of a loss window's packets (at least 100
 	// packets, closed at a round's end) whose loss makes the "rate" model lower
@@ -101,7 +102,7 @@ type Config struct {
 	// in-flight cap: the receiver's delayed acks and the sender's timer tick
 	// hold acknowledgements back by up to this much, and a cap of one bare BDP
 	// would then throttle a short path (default 0; the tunnel sets its ack
-	// delay plus two ticks).
+	// delay).
 	AckAllowance time.Duration
 }
 

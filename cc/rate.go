@@ -150,8 +150,14 @@ func (p *Path) rateTarget() float64 {
 		return 0
 	}
 	g := p.c.cfg.CapGain
-	if p.rs.mode != rateProbeBW {
+	switch {
+	case p.rs.mode != rateProbeBW:
 		g = rateStartupCapGain
+	case rateGains[p.rs.phase] > 1:
+		// The probing phase sends above the estimate: a cap of CapGain (1)
+		// would hold it at the ack clock and the probe would never see more
+		// (on a 100 ms path, 5 % per cycle at most).
+		g = max(g, rateGains[p.rs.phase])
 	}
 	return max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
 }

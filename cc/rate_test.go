@@ -386,3 +386,24 @@ func TestRateFirstSampleAppLimited(t *testing.T) {
 		t.Errorf("window %d bytes, target %v segments: want a finite target the window respects", w, target)
 	}
 }
+
+// A cap of one BDP (CapGain 1, the tunnel's: 50 + 2 segments at 10 Mbit/s,
+// 40 ms) is raised to the probing gain while ProbeBW probes (62.5 + 2), so the
+// probe is paced, not held at the ack clock.
+func TestRateCapProbe(t *testing.T) {
+	_, p := newRatePath(t, Config{CapGain: 1})
+	inProbeBW(p, 1.25e6)
+	ack := func() {
+		p.cwnd = 100
+		p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	}
+	ack()
+	if w := p.Window(); w != 52000 {
+		t.Errorf("cruise: cap %d bytes, want 52000", w)
+	}
+	p.rs.phase, p.rs.phaseStart = 0, t0.Add(time.Millisecond) // the 1.25 phase
+	ack()
+	if w := p.Window(); w != 64500 {
+		t.Errorf("probing: cap %d bytes, want 64500", w)
+	}
+}

@@ -519,7 +519,7 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 		s.rateAppLimited = false
 		return
 	}
-	iv := max(s.srtt, int64(s.cfg.MinRateInterval))
+	iv := max(s.srtt/2, int64(s.cfg.MinRateInterval))
 	el := rx - s.rateStart
 	if el < iv {
 		return

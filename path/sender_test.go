@@ -253,9 +253,9 @@ func TestRingOverwriteIsLoss(t *testing.T) {
 }
 
 // 1000-byte packets every 1 ms, each acked 50 ms later. RTT is always 50 ms,
-// so srtt = 50 ms. The first ack (t=50) opens the interval; it closes at the
-// first ack ≥ 50 ms later (t=100), with the 50 acks of t=51..100:
-// 50 000 B / 0.05 s = 1 000 000 B/s.
+// so srtt = 50 ms and an interval lasts at least srtt/2 = 25 ms. The first ack
+// (t=50) opens the interval; it closes at the first ack ≥ 25 ms later (t=75),
+// with the 25 acks of t=51..75: 25 000 B / 0.025 s = 1 000 000 B/s.
 //
 // The receiver times the intervals: each ack carries its cumulative RxBytes and the
 // raw one-way delay (a constant 25 ms here), so the receiver's clock advances exactly
@@ -276,12 +276,12 @@ func TestDeliveryRate(t *testing.T) {
 			}
 		}
 	}
-	feed(0, 100, 1000)
+	feed(0, 75, 1000)
 	if r := s.Stats().DeliveryRate; r != 0 {
 		t.Fatalf("rate before first full interval = %v, want 0", r)
 	}
-	// One more step: ack at t=100 closes the first interval.
-	feed(100, 101, 1000)
+	// One more step: ack at t=75 closes the first interval.
+	feed(75, 101, 1000)
 	if r := s.Stats().DeliveryRate; r != 1e6 {
 		t.Fatalf("rate = %v, want 1e6", r)
 	}

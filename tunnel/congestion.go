@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"slices"
 	"time"
 
 	"github.com/braid-vpn/braid/aqm"
@@ -28,45 +29,6 @@ import (
 // they leave, so a packet dropped from the queue leaves no gap for the receiver's
 // reorder buffer to wait on. Probes, challenges and acks are never gated.
 
-// ccEntry is a packet waiting for window room.
-type ccEntry struct {
-	pb *packetBuf
-	at time.Time
-}
-
-// ccQueue is a FIFO ring of waiting packets, managed by CoDel.
-type ccQueue struct {
-	buf        []ccEntry
-	head, size int
-	bytes      int
-	codel      *aqm.CoDel
-	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
-	// the queue); marks and drops count CoDel's verdicts.
-	sojourn      time.Duration
-	marks, drops uint64
-}
-
-func (q *ccQueue) len() int { return q.size }
-
-func (q *ccQueue) push(e ccEntry) bool {
-	if q.size == len(q.buf) {
-		return false
-	}
-	q.buf[(q.head+q.size)%len(q.buf)] = e
-	q.size++
-	q.bytes += e.pb.end - e.pb.start
-	return true
-}
-
-func (q *ccQueue) front() *ccEntry { return &q.buf[q.head] }
-
-func (q *ccQueue) pop() {
-	q.bytes -= q.buf[q.head].pb.end - q.buf[q.head].pb.start
-	q.buf[q.head] = ccEntry{}
-	q.head = (q.head + 1) % len(q.buf)
-	q.size--
-}
-
 // ccConfig is the controller configuration for this engine: segments are the
 // largest datagram the engine builds, so one segment always admits one packet.
 func (e *Engine) ccConfig() cc.Config {
@@ -75,7 +37,10 @@ func (e *Engine) ccConfig() cc.Config {
 		c.MSS = max(e.mtu+wire.DataPacketOverhead, e.tn.OuterMTU-28)
 	}
 	if c.AckAllowance <= 0 {
-		c.AckAllowance = e.tn.Path.AckDelay + 2*e.tn.Tick
+		c.AckAllowance = e.tn.Path.AckDelay
+	}
+	if c.CapGain <= 0 {
+		c.CapGain = TunnelCapGain
 	}
 	if c.MaxWindow <= 0 {
 		ring := e.tn.Path.RingSize
@@ -111,9 +76,8 @@ func (p *peer) setCongestion(name string, now time.Time) error {
 		return err
 	}
 	p.cc = ctl
-	if p.ccq.buf == nil {
-		p.ccq.buf = make([]ccEntry, max(p.e.tn.CCQueuePackets, 1))
-		p.ccq.codel = aqm.New(p.e.tn.CoDel)
+	if p.ccq.codel == nil {
+		p.ccq.init(p.e.tn.CCQueuePackets, len(p.flowSq), p.e.tn.CoDel)
 	}
 	for _, ps := range p.paths {
 		if ps != nil {
@@ -269,50 +233,48 @@ const (
 // congestion control is on. It returns true if pb was consumed. Caller holds p.mu
 // and has refreshed p.infos.
 func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
+	flow := reorder.FlowID(pb.b[pb.start:pb.end], len(p.flowSq))
 	if p.ccq.len() > 0 {
 		p.drainQueue(w, now, false)
 		if p.ccq.len() > 0 {
-			p.enqueue(pb, now)
+			p.enqueue(pb, flow, now)
 			return true
 		}
 	}
-	switch p.offer(w, pb, now) {
+	switch p.offer(w, pb, flow, now) {
 	case sentOK:
 		p.ccq.sojourn -= p.ccq.sojourn / 16 // left at once: a zero wait
-		// Nothing waits, so every path that could still take more — the one
-		// just used or one the scheduler passed over — now carries what the
-		// inner traffic offers, not what the path could: its delivery rate
-		// must not be taken for the path's capacity. (Marking only the
-		// picked path let a path the scheduler used sparingly "measure" its
-		// small share as its capacity and shrink its model round after round.)
-		for i := range p.infos {
-			if p.infos[i].Usable && p.infos[i].CwndRoom > 0 {
+		// Nothing waits and the path used could take more: it now carries
+		// what the inner traffic offers, not what it could, and its delivery
+		// rate must not be taken for its capacity (the paths passed over are
+		// marked in offer).
+		for _, i := range p.picks {
+			if p.infos[i].CwndRoom > 0 {
 				p.infoP[i].sender.MarkAppLimited()
 			}
 		}
 		return true
 	case sentFull:
-		p.enqueue(pb, now)
+		p.enqueue(pb, flow, now)
 		return true
 	}
 	p.e.counters.drop(dropNoPath)
 	return false
 }
 
-func (p *peer) enqueue(pb *packetBuf, now time.Time) {
-	if !p.ccq.push(ccEntry{pb: pb, at: now}) {
+func (p *peer) enqueue(pb *packetBuf, flow uint16, now time.Time) {
+	if !p.ccq.push(ccEntry{pb: pb, at: now, flow: flow}) {
 		p.e.counters.drop(dropCCQueueFull)
 		p.e.pool.put(pb)
 	}
 }
 
-// offer schedules one packet (not yet numbered in its flow) and sends it if a
+// offer schedules one packet of flow (not yet numbered in it) and sends it if a
 // path has room.
-func (p *peer) offer(w *writer, pb *packetBuf, now time.Time) sendOutcome {
-	pkt := pb.b[pb.start:pb.end]
-	flow := reorder.FlowID(pkt, len(p.flowSq))
-	size := len(pkt) + wire.DataPacketOverhead
+func (p *peer) offer(w *writer, pb *packetBuf, flow uint16, now time.Time) sendOutcome {
+	size := pb.end - pb.start + wire.DataPacketOverhead
 	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
+	p.markPassedOver()
 	if len(p.picks) == 0 {
 		for i := range p.infos {
 			if p.infos[i].Usable {
@@ -333,6 +295,22 @@ func (p *peer) offer(w *writer, pb *packetBuf, now time.Time) sendOutcome {
 	return sentOK
 }
 
+// markPassedOver marks app-limited every usable path with room that the
+// scheduler did not pick: the traffic it carries now is the scheduler's
+// choice (earliest-arrival keeps a packet for a faster path that frees up
+// soon rather than send it on a slow one), not the path's capacity. Unmarked,
+// a slow path's estimate fell to the share it was given, its pacing with it,
+// and it was given less still (two paths of 20 and 100 ms: 10 instead of 17
+// Mbit/s).
+func (p *peer) markPassedOver() {
+	for i := range p.infos {
+		if !p.infos[i].Usable || p.infos[i].CwndRoom <= 0 || slices.Contains(p.picks, i) {
+			continue
+		}
+		p.infoP[i].sender.MarkAppLimited()
+	}
+}
+
 // drainQueue sends waiting packets in order while windows admit them and drops
 // those that waited too long. refresh rebuilds the scheduler's view first (callers
 // outside the TUN batch, whose view is stale). Caller holds p.mu.
@@ -347,40 +325,39 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 	maxAge := p.e.tn.CCQueueDelay
 	refreshed := !refresh
 	q := &p.ccq
-	for q.len() > 0 {
-		e := q.front()
+	for r := q.next(); r != nil; r = q.next() {
+		e := r.front()
 		wait := now.Sub(e.at)
 		if wait > maxAge {
 			p.e.counters.drop(dropCCQueueExpired)
 			p.e.pool.put(e.pb)
-			q.pop()
+			q.pop(r)
 			continue
 		}
 		if !refreshed {
 			p.refreshInfos(now)
 			refreshed = true
 		}
-		// CoDel judges the packet as it is about to leave (only once some path
-		// can take it: a packet that stays did not leave).
+		// CoDel judges a bulk packet as it is about to leave (only once some
+		// path can take it: a packet that stays did not leave).
 		if !p.canOffer() {
 			return
 		}
-		backlog := q.bytes - (e.pb.end - e.pb.start)
-		if q.codel.OnDequeue(wait, backlog, now) {
+		if r == &q.bulk && q.codel.OnDequeue(wait, r.bytes-(e.pb.end-e.pb.start), now) {
 			if !aqm.MarkCE(e.pb.b[e.pb.start:e.pb.end]) {
 				q.drops++
 				p.e.counters.drop(dropCoDel)
 				p.e.pool.put(e.pb)
-				q.pop()
+				q.pop(r)
 				continue
 			}
 			q.marks++
 		}
-		if p.offer(w, e.pb, now) != sentOK {
+		if p.offer(w, e.pb, e.flow, now) != sentOK {
 			return
 		}
 		q.sojourn += (wait - q.sojourn) / 16
-		q.pop()
+		q.pop(r)
 	}
 	q.codel.OnEmpty(now)
 }
@@ -397,9 +374,9 @@ func (p *peer) canOffer() bool {
 
 // flushQueue drops every waiting packet, counted under reason.
 func (p *peer) flushQueue(reason dropReason) {
-	for p.ccq.len() > 0 {
+	for r := p.ccq.next(); r != nil; r = p.ccq.next() {
 		p.e.counters.drop(reason)
-		p.e.pool.put(p.ccq.front().pb)
-		p.ccq.pop()
+		p.e.pool.put(r.front().pb)
+		p.ccq.pop(r)
 	}
 }

@@ -1,0 +1,112 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/aqm"
+)
+
+// The per-peer queue (congestion != "none"): packets wait here while every
+// usable path's window or pacer is full. It holds two FIFO rings:
+//
+//   - sparse: a packet whose flow has nothing queued goes here and leaves
+//     first — the new-flow priority of FQ-CoDel (RFC 8290 §4.1) without its
+//     per-flow queues. A ping, a DNS query, a voice frame or the inner TCP's
+//     own ACKs then do not wait behind a bulk transfer's standing queue;
+//   - bulk: everything else, in order, managed by CoDel.
+//
+// Order within a flow holds: a flow's packet goes to the sparse ring only when
+// none of its packets is queued, and the sparse ring leaves first. So a flow
+// has at most one packet there, and a flow that keeps a backlog (a bulk
+// transfer) never does. Flows are the reorder buffer's flow buckets
+// (reorder.FlowID), so two flows hashed to one bucket count as one.
+
+// ccEntry is a packet waiting for window room.
+type ccEntry struct {
+	pb   *packetBuf
+	at   time.Time
+	flow uint16
+}
+
+// ccRing is a FIFO ring of waiting packets.
+type ccRing struct {
+	buf        []ccEntry
+	head, size int
+	bytes      int
+}
+
+func (r *ccRing) push(e ccEntry) bool {
+	if r.size == len(r.buf) {
+		return false
+	}
+	r.buf[(r.head+r.size)%len(r.buf)] = e
+	r.size++
+	r.bytes += e.pb.end - e.pb.start
+	return true
+}
+
+func (r *ccRing) front() *ccEntry { return &r.buf[r.head] }
+
+func (r *ccRing) pop() ccEntry {
+	e := r.buf[r.head]
+	r.bytes -= e.pb.end - e.pb.start
+	r.buf[r.head] = ccEntry{}
+	r.head = (r.head + 1) % len(r.buf)
+	r.size--
+	return e
+}
+
+// sparseSlots bounds the sparse ring: a flood of one-packet flows cannot starve
+// the bulk ring for more than this many packets at a time.
+const sparseSlots = 64
+
+// ccQueue is the per-peer queue: the two rings, the per-flow count that picks
+// between them, and CoDel on the bulk ring.
+type ccQueue struct {
+	bulk, sparse ccRing
+	inq          []uint16 // queued packets per flow bucket
+	codel        *aqm.CoDel
+	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
+	// the queue); marks and drops count CoDel's verdicts.
+	sojourn      time.Duration
+	marks, drops uint64
+}
+
+func (q *ccQueue) init(packets, flows int, cfg aqm.Config) {
+	q.bulk.buf = make([]ccEntry, max(packets, 1))
+	q.sparse.buf = make([]ccEntry, sparseSlots)
+	q.inq = make([]uint16, max(flows, 1))
+	q.codel = aqm.New(cfg)
+}
+
+func (q *ccQueue) len() int { return q.bulk.size + q.sparse.size }
+
+// push queues e in its ring; false when that ring is full.
+func (q *ccQueue) push(e ccEntry) bool {
+	r := &q.bulk
+	if q.inq[e.flow] == 0 && q.sparse.size < len(q.sparse.buf) {
+		r = &q.sparse
+	}
+	if q.inq[e.flow] == ^uint16(0) || !r.push(e) {
+		return false
+	}
+
+	q.inq[e.flow]++
+	return true
+}
+
+// next is the ring the next packet leaves from (nil when both are empty).
+func (q *ccQueue) next() *ccRing {
+	switch {
+	case q.sparse.size > 0:
+		return &q.sparse
+	case q.bulk.size > 0:
+		return &q.bulk
+	}
+	return nil
+}
+
+// pop removes r's front packet.
+func (q *ccQueue) pop(r *ccRing) {
+	q.inq[r.pop().flow]--
+}

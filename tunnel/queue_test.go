@@ -1,0 +1,71 @@
+package tunnel
+
+import (
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/aqm"
+)
+
+// The per-peer queue: a packet of a flow with nothing queued leaves before the
+// bulk backlog; a flow's own packets keep their order; a flow that keeps a
+// backlog never jumps the queue.
+func TestCCQueueSparseFirst(t *testing.T) {
+	var q ccQueue
+	q.init(16, 8, aqm.DefaultConfig())
+	now := time.Now()
+	pkt := func(id int) *packetBuf {
+		pb := &packetBuf{b: make([]byte, 100)}
+		pb.b[0] = byte(id)
+		pb.start, pb.end = 0, 100
+		return pb
+	}
+	push := func(id int, flow uint16) {
+		if !q.push(ccEntry{pb: pkt(id), at: now, flow: flow}) {
+			t.Fatalf("push %d refused", id)
+		}
+	}
+	// Bulk flow 1: packets 1, 2, 3 (the first finds its flow empty: sparse).
+	push(1, 1)
+	push(2, 1)
+	push(3, 1)
+	// A ping of flow 2, then its next packet while the first still waits.
+	push(4, 2)
+	push(5, 2)
+	// Flow 1 again.
+	push(6, 1)
+	var got []int
+	for r := q.next(); r != nil; r = q.next() {
+		got = append(got, int(r.front().pb.b[0]))
+		q.pop(r)
+	}
+	want := []int{1, 4, 2, 3, 5, 6}
+	if len(got) != len(want) {
+		t.Fatalf("left in order %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("left in order %v, want %v", got, want)
+		}
+	}
+	if q.len() != 0 || q.bulk.bytes != 0 || q.sparse.bytes != 0 {
+		t.Fatalf("drained queue: len %d, bytes %d/%d", q.len(), q.bulk.bytes, q.sparse.bytes)
+	}
+	for f, n := range q.inq {
+		if n != 0 {
+			t.Fatalf("flow %d still counts %d queued", f, n)
+		}
+	}
+	// The sparse ring is bounded: beyond sparseSlots one-packet flows the rest
+	// wait in the bulk ring.
+	var big ccQueue
+	big.init(2*sparseSlots, 4*sparseSlots, aqm.DefaultConfig())
+	for f := 0; f < sparseSlots+3; f++ {
+		if !big.push(ccEntry{pb: pkt(f), at: now, flow: uint16(f)}) {
+			t.Fatalf("push flow %d refused", f)
+		}
+	}
+	if big.sparse.size != sparseSlots || big.bulk.size != 3 {
+		t.Fatalf("sparse %d, bulk %d; want %d and 3", big.sparse.size, big.bulk.size, sparseSlots)
+	}
+}
