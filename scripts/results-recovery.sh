@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The loss-recovery campaign (docs/results/recovery): one scenario at a time, on a
 # quiet machine, every baseline of a point in the same run, 16 MiB downloads, n = 5.
-# Usage: sudo scripts/results-recovery.sh [OUTDIR]   (default docs/results/recovery)
+# Usage: sudo scripts/results-recovery.sh [OUTDIR [SET]]
+#   SET main (default): the first campaign, into OUTDIR (default docs/results/recovery);
+#   SET rate: the re-run after the rate model's fixes (docs/results/recovery/rate),
+#   a subset that fits about 50 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
+set=${2:-main}
 go build -o /tmp/braid-campaign ./cmd/braid
 run() { # name scenario [--only ...]
 	local name=$1 file=$2
@@ -12,6 +16,15 @@ run() { # name scenario [--only ...]
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
+if [ "$set" = rate ]; then
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery"
+	run noloss recovery-noloss.toml
+	run ge recovery-ge.toml --only "transport=direct,braid"
+	run shared recovery-shared.toml
+	run uniform-100 recovery-uniform.toml --only rtt=100ms --only "transport=mptcp-direct,braid"
+	run realtime recovery-realtime.toml
+	exit 0
+fi
 run uniform-20-40 recovery-uniform.toml --only rtt=20ms,40ms
 run uniform-100 recovery-uniform.toml --only rtt=100ms --only "transport=mptcp-direct,braid"
 run ge recovery-ge.toml --only "transport=direct,mptcp-direct,braid"
