@@ -108,6 +108,7 @@ type Sender struct {
 	rateOWD0       int64  // one-way delay (ns, relative to rateOWDRef) at rateStart
 	rateQ0         int64  // queueing delay (ns, one-way delay above its minimum) at rateStart
 	rateAppLimited bool
+	rateIdle       bool // the pipe ran empty during the interval (no queue excuses that)
 	rateData       bool // a data-sized packet went out in the current interval
 	rate           winFilter
 
@@ -144,8 +145,8 @@ type Observer interface {
 // during it (see updateRate). Sending into an empty pipe marks it by itself.
 func (s *Sender) MarkAppLimited() { s.rateAppLimited = true }
 
-// AppLimited reports whether the delivery-rate interval in progress is marked
-// app-limited so far.
+// AppLimited reports whether the delivery-rate interval in progress has been
+// marked by MarkAppLimited.
 func (s *Sender) AppLimited() bool { return s.rateAppLimited }
 
 // SetObserver installs o (nil removes it).
@@ -203,8 +204,9 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 	s.txBytes += uint64(size)
 	if s.inflight == 0 {
 		// Sending into an empty pipe (a probe, or an ack on an idle path): the
-		// current rate interval includes idle time and can only under-estimate.
-		s.rateAppLimited = true
+		// current rate interval includes idle time and can only under-estimate,
+		// whatever queue other traffic keeps on the path.
+		s.rateIdle = true
 	}
 	if ackEliciting {
 		if size >= dataSize {
@@ -516,7 +518,7 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 		s.rateValid = true
 		s.rateStart, s.rateOWD0, s.rateQ0 = rx, owd, qd
 		s.rateBytes0 = a.RxBytes
-		s.rateAppLimited = false
+		s.rateAppLimited, s.rateIdle = false, false
 		return
 	}
 	iv := max(s.srtt/2, int64(s.cfg.MinRateInterval))
@@ -535,13 +537,14 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 	// (one-way delay above the minimum by more than queueSlack), or one built
 	// up during it (the delay grew by more than an eighth of the interval),
 	// the path took the bytes slower than they came, and the sample measures
-	// the path, not the application. Without this a sender whose own window
+	// the path, not the application (but an interval in which the pipe ran
+	// empty stays app-limited). Without this a sender whose own window
 	// never fills — inner traffic arriving faster than the path drains it —
 	// would call every interval app-limited while the bottleneck's buffer
 	// filled.
 	slack := max(s.minRTT.get()/8, float64(queueSlack))
 	queued := float64(min(s.rateQ0, qd)) > slack || (owd-s.rateOWD0)*8 > el
-	limited := s.rateAppLimited && !queued
+	limited := s.rateIdle || s.rateAppLimited && !queued
 	appLimited := limited || !s.rateData
 	// A rate model only hears intervals that carried data: probes and acks alone
 	// say nothing about what the path carries.
@@ -551,7 +554,7 @@ func (s *Sender) updateRate(sentL int64, a Ack) {
 	}
 	s.rateStart, s.rateOWD0, s.rateQ0 = rx, owd, qd
 	s.rateBytes0 = a.RxBytes
-	s.rateAppLimited = false
+	s.rateAppLimited, s.rateIdle = false, false
 	s.rateData = false
 }
 
@@ -775,8 +778,6 @@ func (s *Sender) TakeLoss() (packets, bytes int, newestSent time.Time) {
 // declared lost (the same as Stats().InFlight, without the snapshot).
 func (s *Sender) InFlight() int { return s.inflight }
 
-// SRTT returns the smoothed RTT (Config.InitialRTT before the first sample), the
-// same as Stats().SRTT without the snapshot.
 // MinRTT returns the windowed minimum RTT (0 before the first sample).
 func (s *Sender) MinRTT() time.Duration {
 	if !s.haveRTT {
@@ -785,6 +786,8 @@ func (s *Sender) MinRTT() time.Duration {
 	return time.Duration(s.minRTT.get())
 }
 
+// SRTT returns the smoothed RTT (Config.InitialRTT before the first sample), the
+// same as Stats().SRTT without the snapshot.
 func (s *Sender) SRTT() time.Duration { return time.Duration(s.srtt) }
 
 // RTO returns the RFC 6298 retransmission timeout.

@@ -645,3 +645,20 @@ func TestRateSampleNeedsData(t *testing.T) {
 		t.Error("data-sized traffic gave no rate sample")
 	}
 }
+
+// A sender whose pipe runs empty between packets measures its own traffic even
+// when the path shows a queue (another flow's): its samples stay app-limited
+// and the estimate stays.
+func TestDeliveryRateIdleDespiteQueue(t *testing.T) {
+	s := NewSender(Config{}, base)
+	var rx uint64
+	rateRun(s, &rx, 0, 1000, 1, 1000, 50, 25000, false)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate = %v, want 1e6", r)
+	}
+	// One packet every 100 ms for 7 s, acked 70 ms later behind a 20 ms queue.
+	rateRun(s, &rx, 1100, 8100, 100, 1000, 70, 45000, false)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Errorf("sparse traffic behind another flow's queue moved the rate to %v, want 1e6", r)
+	}
+}

@@ -24,8 +24,9 @@ import (
 // candidate (sched.PathInfo.CwndRoom). When every usable path is full the packet
 // waits in the peer's queue, bounded in packets (Tunables.CCQueuePackets, more are
 // dropped on arrival) and in time (Tunables.CCQueueDelay, older ones are dropped);
-// both drops are counted. The queue drains in order whenever an ACK frame or the
-// timer may have opened a window. Packets get their per-flow sequence number when
+// both drops are counted. The queue (queue.go: sparse flows first, then the
+// bulk ring in order; order within a flow holds) drains whenever an ACK frame or
+// the timer may have opened a window. Packets get their per-flow sequence number when
 // they leave, so a packet dropped from the queue leaves no gap for the receiver's
 // reorder buffer to wait on. Probes, challenges and acks are never gated.
 
@@ -149,13 +150,13 @@ func (p *peer) ccTick(ps *pathState, now time.Time) {
 // the link carries, and a cap shared between them (tried first) either let that
 // queue stand or, once the cap bound, let every share shrink the others' round
 // after round until the link ran at a tenth of its rate. So with "rate" one path
-// per access link carries data — its lead, the usable one with the lowest min
-// RTT — and the others of that link stand by, validated and probed, ready when
-// it fails (standby). Window algorithms keep their per-path windows (the coupled ones
+// per access link carries data — its lead, a healthy usable one with about the
+// lowest min RTT — and the others of that link stand by, validated and probed,
+// ready when it fails (standby). Window algorithms keep their per-path windows (the coupled ones
 // couple them themselves).
 func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	room := ps.cc.Room(inflight)
-	if room > 0 && p.cc.Name() == cc.Rate && p.standby(ps) {
+	if room > 0 && p.cc.Name() == cc.Rate && p.standby(ps, now) {
 		room = 0
 	}
 	if room <= 0 && p.cc.Name() == cc.Rate {
@@ -176,26 +177,37 @@ func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 }
 
 // standby reports whether ps is not its access link's lead (see roomOf). The
-// lead is the usable path of the link with the lowest min RTT; another path
-// takes over when the lead is unusable or when its min RTT is lower by more
-// than 1/8 (at least leadMinMargin), so that paths of one link with the same delay do not take turns.
-func (p *peer) standby(ps *pathState) bool {
+// lead is a usable path of the link, healthy (not Degraded) if one is, with
+// the lowest min RTT within a margin: another path takes over when the lead
+// is unusable, when it is Degraded and the other is not, or when the other's
+// min RTT is lower by more than 1/4 (at least leadMinMargin) — paths of one
+// link with about the same delay must not take turns (a standby path's min RTT
+// comes from small probes, the lead's from full-sized data). A path that takes
+// the lead starts its model afresh: what it learnt from probes alone (no
+// bandwidth, a window grown by their acks) is no estimate.
+func (p *peer) standby(ps *pathState, now time.Time) bool {
 	if ps.link == 0 {
 		return false
 	}
-	lead := p.leads[ps.link]
-	if lead == nil || !p.canLead(lead, ps.link) {
+	old := p.leads[ps.link]
+	lead := old
+	if lead != nil && !p.canLead(lead, ps.link) {
 		lead = nil
 	}
 	for _, o := range p.paths {
 		if o == nil || o == lead || !p.canLead(o, ps.link) {
 			continue
 		}
-		if lead == nil || fasterLead(o, lead) {
+		if lead == nil || betterLead(o, lead) {
 			lead = o
 		}
 	}
-	p.leads[ps.link] = lead
+	if lead != old {
+		p.leads[ps.link] = lead
+		if lead != nil {
+			lead.cc.Reset(now)
+		}
+	}
 	return lead != nil && lead != ps
 }
 
@@ -206,10 +218,14 @@ func (p *peer) canLead(o *pathState, link int) bool {
 
 // leadMinMargin is the least by which a path's min RTT must be lower than the
 // lead's to take the lead of its access link.
-const leadMinMargin = 2 * time.Millisecond
+const leadMinMargin = 5 * time.Millisecond
 
-// fasterLead reports whether o should take the lead from cur.
-func fasterLead(o, cur *pathState) bool {
+// betterLead reports whether o should take the lead from cur.
+func betterLead(o, cur *pathState) bool {
+	od, cd := o.sender.State() == path.Degraded, cur.sender.State() == path.Degraded
+	if od != cd {
+		return cd
+	}
 	ro, rc := o.sender.MinRTT(), cur.sender.MinRTT()
 	switch {
 	case ro == 0:
@@ -217,7 +233,7 @@ func fasterLead(o, cur *pathState) bool {
 	case rc == 0:
 		return true
 	}
-	return ro < rc-max(rc/8, leadMinMargin)
+	return ro < rc-max(rc/4, leadMinMargin)
 }
 
 // sendOutcome says what became of a packet offered to the paths.
@@ -229,8 +245,8 @@ const (
 	sentNone             // no usable path
 )
 
-// sendGated sends pb, or queues it behind the packets already waiting, when
-// congestion control is on. It returns true if pb was consumed. Caller holds p.mu
+// sendGated sends pb, or queues it when packets already wait or every window is
+// full, when congestion control is on. It returns true if pb was consumed. Caller holds p.mu
 // and has refreshed p.infos.
 func (p *peer) sendGated(w *writer, pb *packetBuf, now time.Time) bool {
 	flow := reorder.FlowID(pb.b[pb.start:pb.end], len(p.flowSq))
@@ -311,8 +327,8 @@ func (p *peer) markPassedOver() {
 	}
 }
 
-// drainQueue sends waiting packets in order while windows admit them and drops
-// those that waited too long. refresh rebuilds the scheduler's view first (callers
+// drainQueue sends waiting packets (queue.go's order) while windows admit them and
+// drops those that waited too long. refresh rebuilds the scheduler's view first (callers
 // outside the TUN batch, whose view is stale). Caller holds p.mu.
 func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 	if p.ccq.len() == 0 {

@@ -230,3 +230,40 @@ func TestRateOnePathPerLink(t *testing.T) {
 		t.Errorf("after a direct send: app-limited b=%v c=%v, want both (room left)", b.sender.AppLimited(), c.sender.AppLimited())
 	}
 }
+
+// A Degraded lead gives the lead to a healthy path of its link: the schedulers
+// use a Degraded path only when no healthy one is usable, and a healthy one on
+// standby has no room — the link would carry nothing.
+func TestRateDegradedLeadYields(t *testing.T) {
+	bp := newBenchPairCC(t, 2, "rate")
+	p := bp.cli.server
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, b := p.paths[0], p.paths[1]
+	b.link = a.link
+	if p.roomOf(a, 0, now) <= 0 || p.roomOf(b, 0, now) != 0 {
+		t.Fatal("test setup: a should lead")
+	}
+	// a loses every other packet: Degraded.
+	s := a.sender
+	at := now
+	for i := 0; i < 200 && s.State() != path.Degraded; i++ {
+		at = at.Add(time.Millisecond)
+		seq := s.NextSeq()
+		s.OnSent(seq, 1000, true, at)
+		if i%2 == 1 {
+			s.OnAck(path.Ack{Largest: seq}, at.Add(time.Millisecond))
+		}
+		s.OnTimer(at)
+	}
+	if s.State() != path.Degraded {
+		t.Fatalf("test setup: a is %v, want degraded", s.State())
+	}
+	if r := p.roomOf(b, 0, at); r <= 0 {
+		t.Fatalf("healthy b beside a Degraded lead: room %d, want > 0", r)
+	}
+	if r := p.roomOf(a, 0, at); r != 0 {
+		t.Fatalf("Degraded a: room %d, want 0 (b leads)", r)
+	}
+}

@@ -224,6 +224,9 @@ func (p *peer) removePath(ps *pathState) {
 	if int(ps.id) < len(p.paths) && p.paths[ps.id] == ps {
 		p.paths[ps.id] = nil
 	}
+	if p.leads[ps.link] == ps {
+		delete(p.leads, ps.link)
+	}
 	for _, r := range p.rxList {
 		if r.arrival == ps {
 			r.arrival = nil

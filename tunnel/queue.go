@@ -16,10 +16,13 @@ import (
 //   - bulk: everything else, in order, managed by CoDel.
 //
 // Order within a flow holds: a flow's packet goes to the sparse ring only when
-// none of its packets is queued, and the sparse ring leaves first. So a flow
-// has at most one packet there, and a flow that keeps a backlog (a bulk
-// transfer) never does. Flows are the reorder buffer's flow buckets
-// (reorder.FlowID), so two flows hashed to one bucket count as one.
+// none of its packets is queued, so it is the oldest of its flow, and the bulk
+// ring lets a packet leave only when its flow has none in the sparse ring. A
+// flow has at most one packet there; one that keeps a backlog (a bulk
+// transfer) has none. So that a stream of one-packet flows cannot starve the
+// bulk ring, one bulk packet leaves after sparseRun sparse ones (as FQ-CoDel
+// moves a new flow to the old list after a quantum). Flows are the reorder
+// buffer's flow buckets (reorder.FlowID), so two flows hashed to one bucket count as one.
 
 // ccEntry is a packet waiting for window room.
 type ccEntry struct {
@@ -56,15 +59,21 @@ func (r *ccRing) pop() ccEntry {
 	return e
 }
 
-// sparseSlots bounds the sparse ring: a flood of one-packet flows cannot starve
-// the bulk ring for more than this many packets at a time.
+// sparseSlots bounds the sparse ring; beyond it one-packet flows wait in the
+// bulk ring.
 const sparseSlots = 64
+
+// sparseRun is how many sparse packets may leave in a row while bulk packets
+// wait.
+const sparseRun = 8
 
 // ccQueue is the per-peer queue: the two rings, the per-flow count that picks
 // between them, and CoDel on the bulk ring.
 type ccQueue struct {
 	bulk, sparse ccRing
 	inq          []uint16 // queued packets per flow bucket
+	inSparse     []bool   // the flow bucket has its (one) packet in the sparse ring
+	run          int      // sparse packets that left in a row while bulk ones waited
 	codel        *aqm.CoDel
 	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
 	// the queue); marks and drops count CoDel's verdicts.
@@ -76,6 +85,7 @@ func (q *ccQueue) init(packets, flows int, cfg aqm.Config) {
 	q.bulk.buf = make([]ccEntry, max(packets, 1))
 	q.sparse.buf = make([]ccEntry, sparseSlots)
 	q.inq = make([]uint16, max(flows, 1))
+	q.inSparse = make([]bool, max(flows, 1))
 	q.codel = aqm.New(cfg)
 }
 
@@ -90,15 +100,17 @@ func (q *ccQueue) push(e ccEntry) bool {
 	if q.inq[e.flow] == ^uint16(0) || !r.push(e) {
 		return false
 	}
-
 	q.inq[e.flow]++
+	q.inSparse[e.flow] = q.inSparse[e.flow] || r == &q.sparse
 	return true
 }
 
-// next is the ring the next packet leaves from (nil when both are empty).
+// next is the ring the next packet leaves from (nil when both are empty): the
+// sparse ring, unless sparseRun of its packets left in a row while bulk ones
+// waited and the bulk ring's front has nothing older in the sparse ring.
 func (q *ccQueue) next() *ccRing {
 	switch {
-	case q.sparse.size > 0:
+	case q.sparse.size > 0 && (q.bulk.size == 0 || q.run < sparseRun || q.inSparse[q.bulk.front().flow]):
 		return &q.sparse
 	case q.bulk.size > 0:
 		return &q.bulk
@@ -108,5 +120,14 @@ func (q *ccQueue) next() *ccRing {
 
 // pop removes r's front packet.
 func (q *ccQueue) pop(r *ccRing) {
-	q.inq[r.pop().flow]--
+	if r == &q.sparse && q.bulk.size > 0 {
+		q.run++
+	} else {
+		q.run = 0
+	}
+	e := r.pop()
+	q.inq[e.flow]--
+	if r == &q.sparse {
+		q.inSparse[e.flow] = false
+	}
 }

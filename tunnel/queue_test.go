@@ -69,3 +69,60 @@ func TestCCQueueSparseFirst(t *testing.T) {
 		t.Fatalf("sparse %d, bulk %d; want %d and 3", big.sparse.size, big.bulk.size, sparseSlots)
 	}
 }
+
+// One-packet flows cannot starve the bulk ring: after sparseRun of them one
+// bulk packet leaves — unless its flow still has its older packet in the
+// sparse ring, which must leave first.
+func TestCCQueueSparseRun(t *testing.T) {
+	var q ccQueue
+	q.init(64, 128, aqm.DefaultConfig())
+	now := time.Now()
+	id := 0
+	push := func(flow uint16) {
+		id++
+		pb := &packetBuf{b: make([]byte, 100)}
+		pb.b[0], pb.b[1] = byte(id), byte(flow)
+		pb.start, pb.end = 0, 100
+		if !q.push(ccEntry{pb: pb, at: now, flow: flow}) {
+			t.Fatalf("push %d refused", id)
+		}
+	}
+	push(1) // sparse (flow 1 was empty)
+	push(1) // bulk
+	push(1) // bulk
+	for f := uint16(10); f < 30; f++ {
+		push(f) // 20 one-packet flows: sparse
+	}
+	var flows []int
+	for r := q.next(); r != nil; r = q.next() {
+		flows = append(flows, int(r.front().pb.b[1]))
+		q.pop(r)
+	}
+	// Flow 1's first packet leaves first; after sparseRun sparse packets in a
+	// row (flow 1's and seven more) a bulk one (flow 1's second), then again.
+	want := []int{1, 10, 11, 12, 13, 14, 15, 16, 1, 17, 18, 19, 20, 21, 22, 23, 24, 1}
+	for i, w := range want {
+		if flows[i] != w {
+			t.Fatalf("flows left in order %v, want %v first", flows, want)
+		}
+	}
+
+	// Flow 5's first packet is deep in the sparse ring when its second is at
+	// the bulk ring's front and the run is spent: the sparse ring goes on.
+	var q2 ccQueue
+	q2.init(64, 128, aqm.DefaultConfig())
+	q = q2
+	for f := uint16(10); f < 20; f++ {
+		push(f)
+	}
+	push(5) // sparse, behind ten others
+	push(5) // bulk front
+	flows = flows[:0]
+	for r := q.next(); r != nil; r = q.next() {
+		flows = append(flows, int(r.front().pb.b[1]))
+		q.pop(r)
+	}
+	if flows[len(flows)-1] != 5 || flows[len(flows)-2] != 5 {
+		t.Fatalf("flows left in order %v: flow 5's packets must be the last two", flows)
+	}
+}
