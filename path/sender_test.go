@@ -559,7 +559,6 @@ func rateRun(s *Sender, rx *uint64, from, to, every float64, size int, rtt float
 	for t := from; t < to; t += every {
 		evs = append(evs, rateEv{at: t, send: true})
 	}
-	sent := map[float64]uint32{}
 	for len(evs) > 0 {
 		// earliest event; an ack at the same time as a send goes first
 		bi := 0
@@ -576,7 +575,6 @@ func rateRun(s *Sender, rx *uint64, from, to, every float64, size int, rtt float
 			}
 			seq := s.NextSeq()
 			s.OnSent(seq, size, true, ms(e.at))
-			sent[e.at] = seq
 			evs = append(evs, rateEv{at: e.at + rtt, seq: seq})
 			continue
 		}
@@ -593,22 +591,29 @@ func rateRun(s *Sender, rx *uint64, from, to, every float64, size int, rtt float
 	return samples
 }
 
+// senderAt1e6 is a Sender after 1 s at 1e6 B/s without a queue (one-way delay
+// 25 ms): its estimate is 1e6. rx is the receiver's byte count so far.
+func senderAt1e6(t *testing.T) (*Sender, *uint64) {
+	t.Helper()
+	s := NewSender(Config{}, base)
+	rx := new(uint64)
+	rateRun(s, rx, 0, 1000, 1, 1000, 50, 25000, false)
+	if r := s.Stats().DeliveryRate; r != 1e6 {
+		t.Fatalf("rate = %v, want 1e6", r)
+	}
+	return s, rx
+}
+
 // A sender with room on every send (marked app-limited) whose path still keeps a
 // queue — one-way delay 20 ms above its minimum at both ends of each interval —
 // is limited by the path, not by itself: its samples are real and lower the
 // estimate once the window forgets the old one. Without the queue the same
 // marked samples may not lower it (TestDeliveryRateAppLimited).
 func TestDeliveryRateStandingQueueIsNotAppLimited(t *testing.T) {
-	s := NewSender(Config{}, base)
-	var rx uint64
-	// 1 s at 1e6 B/s, no queue (one-way delay 25 ms): estimate 1e6.
-	rateRun(s, &rx, 0, 1000, 1, 1000, 50, 25000, false)
-	if r := s.Stats().DeliveryRate; r != 1e6 {
-		t.Fatalf("rate = %v, want 1e6", r)
-	}
+	s, rx := senderAt1e6(t)
 	// The path now delivers 5e5 B/s through a 20 ms standing queue, for 6 s
 	// (longer than the 5 s rate window). The sender thinks it had room.
-	samples := rateRun(s, &rx, 1100, 7100, 2, 1000, 70, 45000, true)
+	samples := rateRun(s, rx, 1100, 7100, 2, 1000, 70, 45000, true)
 	if r := s.Stats().DeliveryRate; r != 5e5 {
 		t.Errorf("rate after 6 s behind a standing queue = %v, want 5e5", r)
 	}
@@ -622,7 +627,7 @@ func TestDeliveryRateStandingQueueIsNotAppLimited(t *testing.T) {
 	}
 	// The same marking with the queue gone (25 ms again, 4e5 B/s): app-limited,
 	// the estimate stays.
-	samples = rateRun(s, &rx, 7300, 9300, 2.5, 1000, 50, 25000, true)
+	samples = rateRun(s, rx, 7300, 9300, 2.5, 1000, 50, 25000, true)
 	if r := s.Stats().DeliveryRate; r != 5e5 {
 		t.Errorf("rate = %v after app-limited samples without a queue, want 5e5", r)
 	}
@@ -650,14 +655,9 @@ func TestRateSampleNeedsData(t *testing.T) {
 // when the path shows a queue (another flow's): its samples stay app-limited
 // and the estimate stays.
 func TestDeliveryRateIdleDespiteQueue(t *testing.T) {
-	s := NewSender(Config{}, base)
-	var rx uint64
-	rateRun(s, &rx, 0, 1000, 1, 1000, 50, 25000, false)
-	if r := s.Stats().DeliveryRate; r != 1e6 {
-		t.Fatalf("rate = %v, want 1e6", r)
-	}
+	s, rx := senderAt1e6(t)
 	// One packet every 100 ms for 7 s, acked 70 ms later behind a 20 ms queue.
-	rateRun(s, &rx, 1100, 8100, 100, 1000, 70, 45000, false)
+	rateRun(s, rx, 1100, 8100, 100, 1000, 70, 45000, false)
 	if r := s.Stats().DeliveryRate; r != 1e6 {
 		t.Errorf("sparse traffic behind another flow's queue moved the rate to %v, want 1e6", r)
 	}

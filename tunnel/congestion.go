@@ -156,7 +156,7 @@ func (p *peer) ccTick(ps *pathState, now time.Time) {
 // couple them themselves).
 func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	room := ps.cc.Room(inflight)
-	if room > 0 && p.cc.Name() == cc.Rate && p.standby(ps, now) {
+	if room > 0 && p.cc.Name() == cc.Rate && p.standby(ps) {
 		room = 0
 	}
 	if room <= 0 && p.cc.Name() == cc.Rate {
@@ -176,39 +176,49 @@ func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 	return max(room, 0)
 }
 
-// standby reports whether ps is not its access link's lead (see roomOf). The
-// lead is a usable path of the link, healthy (not Degraded) if one is, with
-// the lowest min RTT within a margin: another path takes over when the lead
-// is unusable, when it is Degraded and the other is not, or when the other's
-// min RTT is lower by more than 1/4 (at least leadMinMargin) — paths of one
-// link with about the same delay must not take turns (a standby path's min RTT
-// comes from small probes, the lead's from full-sized data). A path that takes
-// the lead starts its model afresh: what it learnt from probes alone (no
-// bandwidth, a window grown by their acks) is no estimate.
-func (p *peer) standby(ps *pathState, now time.Time) bool {
-	if ps.link == 0 {
-		return false
+// electLeads picks each access link's lead (see roomOf) once per refresh of
+// the scheduler's view, not per packet. The lead is a usable path of the link,
+// healthy (not Degraded) if one is, with the lowest min RTT within a margin:
+// another path takes over when the lead is unusable, when it is Degraded and
+// the other is not, or when the other's min RTT is lower by more than 1/4 (at
+// least leadMinMargin) — paths of one link with about the same delay must not
+// take turns (a standby path's min RTT comes from small probes, the lead's
+// from full-sized data). A path that takes the lead starts its model afresh:
+// what it learnt from probes alone (no bandwidth, a window grown by their
+// acks) is no estimate.
+func (p *peer) electLeads(now time.Time) {
+	if p.cc == nil || p.cc.Name() != cc.Rate {
+		return
 	}
-	old := p.leads[ps.link]
-	lead := old
-	if lead != nil && !p.canLead(lead, ps.link) {
-		lead = nil
-	}
-	for _, o := range p.paths {
-		if o == nil || o == lead || !p.canLead(o, ps.link) {
+	var done [maxPaths / 64]uint64
+	for _, ps := range p.paths {
+		if ps == nil || ps.link == 0 || done[ps.link/64]&(1<<(ps.link%64)) != 0 {
 			continue
 		}
-		if lead == nil || betterLead(o, lead) {
-			lead = o
+		done[ps.link/64] |= 1 << (ps.link % 64)
+		old := p.leads[ps.link]
+		lead := old
+		if lead != nil && !p.canLead(lead, ps.link) {
+			lead = nil
+		}
+		for _, o := range p.paths {
+			if o != nil && o != lead && p.canLead(o, ps.link) && (lead == nil || betterLead(o, lead)) {
+				lead = o
+			}
+		}
+		if lead != old {
+			p.leads[ps.link] = lead
+			if lead != nil {
+				lead.cc.Reset(now)
+			}
 		}
 	}
-	if lead != old {
-		p.leads[ps.link] = lead
-		if lead != nil {
-			lead.cc.Reset(now)
-		}
-	}
-	return lead != nil && lead != ps
+}
+
+// standby reports whether ps is not its access link's lead (see electLeads).
+func (p *peer) standby(ps *pathState) bool {
+	lead := p.leads[ps.link]
+	return ps.link != 0 && lead != nil && lead != ps
 }
 
 // canLead reports whether o is a usable path of link.

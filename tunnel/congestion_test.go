@@ -195,6 +195,7 @@ func TestRateOnePathPerLink(t *testing.T) {
 	if c.link == a.link {
 		t.Fatal("test setup: c on a's link")
 	}
+	p.electLeads(now)
 	if r := p.roomOf(a, 0, now); r <= 0 {
 		t.Fatalf("first path of the link: room %d, want > 0", r)
 	}
@@ -205,10 +206,12 @@ func TestRateOnePathPerLink(t *testing.T) {
 		t.Fatalf("path on its own link: room %d, want > 0", r)
 	}
 	a.validated = false
+	p.electLeads(now)
 	if r := p.roomOf(b, 0, now); r <= 0 {
 		t.Fatalf("with the first path unusable the standby has room %d, want > 0", r)
 	}
 	a.validated = true
+	p.electLeads(now)
 	if r := p.roomOf(a, 0, now); r != 0 {
 		t.Fatalf("a back: room %d, want 0 (b keeps the lead at an equal min RTT)", r)
 	}
@@ -242,6 +245,7 @@ func TestRateDegradedLeadYields(t *testing.T) {
 	defer p.mu.Unlock()
 	a, b := p.paths[0], p.paths[1]
 	b.link = a.link
+	p.electLeads(now)
 	if p.roomOf(a, 0, now) <= 0 || p.roomOf(b, 0, now) != 0 {
 		t.Fatal("test setup: a should lead")
 	}
@@ -260,6 +264,7 @@ func TestRateDegradedLeadYields(t *testing.T) {
 	if s.State() != path.Degraded {
 		t.Fatalf("test setup: a is %v, want degraded", s.State())
 	}
+	p.electLeads(at)
 	if r := p.roomOf(b, 0, at); r <= 0 {
 		t.Fatalf("healthy b beside a Degraded lead: room %d, want > 0", r)
 	}

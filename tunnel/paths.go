@@ -225,7 +225,7 @@ func (p *peer) removePath(ps *pathState) {
 		p.paths[ps.id] = nil
 	}
 	if p.leads[ps.link] == ps {
-		delete(p.leads, ps.link)
+		p.leads[ps.link] = nil
 	}
 	for _, r := range p.rxList {
 		if r.arrival == ps {

@@ -83,10 +83,10 @@ type peer struct {
 
 	paths  []*pathState // by path id; nil = free
 	byKey  map[pathKey]*pathState
-	links  map[string]int     // access link → sched.PathInfo.Link (1-based)
-	leads  map[int]*pathState // access link → its path that carries data under "rate" (see standby)
-	rx     [maxPaths]*rxPath  // by the peer's path id
-	rxList []*rxPath          // the same, only those in use: what per-packet loops walk
+	links  map[string]int       // access link → sched.PathInfo.Link (1-based)
+	leads  [maxPaths]*pathState // by access link: its path that carries data under "rate" (see electLeads)
+	rx     [maxPaths]*rxPath    // by the peer's path id
+	rxList []*rxPath            // the same, only those in use: what per-packet loops walk
 	flowSq []uint32
 
 	// scratch for the scheduler, reused per batch
@@ -157,7 +157,6 @@ func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix,
 		isSrv:   isSrv,
 		byKey:   make(map[pathKey]*pathState),
 		links:   make(map[string]int),
-		leads:   make(map[int]*pathState),
 		flowSq:  make([]uint32, e.tn.ReorderFlows),
 		infos:   make([]sched.PathInfo, 0, maxPaths),
 		infoP:   make([]*pathState, 0, maxPaths),
@@ -318,6 +317,7 @@ func (p *peer) weightOf(ps *pathState) float64 {
 func (p *peer) refreshInfos(now time.Time) {
 	p.infos = p.infos[:0]
 	p.infoP = p.infoP[:0]
+	p.electLeads(now)
 	var ref uint32
 	haveRef := false
 	for _, ps := range p.paths {
