@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	fnoise "github.com/flynn/noise"
@@ -29,6 +30,7 @@ var (
 	ErrReplayedInitiation = errors.New("noise: handshake timestamp not newer than the last accepted")
 	ErrInitiationUsed     = errors.New("noise: initiation already completed")
 	ErrPayloadTooLong     = errors.New("noise: handshake payload too long")
+	ErrNoIndex            = errors.New("noise: no free session index")
 )
 
 var (
@@ -51,10 +53,10 @@ func mac1Key(pub keys.Key) [32]byte {
 	return blake2s.Sum256(b[:])
 }
 
-// mac1 computes the keyed BLAKE2s-128 of body.
-func mac1(key *[32]byte, body []byte) [wire.MACLen]byte {
+// mac computes the keyed BLAKE2s-128 of body (mac1, mac2 and cookies).
+func mac(key, body []byte) [wire.MACLen]byte {
 	var out [wire.MACLen]byte
-	h, err := blake2s.New128(key[:])
+	h, err := blake2s.New128(key)
 	if err != nil {
 		panic("noise: blake2s.New128: " + err.Error()) // only fails on a bad key length
 	}
@@ -63,15 +65,26 @@ func mac1(key *[32]byte, body []byte) [wire.MACLen]byte {
 	return out
 }
 
-// checkMAC1 verifies the trailing mac1 of msg.
-func checkMAC1(key *[32]byte, msg []byte) bool {
-	want := mac1(key, msg[:len(msg)-wire.MACLen])
-	return subtle.ConstantTimeCompare(want[:], msg[len(msg)-wire.MACLen:]) == 1
+// checkMAC reports whether got is the MAC of body under key, in constant time.
+func checkMAC(key, body, got []byte) bool {
+	want := mac(key, body)
+	return subtle.ConstantTimeCompare(want[:], got) == 1
+}
+
+// checkRespMAC1 verifies the trailing mac1 of a response.
+func checkRespMAC1(key *[32]byte, msg []byte) bool {
+	return checkMAC(key[:], msg[:len(msg)-wire.MACLen], msg[len(msg)-wire.MACLen:])
+}
+
+// checkInitMAC1 verifies the mac1 of an initiation, which mac2 follows.
+func checkInitMAC1(key *[32]byte, msg []byte) bool {
+	n := len(msg) - 2*wire.MACLen
+	return checkMAC(key[:], msg[:n], msg[n:n+wire.MACLen])
 }
 
 // appendMAC1 appends the mac1 of msg to msg.
 func appendMAC1(key *[32]byte, msg []byte) []byte {
-	m := mac1(key, msg)
+	m := mac(key[:], msg)
 	return append(msg, m[:]...)
 }
 
@@ -104,9 +117,10 @@ type Initiation struct {
 	static     fnoise.DHKey
 	remotePub  keys.Key
 	psk        keys.Key
-	eseed      [32]byte // the ephemeral private key, kept to rebuild hs
-	payload    []byte   // timestamp || caller's payload, kept to rebuild hs
-	macKey     [32]byte // mac1 key for responses to us
+	eseed      [32]byte          // the ephemeral private key, kept to rebuild hs
+	payload    []byte            // timestamp || caller's payload, kept to rebuild hs
+	macKey     [32]byte          // mac1 key for responses to us
+	mac1       [wire.MACLen]byte // of message 1: binds cookie replies to it
 	hs         *fnoise.HandshakeState
 	done       bool
 }
@@ -147,7 +161,10 @@ func createInitiation(localPriv, remotePub, psk keys.Key, localIndex uint32, pay
 	}
 	st.hs = hs
 	rk := mac1Key(remotePub)
-	return appendMAC1(&rk, msg), st, nil
+	msg = appendMAC1(&rk, msg)
+	copy(st.mac1[:], msg[len(msg)-wire.MACLen:])
+	// mac2 stays zero until the responder hands out a cookie (see SetMAC2).
+	return append(msg, make([]byte, wire.MACLen)...), st, nil
 }
 
 // start runs the initiator's side of message 1 from the stored ephemeral seed,
@@ -196,7 +213,7 @@ func (st *Initiation) ConsumeResponse(msg []byte, now time.Time) (*Keypair, []by
 	if receiver != st.localIndex {
 		return nil, nil, fmt.Errorf("%w: response for index %#x, ours is %#x", ErrMalformed, receiver, st.localIndex)
 	}
-	if !checkMAC1(&st.macKey, msg) {
+	if !checkRespMAC1(&st.macKey, msg) {
 		return nil, nil, ErrMAC
 	}
 	if st.hs == nil {
@@ -217,6 +234,9 @@ func (st *Initiation) ConsumeResponse(msg []byte, now time.Time) (*Keypair, []by
 	kp := newKeypair(toResp.UnsafeKey(), toInit.UnsafeKey(), st.localIndex, sender, true, st.ReplayWindow, now)
 	return kp, payload, nil
 }
+
+// MAC1 returns the mac1 of message 1, the associated data of a cookie reply to it.
+func (st *Initiation) MAC1() [wire.MACLen]byte { return st.mac1 }
 
 // LocalIndex returns the sender index carried in message 1.
 func (st *Initiation) LocalIndex() uint32 { return st.localIndex }
@@ -255,6 +275,7 @@ type Responder struct {
 	window      int
 	random      io.Reader // ephemeral keys; nil = crypto/rand (tests make it deterministic)
 	respPayload func(peer keys.Key, initPayload []byte) []byte
+	dhCount     atomic.Uint64
 }
 
 // NewResponder returns a Responder for the static private key localPriv.
@@ -301,22 +322,38 @@ type Accepted struct {
 	RemoteIndex uint32 // the initiator's sender index
 }
 
+// CheckInitiation runs the checks of an initiation that cost no Diffie-Hellman:
+// length, type, reserved bits and mac1. It returns ErrMalformed or ErrMAC.
+func (r *Responder) CheckInitiation(msg []byte) error {
+	if len(msg) < wire.MinInitLen+wire.TimestampLen || len(msg) > wire.MaxInitLen ||
+		msg[0] != wire.TypeHandshakeInit || msg[1]|msg[2]|msg[3] != 0 {
+		return ErrMalformed
+	}
+	if !checkInitMAC1(&r.macKey, msg) {
+		return ErrMAC
+	}
+	return nil
+}
+
+// DHCount returns how many initiations have reached the Diffie-Hellman stage since
+// the Responder was made (for tests and status).
+func (r *Responder) DHCount() uint64 { return r.dhCount.Load() }
+
 // ConsumeInitiation processes message 1 received from src and, if it is a fresh
 // initiation by a known peer, returns the response and the session keys. The
 // checks run cheapest first (see the package documentation); errors are
 // ErrMalformed, ErrMAC, ErrRateLimited, ErrDecrypt, ErrUnknownPeer and
-// ErrReplayedInitiation.
-func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLookup, localIndex uint32, now time.Time) (Accepted, error) {
-	if len(msg) < wire.MinInitLen+wire.TimestampLen || len(msg) > wire.MaxInitLen ||
-		msg[0] != wire.TypeHandshakeInit || msg[1]|msg[2]|msg[3] != 0 {
-		return Accepted{}, ErrMalformed
-	}
-	if !checkMAC1(&r.macKey, msg) {
-		return Accepted{}, ErrMAC
+// ErrReplayedInitiation. newIndex is called only once the initiation has
+// authenticated, for the session index the response announces; when it finds none
+// free the initiation fails with ErrNoIndex.
+func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLookup, newIndex func() (uint32, bool), now time.Time) (Accepted, error) {
+	if err := r.CheckInitiation(msg); err != nil {
+		return Accepted{}, err
 	}
 	if r.lim != nil && !r.lim.allow(src, now) {
 		return Accepted{}, ErrRateLimited
 	}
+	r.dhCount.Add(1)
 	hs, err := fnoise.NewHandshakeState(fnoise.Config{
 		CipherSuite:           suite,
 		Pattern:               fnoise.HandshakeIK,
@@ -329,7 +366,7 @@ func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLoo
 	if err != nil {
 		return Accepted{}, fmt.Errorf("noise: %w", err)
 	}
-	payload, _, _, err := hs.ReadMessage(nil, msg[wire.InitHeaderLen:len(msg)-wire.MACLen])
+	payload, _, _, err := hs.ReadMessage(nil, msg[wire.InitHeaderLen:len(msg)-2*wire.MACLen])
 	if err != nil {
 		return Accepted{}, ErrDecrypt
 	}
@@ -355,6 +392,10 @@ func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLoo
 		if len(rp) > wire.MaxHandshakePayload {
 			return Accepted{}, ErrPayloadTooLong
 		}
+	}
+	localIndex, ok := newIndex()
+	if !ok {
+		return Accepted{}, ErrNoIndex
 	}
 	resp := make([]byte, wire.RespHeaderLen, wire.MinRespLen+len(rp))
 	resp[0] = wire.TypeHandshakeResp

@@ -117,6 +117,7 @@ func TestMessageLayout(t *testing.T) {
 		t.Fatalf("msg1 header % x", msg1[:8])
 	}
 	// mac1 computed independently: BLAKE2s-128 keyed with BLAKE2s-256("braid mac1" || pub).
+	// The initiation ends in mac1 then mac2, zero without a cookie.
 	checkMAC := func(msg []byte, pub keys.Key) {
 		t.Helper()
 		key := blake2s.Sum256(append([]byte("braid mac1"), pub[:]...))
@@ -126,7 +127,10 @@ func TestMessageLayout(t *testing.T) {
 			t.Fatal("mac1 does not match its definition")
 		}
 	}
-	checkMAC(msg1, srv.Public())
+	checkMAC(msg1[:len(msg1)-16], srv.Public())
+	if !bytes.Equal(msg1[len(msg1)-16:], make([]byte, 16)) {
+		t.Fatal("mac2 is not zero without a cookie")
+	}
 
 	// A plain flynn/noise responder configured per the protocol text must read the
 	// Noise part at offset 8 and find the timestamp and payload.
@@ -140,7 +144,7 @@ func TestMessageLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, _, _, err := hs.ReadMessage(nil, msg1[8:len(msg1)-16])
+	pl, _, _, err := hs.ReadMessage(nil, msg1[8:len(msg1)-32])
 	if err != nil {
 		t.Fatalf("reference responder: %v", err)
 	}
@@ -155,7 +159,7 @@ func TestMessageLayout(t *testing.T) {
 	r := NewResponder(srv, ResponderConfig{})
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
-	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func TestWrongPSK(t *testing.T) {
 		ps := newPeers()
 		ps.add(cli.Public(), c.resp)
 		// psk2 mixes the psk into message 2 only, so the responder cannot notice.
-		acc, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+		acc, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 		if err != nil {
 			t.Fatalf("ConsumeInitiation: %v", err)
 		}
@@ -210,7 +214,7 @@ func TestWrongServerKeyFailsMAC1(t *testing.T) {
 	ps.add(cli.Public(), noPSK)
 	called := false
 	lookup := func(pub keys.Key) (keys.Key, [12]byte, bool) { called = true; return ps.lookup(pub) }
-	if _, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, lookup, idxSrv, t0); !errors.Is(err, ErrMAC) {
+	if _, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, lookup, fixedIndex(idxSrv), t0); !errors.Is(err, ErrMAC) {
 		t.Fatalf("err = %v, want ErrMAC", err)
 	}
 	if called {
@@ -224,10 +228,11 @@ func TestMAC1CoversWholeMessage(t *testing.T) {
 	r := NewResponder(srv, ResponderConfig{})
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
-	for i := 4; i < len(msg1); i++ { // bytes 1-3 are reserved and checked first
+	// Bytes 1-3 are reserved and checked first; mac2 (the last 16) is the caller's.
+	for i := 4; i < len(msg1)-wire.MACLen; i++ {
 		m := bytes.Clone(msg1)
 		m[i] ^= 0x01
-		if _, err := r.ConsumeInitiation(m, srcA, ps.lookup, idxSrv, t0); !errors.Is(err, ErrMAC) {
+		if _, err := r.ConsumeInitiation(m, srcA, ps.lookup, fixedIndex(idxSrv), t0); !errors.Is(err, ErrMAC) {
 			t.Fatalf("flipping byte %d: err = %v, want ErrMAC", i, err)
 		}
 	}
@@ -240,7 +245,7 @@ func TestUnknownPeer(t *testing.T) {
 	ps.add(fixedKey(5).Public(), noPSK) // someone else
 	var asked keys.Key
 	lookup := func(pub keys.Key) (keys.Key, [12]byte, bool) { asked = pub; return ps.lookup(pub) }
-	if _, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, lookup, idxSrv, t0); !errors.Is(err, ErrUnknownPeer) {
+	if _, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, lookup, fixedIndex(idxSrv), t0); !errors.Is(err, ErrUnknownPeer) {
 		t.Fatalf("err = %v, want ErrUnknownPeer", err)
 	}
 	if asked != cli.Public() {
@@ -255,23 +260,23 @@ func TestReplayedInitiation(t *testing.T) {
 	ps.add(cli.Public(), noPSK)
 
 	msg1, _, _ := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0)
-	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps.accept(acc)
 	// The very same datagram again, even much later.
-	if _, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0.Add(time.Minute)); !errors.Is(err, ErrReplayedInitiation) {
+	if _, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0.Add(time.Minute)); !errors.Is(err, ErrReplayedInitiation) {
 		t.Fatalf("replay: err = %v, want ErrReplayedInitiation", err)
 	}
 	// An initiation created earlier but delivered later (recorded by an attacker).
 	old, _, _ := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0.Add(-time.Second))
-	if _, err := r.ConsumeInitiation(old, srcA, ps.lookup, idxSrv, t0); !errors.Is(err, ErrReplayedInitiation) {
+	if _, err := r.ConsumeInitiation(old, srcA, ps.lookup, fixedIndex(idxSrv), t0); !errors.Is(err, ErrReplayedInitiation) {
 		t.Fatalf("older timestamp: err = %v, want ErrReplayedInitiation", err)
 	}
 	// A fresh one, one nanosecond newer, is fine.
 	next, _, _ := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0.Add(time.Nanosecond))
-	if _, err := r.ConsumeInitiation(next, srcA, ps.lookup, idxSrv, t0); err != nil {
+	if _, err := r.ConsumeInitiation(next, srcA, ps.lookup, fixedIndex(idxSrv), t0); err != nil {
 		t.Fatalf("newer initiation: %v", err)
 	}
 }
@@ -281,7 +286,7 @@ func TestForgedResponseThenGenuine(t *testing.T) {
 	msg1, st, _ := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0)
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
-	acc, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+	acc, err := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +325,7 @@ func TestResponseChecks(t *testing.T) {
 	msg1, st, _ := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0)
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
-	acc, _ := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+	acc, _ := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 	resp := acc.Response
 
 	wrongIdx := bytes.Clone(resp)
@@ -355,15 +360,15 @@ func TestInitiationTruncatedAndOversized(t *testing.T) {
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
 	for n := 0; n < len(msg1); n++ {
-		if _, err := r.ConsumeInitiation(msg1[:n], srcA, ps.lookup, idxSrv, t0); err == nil {
+		if _, err := r.ConsumeInitiation(msg1[:n], srcA, ps.lookup, fixedIndex(idxSrv), t0); err == nil {
 			t.Fatalf("initiation truncated to %d accepted", n)
 		}
 	}
 	big := append(bytes.Clone(msg1), make([]byte, wire.MaxInitLen)...)
-	if _, err := r.ConsumeInitiation(big, srcA, ps.lookup, idxSrv, t0); !errors.Is(err, ErrMalformed) {
+	if _, err := r.ConsumeInitiation(big, srcA, ps.lookup, fixedIndex(idxSrv), t0); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("oversized: err = %v, want ErrMalformed", err)
 	}
-	if _, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0); err != nil {
+	if _, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0); err != nil {
 		t.Fatalf("genuine initiation: %v", err)
 	}
 }
@@ -394,7 +399,7 @@ func TestPeek(t *testing.T) {
 	}
 	ps := newPeers()
 	ps.add(cli.Public(), noPSK)
-	acc, _ := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, t0)
+	acc, _ := NewResponder(srv, ResponderConfig{}).ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), t0)
 	if s, r, ok := PeekResponseIndices(acc.Response); !ok || s != idxSrv || r != idxCli {
 		t.Fatalf("PeekResponseIndices = %#x,%#x,%v", s, r, ok)
 	}
@@ -409,12 +414,12 @@ func TestPeek(t *testing.T) {
 // garbageInit is a message 1 with a valid mac1 and a Noise body that fails: it
 // reaches the rate limiter but costs the test no real handshake.
 func garbageInit(srvPub keys.Key) []byte {
-	m := make([]byte, wire.MinInitLen+wire.TimestampLen-wire.MACLen)
+	m := make([]byte, wire.MinInitLen+wire.TimestampLen-2*wire.MACLen)
 	m[0] = wire.TypeHandshakeInit
 	e := fixedKey(42).Public()
 	copy(m[wire.InitHeaderLen:], e[:])
 	k := mac1Key(srvPub)
-	return appendMAC1(&k, m)
+	return append(appendMAC1(&k, m), make([]byte, wire.MACLen)...)
 }
 
 func TestRateLimiter(t *testing.T) {
@@ -423,7 +428,7 @@ func TestRateLimiter(t *testing.T) {
 	g := garbageInit(srv.Public())
 	none := func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, false }
 	try := func(src netip.Addr, now time.Time) error {
-		_, err := r.ConsumeInitiation(g, src, none, idxSrv, now)
+		_, err := r.ConsumeInitiation(g, src, none, fixedIndex(idxSrv), now)
 		return err
 	}
 	for i := 0; i < 5; i++ {
@@ -450,9 +455,9 @@ func TestRateLimiter(t *testing.T) {
 	// Junk without a valid mac1 neither consumes tokens nor creates entries.
 	before := r.lim.len()
 	junk := bytes.Clone(g)
-	junk[len(junk)-1] ^= 1
+	junk[len(junk)-wire.MACLen-1] ^= 1 // in mac1
 	for i := 0; i < 100; i++ {
-		if _, err := r.ConsumeInitiation(junk, netip.AddrFrom4([4]byte{198, 18, 9, byte(i)}), none, idxSrv, t0); !errors.Is(err, ErrMAC) {
+		if _, err := r.ConsumeInitiation(junk, netip.AddrFrom4([4]byte{198, 18, 9, byte(i)}), none, fixedIndex(idxSrv), t0); !errors.Is(err, ErrMAC) {
 			t.Fatalf("junk: err = %v, want ErrMAC", err)
 		}
 	}
@@ -467,7 +472,7 @@ func TestRateLimitUnlimited(t *testing.T) {
 	g := garbageInit(srv.Public())
 	none := func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, false }
 	for i := 0; i < 50; i++ {
-		if _, err := r.ConsumeInitiation(g, srcA, none, idxSrv, t0); !errors.Is(err, ErrDecrypt) {
+		if _, err := r.ConsumeInitiation(g, srcA, none, fixedIndex(idxSrv), t0); !errors.Is(err, ErrDecrypt) {
 			t.Fatalf("initiation %d: err = %v, want ErrDecrypt", i, err)
 		}
 	}
@@ -488,7 +493,7 @@ func TestResponsePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	lookup := func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }
-	acc, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, 9, t0)
+	acc, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, fixedIndex(9), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +510,7 @@ func TestResponsePayload(t *testing.T) {
 	// Too long a payload is refused rather than sent.
 	r = NewResponder(srv, ResponderConfig{ResponsePayload: func(keys.Key, []byte) []byte { return make([]byte, wire.MaxHandshakePayload+1) }})
 	msg, _, _ = CreateInitiation(cli, srv.Public(), keys.Key{}, 7, nil, t0.Add(time.Second))
-	if _, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, 9, t0); !errors.Is(err, ErrPayloadTooLong) {
+	if _, err := r.ConsumeInitiation(msg, netip.MustParseAddr("198.18.0.1"), lookup, fixedIndex(9), t0); !errors.Is(err, ErrPayloadTooLong) {
 		t.Fatalf("err = %v, want ErrPayloadTooLong", err)
 	}
 }

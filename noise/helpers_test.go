@@ -59,7 +59,7 @@ func handshake(t testing.TB, cli, srv, psk keys.Key, payload []byte, now time.Ti
 	r := NewResponder(srv, ResponderConfig{})
 	ps := newPeers()
 	ps.add(cli.Public(), psk)
-	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, idxSrv, now)
+	acc, err := r.ConsumeInitiation(msg1, srcA, ps.lookup, fixedIndex(idxSrv), now)
 	if err != nil {
 		t.Fatalf("ConsumeInitiation: %v", err)
 	}
@@ -97,3 +97,6 @@ func mustOpen(t testing.TB, k *Keypair, d []byte, want string) uint64 {
 	}
 	return c
 }
+
+// fixedIndex is a session index allocator that always returns idx.
+func fixedIndex(idx uint32) func() (uint32, bool) { return func() (uint32, bool) { return idx, true } }

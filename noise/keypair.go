@@ -109,6 +109,21 @@ func (k *Keypair) Seal(buf []byte, n int) ([]byte, error) {
 // already seen, too old or beyond RejectAfterMessages, ErrAuth for a wrong
 // receiver index or a failed tag (a failed tag leaves dgram's payload zeroed).
 func (k *Keypair) Open(dgram []byte) (plain []byte, counter uint64, err error) {
+	plain, counter, err = k.Decrypt(dgram)
+	if err != nil {
+		return nil, counter, err
+	}
+	if !k.Commit(counter) {
+		return nil, counter, ErrReplay
+	}
+	return plain, counter, nil
+}
+
+// Decrypt is Open without the replay window's update: the caller must Commit the
+// counter before acting on the plaintext. It lets a receiver check what the
+// plaintext cannot tell (the source endpoint, say) before a datagram takes its
+// counter's slot, so a copy raced from a wrong source cannot shadow the genuine one.
+func (k *Keypair) Decrypt(dgram []byte) (plain []byte, counter uint64, err error) {
 	if len(dgram) < wire.DataOverhead || dgram[0] != wire.TypeData {
 		return nil, 0, ErrShort
 	}
@@ -125,14 +140,19 @@ func (k *Keypair) Open(dgram []byte) (plain []byte, counter uint64, err error) {
 	if err != nil {
 		return nil, h.Counter, ErrAuth
 	}
-	if !k.window.Update(h.Counter) {
-		// Another goroutine accepted the same counter while we decrypted.
-		return nil, h.Counter, ErrReplay
+	return plain, h.Counter, nil
+}
+
+// Commit records a counter that Decrypt authenticated in the replay window; false
+// means another datagram with that counter was accepted meanwhile (a replay).
+func (k *Keypair) Commit(counter uint64) bool {
+	if !k.window.Update(counter) {
+		return false
 	}
 	if !k.confirmed.Load() {
 		k.confirmed.Store(true)
 	}
-	return plain, h.Counter, nil
+	return true
 }
 
 // SendCounter returns the counter the next Seal will use, which is also the

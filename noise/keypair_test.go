@@ -404,7 +404,7 @@ func BenchmarkHandshake(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		acc, err := r.ConsumeInitiation(msg1, srcA, lookup, idxSrv, now)
+		acc, err := r.ConsumeInitiation(msg1, srcA, lookup, fixedIndex(idxSrv), now)
 		if err != nil {
 			b.Fatal(err)
 		}

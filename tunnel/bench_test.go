@@ -130,7 +130,7 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 		tb.Fatal(err)
 	}
 	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
-	acc, err := r.ConsumeInitiation(msg, cliAddr1, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, 2, now)
+	acc, err := r.ConsumeInitiation(msg, cliAddr1, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return 2, true }, now)
 	if err != nil {
 		tb.Fatal(err)
 	}

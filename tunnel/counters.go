@@ -27,6 +27,11 @@ const (
 	dropCCQueueFull
 	dropCCQueueExpired
 	dropCoDel
+	dropHandshakeQueueFull
+	dropHandshakeCookie
+	dropHandshakeBudget
+	dropHandshakeTooSoon
+	dropChallengeUnanswered
 	numDropReasons
 )
 
@@ -52,6 +57,11 @@ var dropNames = [numDropReasons]string{
 	dropCCQueueFull:          "cc_queue_full",
 	dropCCQueueExpired:       "cc_queue_expired",
 	dropCoDel:                "codel",
+	dropHandshakeQueueFull:   "handshake_queue_full",
+	dropHandshakeCookie:      "handshake_cookie_sent",
+	dropHandshakeBudget:      "handshake_budget",
+	dropHandshakeTooSoon:     "handshake_too_soon",
+	dropChallengeUnanswered:  "challenge_not_answered",
 }
 
 type counters struct {

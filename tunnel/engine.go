@@ -9,6 +9,8 @@
 package tunnel
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,6 +127,9 @@ type Engine struct {
 	tn     Tunables
 
 	responder *noise.Responder // server only
+	cookies   *noise.CookieJar // server only
+	hsq       chan hsJob       // server only: initiations for the handshake worker
+	bootEpoch uint64           // server: random per start, sent in responses
 
 	// mu guards the engine's structure (peers, routing, sockets). Lock order: mu
 	// before any peer's mu; idxMu is a leaf lock that may be taken under either.
@@ -220,6 +225,13 @@ func New(cfg Config) (*Engine, error) {
 			ReplayWindow:    cfg.Tunables.ReplayWindow,
 			ResponsePayload: e.responsePayload,
 		})
+		e.cookies = noise.NewCookieJar(e.public)
+		e.hsq = make(chan hsJob, max(e.tn.HandshakeQueue, 8))
+		var b [8]byte
+		for e.bootEpoch == 0 {
+			rand.Read(b[:])
+			e.bootEpoch = binary.BigEndian.Uint64(b[:])
+		}
 		for _, c := range cfg.Clients {
 			if err := e.addClient(c); err != nil {
 				return nil, err
@@ -255,6 +267,10 @@ func (e *Engine) Start() {
 	e.wg.Add(2)
 	go e.routineInside()
 	go e.routineTimers()
+	if e.role == Server {
+		e.wg.Add(1)
+		go e.routineHandshakes()
+	}
 	if e.role == Client {
 		e.server.mu.Lock()
 		e.server.initiateLocked(time.Now(), true)

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -12,11 +13,12 @@ import (
 	"github.com/braid-vpn/braid/wire"
 )
 
-// newIndex picks a free receiver session index. Its top ServerIDBits carry the
-// server id, so a stateless load balancer can route every path of a session (whatever
-// its source address) to this server.
-func (e *Engine) newIndex() uint32 {
-	for {
+// newIndex picks a free receiver session index; it gives up (false) after a bounded
+// number of tries, when the index space is nearly full. Its top ServerIDBits carry
+// the server id, so a stateless load balancer can route every path of a session
+// (whatever its source address) to this server. Caller holds e.idxMu.
+func (e *Engine) newIndex() (uint32, bool) {
+	for range 64 {
 		var b [4]byte
 		rand.Read(b[:])
 		idx := binary.BigEndian.Uint32(b[:])
@@ -25,9 +27,28 @@ func (e *Engine) newIndex() uint32 {
 			idx = e.cfg.ServerID<<shift | idx&(1<<shift-1)
 		}
 		if _, used := e.indices[idx]; !used && idx != 0 {
-			return idx
+			return idx, true
 		}
 	}
+	return 0, false
+}
+
+// reserveIndex reserves a free session index for a handshake in progress.
+func (e *Engine) reserveIndex(ent indexEntry) (uint32, bool) {
+	e.idxMu.Lock()
+	defer e.idxMu.Unlock()
+	idx, ok := e.newIndex()
+	if ok {
+		e.indices[idx] = ent
+	}
+	return idx, ok
+}
+
+// releaseIndex frees a session index.
+func (e *Engine) releaseIndex(idx uint32) {
+	e.idxMu.Lock()
+	delete(e.indices, idx)
+	e.idxMu.Unlock()
 }
 
 // initiateLocked starts a handshake (client). It sends the initiation on every path,
@@ -42,34 +63,86 @@ func (p *peer) initiateLocked(now time.Time, first bool) {
 		e.log.Error("handshake parameters", "err", err)
 		return
 	}
-	e.idxMu.Lock()
 	if p.hsIndex != 0 {
-		delete(e.indices, p.hsIndex)
+		e.releaseIndex(p.hsIndex)
+		p.hs, p.hsIndex = nil, 0
 	}
-	idx := e.newIndex()
-	e.indices[idx] = indexEntry{peer: p}
-	e.idxMu.Unlock()
+	idx, ok := e.reserveIndex(indexEntry{peer: p})
+	if !ok {
+		e.log.Error("handshake: no free session index")
+		return
+	}
 	msg, st, err := noise.CreateInitiation(e.cfg.PrivateKey, p.pub, p.psk, idx, payload, now)
 	if err != nil {
+		e.releaseIndex(idx)
 		e.log.Error("creating handshake initiation", "err", err)
 		return
 	}
 	st.ReplayWindow = e.tn.ReplayWindow
-	p.hs, p.hsIndex, p.hsSent = st, idx, now
+	p.hs, p.hsIndex, p.hsSent, p.hsMsg = st, idx, now, msg
 	if first || p.hsRetry == 0 {
 		p.hsRetry = e.tn.HandshakeRetry
 	} else {
 		p.hsRetry = min(2*p.hsRetry, e.tn.HandshakeRetryMax)
 	}
 	for _, ps := range p.paths {
-		if ps == nil {
-			continue
-		}
-		if err := ps.cs.c.WriteBatch([][]byte{msg}, []conn.Endpoint{ps.ep}); err != nil {
-			e.log.Debug("sending initiation", "path", ps.cs.local.String(), "server", ps.ep.Remote.String(), "err", err)
+		if ps != nil {
+			p.sendInitiation(ps, now)
 		}
 	}
 	e.log.Debug("handshake initiation sent", "paths", len(p.paths))
+}
+
+// sendInitiation sends the pending initiation on one path, with the mac2 of the
+// cookie the server gave that path's source, if it has a fresh one. Caller holds
+// p.mu.
+func (p *peer) sendInitiation(ps *pathState, now time.Time) {
+	msg := p.hsMsg
+	if ps.cookie != (noise.Cookie{}) && now.Sub(ps.cookieAt) < noise.CookieUseFor {
+		msg = bytes.Clone(msg)
+		noise.SetMAC2(msg, ps.cookie)
+	}
+	if err := ps.cs.c.WriteBatch([][]byte{msg}, []conn.Endpoint{ps.ep}); err != nil {
+		p.e.log.Debug("sending initiation", "path", ps.cs.local.String(), "server", ps.ep.Remote.String(), "err", err)
+	}
+}
+
+// handleCookieReply takes a cookie from a server under load (client) and sends the
+// pending initiation again from that path, now with a mac2 the server accepts.
+func (e *Engine) handleCookieReply(cs *connState, d []byte, ep conn.Endpoint, now time.Time) {
+	idx, ok := noise.PeekCookieReceiver(d)
+	if !ok {
+		e.counters.drop(dropMalformed)
+		return
+	}
+	e.idxMu.RLock()
+	ent, found := e.indices[idx]
+	e.idxMu.RUnlock()
+	if !found || ent.kp != nil {
+		e.counters.drop(dropHandshakeStale)
+		return
+	}
+	p := ent.peer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.byKey[p.keyFor(cs, ep)]
+	if p.hs == nil || p.hsIndex != idx || ps == nil {
+		e.counters.drop(dropHandshakeStale)
+		return
+	}
+	c, err := noise.ConsumeCookieReply(d, p.pub, p.hs.MAC1())
+	if err != nil {
+		e.counters.drop(dropHandshakeInvalid)
+		return
+	}
+	// A replayed reply carries the cookie we have: no resend, so replies cannot
+	// make us send more initiations than the server asked for.
+	if c == ps.cookie && now.Sub(ps.cookieAt) < noise.CookieUseFor {
+		return
+	}
+	ps.cookie, ps.cookieAt = c, now
+	e.log.Debug("server under load: cookie received", "path", ps.cs.local.String(), "server", ep.Remote.String())
+	p.sendInitiation(ps, now)
 }
 
 // wireParams converts the client's Params to their handshake form.
@@ -121,14 +194,21 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 		e.counters.drop(dropHandshakeInvalid)
 		return
 	}
-	if len(rp) > 0 && rp[0]&wire.RespFresh != 0 {
+	fresh := len(rp) > 0 && rp[0]&wire.RespFresh != 0
+	if len(rp) >= wire.RespPayloadLen {
+		// A new boot epoch means the server restarted, whatever the flag says.
+		epoch := binary.BigEndian.Uint64(rp[1:])
+		fresh = fresh || (p.srvEpoch != 0 && epoch != p.srvEpoch)
+		p.srvEpoch = epoch
+	}
+	if fresh {
 		p.resetFlows()
 		// The server numbers its paths and their datagrams afresh as well (after a
 		// restart it starts again from path 0, seq 1): receive state kept from the
 		// old session would take those for ancient duplicates and never ack them.
 		p.resetRx()
 	}
-	p.hs, p.hsIndex = nil, 0
+	p.hs, p.hsIndex, p.hsMsg = nil, 0, nil
 	e.idxMu.Lock()
 	e.indices[kp.LocalIndex] = indexEntry{peer: p, kp: kp}
 	if p.prev != nil {
@@ -153,9 +233,13 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 	}
 }
 
-// handleInitiation answers a client's handshake (server). Nothing is stored for an
-// initiation that does not authenticate.
-func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now time.Time, w *writer) {
+// handleInitiation answers a client's handshake (server, on the handshake worker)
+// and returns the peer and the response, or nil when the initiation is refused.
+// Nothing is stored for an initiation that does not authenticate, and nothing of
+// the session changes until the client confirms the new keys (confirmNext): an
+// initiation replayed after a restart, or a response that is lost, cannot reset a
+// session.
+func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now time.Time) (*peer, []byte) {
 	lookup := func(pub keys.Key) (psk keys.Key, ts [wire.TimestampLen]byte, ok bool) {
 		e.mu.RLock()
 		p := e.byKey[pub]
@@ -168,15 +252,17 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		p.mu.Unlock()
 		return p.psk, ts, true
 	}
-	e.idxMu.Lock()
-	idx := e.newIndex()
-	e.indices[idx] = indexEntry{} // reserve while the DH runs
-	e.idxMu.Unlock()
-	acc, err := e.responder.ConsumeInitiation(d, ep.Remote.Addr(), lookup, idx, now)
+	var idx uint32
+	newIdx := func() (uint32, bool) {
+		var ok bool
+		idx, ok = e.reserveIndex(indexEntry{}) // reserved while the response is made
+		return idx, ok
+	}
+	acc, err := e.responder.ConsumeInitiation(d, ep.Remote.Addr(), lookup, newIdx, now)
 	if err != nil {
-		e.idxMu.Lock()
-		delete(e.indices, idx)
-		e.idxMu.Unlock()
+		if idx != 0 {
+			e.releaseIndex(idx)
+		}
 		switch {
 		case errors.Is(err, noise.ErrRateLimited):
 			e.counters.drop(dropHandshakeRateLimited)
@@ -187,40 +273,33 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		default:
 			e.counters.drop(dropHandshakeInvalid)
 		}
-		return
+		return nil, nil
 	}
 	e.mu.RLock()
 	p := e.byKey[acc.PeerPublic]
 	e.mu.RUnlock()
 	if p == nil { // removed by a reload meanwhile
-		e.idxMu.Lock()
-		delete(e.indices, idx)
-		e.idxMu.Unlock()
-		return
+		e.releaseIndex(idx)
+		return nil, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if string(acc.Timestamp[:]) <= string(p.lastTS[:]) {
-		// Lost a race with a concurrent copy of the same initiation on another path.
-		e.idxMu.Lock()
-		delete(e.indices, idx)
-		e.idxMu.Unlock()
+		// Lost a race with a concurrent copy of the same initiation.
+		e.releaseIndex(idx)
 		e.counters.drop(dropHandshakeReplayed)
-		return
+		return nil, nil
 	}
-	p.lastTS = acc.Timestamp
-	sp, err := wire.ParseParams(acc.Payload)
-	if err == nil {
-		if err := p.applyParams(paramsFromWire(sp)); err != nil {
-			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)
-			p.applyParams(Params{})
-		}
+	if !p.lastInit.IsZero() && now.Sub(p.lastInit) < e.tn.HandshakeMinInterval {
+		e.releaseIndex(idx)
+		e.counters.drop(dropHandshakeTooSoon)
+		return nil, nil
 	}
-	if p.freshSession(sp.Rekey) {
-		p.resetFlows()
-		// A fresh session from a client that had one means the client restarted:
-		// its old sockets are gone, so are the paths to them.
-		p.dropPaths()
+	p.lastTS, p.lastInit = acc.Timestamp, now
+	sp, perr := wire.ParseParams(acc.Payload)
+	p.pending = pendingSession{fresh: p.freshSession(sp.Rekey), params: perr == nil}
+	if perr == nil {
+		p.pending.want = paramsFromWire(sp)
 	}
 	e.idxMu.Lock()
 	if p.next != nil {
@@ -230,21 +309,31 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 	e.idxMu.Unlock()
 	p.next = acc.Keypair
 	p.lastHS = now
-	if err := cs.c.WriteBatch([][]byte{acc.Response}, []conn.Endpoint{ep}); err != nil {
-		e.counters.drop(dropSendError)
-	}
+	e.sendHandshake(cs, acc.Response, ep)
 	e.log.Debug("handshake answered", "peer", p.name, "from", ep.Remote.String())
+	return p, acc.Response
+}
+
+// pendingSession is what an answered handshake changes once the client confirms
+// it: the session parameters it asked for, and whether it starts afresh.
+type pendingSession struct {
+	fresh  bool
+	params bool // want is set
+	want   Params
 }
 
 // freshSession decides whether a server starts a client's session afresh: the client
-// asked for it (it had no session), or there is nothing to continue (we restarted).
-// Caller holds p.mu. The response payload carries the same decision to the client.
+// asked for it (it had no session), or there is nothing to continue (we restarted, or
+// the session ended). An answered but unconfirmed handshake is not a session: were
+// it counted, a lost fresh response would make the retry's answer "not fresh" and the
+// client would keep numbers the server has dropped. Caller holds p.mu. The response
+// payload carries the same decision to the client.
 func (p *peer) freshSession(rekey bool) bool {
-	return !rekey || (p.cur == nil && p.next == nil)
+	return !rekey || p.cur == nil
 }
 
 // responsePayload is the server's half of that decision, called by the responder
-// once an initiation has authenticated.
+// once an initiation has authenticated: the flags and the server's boot epoch.
 func (e *Engine) responsePayload(pub keys.Key, initPayload []byte) []byte {
 	e.mu.RLock()
 	p := e.byKey[pub]
@@ -256,10 +345,12 @@ func (e *Engine) responsePayload(pub keys.Key, initPayload []byte) []byte {
 	p.mu.Lock()
 	fresh := p.freshSession(sp.Rekey)
 	p.mu.Unlock()
+	b := make([]byte, wire.RespPayloadLen)
 	if fresh {
-		return []byte{wire.RespFresh}
+		b[0] = wire.RespFresh
 	}
-	return []byte{0}
+	binary.BigEndian.PutUint64(b[1:], e.bootEpoch)
+	return b
 }
 
 func paramsFromWire(sp wire.SessionParams) Params {
@@ -286,6 +377,20 @@ func (p *peer) confirmNext(now time.Time) {
 	}
 	e.idxMu.Unlock()
 	p.prev, p.cur, p.next = p.cur, p.next, nil
+	pend := p.pending
+	p.pending = pendingSession{}
+	if pend.params {
+		if err := p.applyParams(pend.want); err != nil {
+			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)
+			p.applyParams(Params{})
+		}
+	}
+	if pend.fresh {
+		p.resetFlows()
+		// A fresh session from a client that had one means the client restarted:
+		// its old sockets are gone, so are the paths to them.
+		p.dropPaths()
+	}
 	if !p.everEstab {
 		e.log.Info("client session established", "peer", p.name)
 	}

@@ -131,15 +131,20 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	case wire.TypeData:
 		return in.handleData(cs, pb, d, ep, now)
 	case wire.TypeHandshakeInit:
-		in.unlockPeer()
 		if e.role == Server {
-			e.handleInitiation(cs, d, ep, now, in.w)
+			e.enqueueInitiation(cs, d, ep)
 			return false
 		}
 	case wire.TypeHandshakeResp:
 		in.unlockPeer()
 		if e.role == Client {
 			e.handleResponse(cs, d, ep, now, in.w)
+			return false
+		}
+	case wire.TypeCookieReply:
+		in.unlockPeer()
+		if e.role == Client {
+			e.handleCookieReply(cs, d, ep, now)
 			return false
 		}
 	}
@@ -161,7 +166,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		e.counters.drop(dropUnknownIndex)
 		return false
 	}
-	plain, _, err := ent.kp.Open(d)
+	plain, ctr, err := ent.kp.Decrypt(d)
 	switch {
 	case errors.Is(err, noise.ErrReplay):
 		e.counters.drop(dropReplayed)
@@ -170,18 +175,29 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		e.counters.drop(dropForged)
 		return false
 	}
+	p := ent.peer
+	in.lockPeer(p)
+	// A client hears its server only on the paths it opened; checked before the
+	// counter takes its replay-window slot, so that a copy raced in from another
+	// source cannot make the genuine datagram look like a replay.
+	if e.role == Client && p.byKey[p.keyFor(cs, ep)] == nil {
+		e.counters.drop(dropUnvalidatedPath)
+		return false
+	}
+	if !ent.kp.Commit(ctr) {
+		e.counters.drop(dropReplayed)
+		return false
+	}
 	ih, err := wire.ParseInnerHeader(plain)
 	if err != nil {
 		e.counters.drop(dropMalformed)
 		return false
 	}
-	p := ent.peer
-	in.lockPeer(p)
 	if p.next == ent.kp {
 		p.confirmNext(now)
 	}
 	p.lastRx = now
-	ps := p.learnPath(cs, ep, now, in.w)
+	ps := p.learnPath(cs, ep, len(d), now, in.w)
 	if ps == nil {
 		e.counters.drop(dropUnvalidatedPath)
 		return false
@@ -201,7 +217,8 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	ackNow := rx.r.OnPacket(ih.Seq, len(d), ih.TxUs, e.nowUs(now), eliciting, now)
 
 	kept := false
-	acked := false // an ACK frame may have opened a congestion window
+	acked := false    // an ACK frame may have opened a congestion window
+	answered := false // at most one RESPONSE per datagram
 	frames := plain[wire.InnerHeaderLen:]
 	for len(frames) > 0 {
 		frameAt := wire.DataHeaderLen + len(plain) - len(frames)
@@ -250,6 +267,14 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow
 		case wire.FrameChallenge:
+			// Only clients answer, once per datagram, on paths they opened: a
+			// server never needs to (it does not ask clients to prove it), and
+			// answering would let a client aim responses at a spoofed source.
+			if e.role != Client || answered || !ps.validated {
+				e.counters.drop(dropChallengeUnanswered)
+				continue
+			}
+			answered = true
 			p.sendControl(in.w, ps, now, frameResponse, f.Challenge)
 		case wire.FrameResponse:
 			if !ps.validated && !ps.chalSent.IsZero() && f.Challenge == ps.chal {

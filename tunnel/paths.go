@@ -9,6 +9,7 @@ import (
 
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/wire"
 )
 
 // openConns opens the path sockets: on a client one per local path, subflow and
@@ -238,8 +239,11 @@ func (p *peer) removePath(ps *pathState) {
 // new source endpoint creates the path unvalidated and challenges it: nothing but the
 // challenge is sent there until the client echoes it from that endpoint, so a spoofed
 // or replayed source cannot divert traffic.
-func (p *peer) learnPath(cs *connState, ep conn.Endpoint, now time.Time, w *writer) *pathState {
+func (p *peer) learnPath(cs *connState, ep conn.Endpoint, n int, now time.Time, w *writer) *pathState {
 	if ps := p.byKey[p.keyFor(cs, ep)]; ps != nil {
+		if !ps.validated {
+			ps.unvRx += n
+		}
 		return ps
 	}
 	if p.isSrv {
@@ -252,6 +256,7 @@ func (p *peer) learnPath(cs *connState, ep conn.Endpoint, now time.Time, w *writ
 	if err != nil {
 		return nil
 	}
+	ps.unvRx = n
 	p.sendChallenge(ps, now, w)
 	return ps
 }
@@ -290,6 +295,13 @@ func (p *peer) sendChallenge(ps *pathState, now time.Time, w *writer) {
 			return
 		}
 	}
+	// A challenge datagram is 16 + 12 + 9 + 16 bytes, less than three times any
+	// authenticated datagram; retries wait for the source to send more.
+	const chalLen = wire.DataOverhead + wire.InnerHeaderLen + wire.ChallengeFrameLen
+	if ps.unvTx+chalLen > 3*ps.unvRx {
+		return
+	}
+	ps.unvTx += chalLen
 	ps.chalSent = now
 	ps.chalTries++
 	p.sendControl(w, ps, now, frameChallenge, ps.chal)

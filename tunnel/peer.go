@@ -74,6 +74,10 @@ type peer struct {
 	hsIndex   uint32
 	hsSent    time.Time
 	hsRetry   time.Duration
+	hsMsg     []byte                  // the pending initiation, without mac2
+	srvEpoch  uint64                  // client: the server's boot epoch from the last response
+	lastInit  time.Time               // server: when the last initiation was accepted
+	pending   pendingSession          // server: what confirming p.next changes
 	lastTS    [wire.TimestampLen]byte // server: newest accepted initiation timestamp
 	lastHS    time.Time
 	lastRx    time.Time
@@ -126,6 +130,14 @@ type pathState struct {
 	chal      [wire.ChallengeLen]byte
 	chalSent  time.Time
 	chalTries int
+	// unvRx and unvTx count the bytes received from and sent to the path while it
+	// is unvalidated: a server sends an unvalidated address at most three times
+	// what came from it (RFC 9000 §8), so a spoofed source is no amplifier.
+	unvRx, unvTx int
+	// cookie is the server's cookie for this path's source (client), received
+	// at cookieAt; zero when the server never was under load.
+	cookie    noise.Cookie
+	cookieAt  time.Time
 	peerID    int // the peer's id for this path's reverse direction; -1 unknown
 	weightIdx int // client: position in the config's path order (local, server, subflow)
 	link      int // paths over the same access link share a number (see linkOf)

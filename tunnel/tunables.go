@@ -31,6 +31,20 @@ type Tunables struct {
 	// HandshakeRetry is the first retransmission interval of an unanswered
 	// initiation; it doubles up to HandshakeRetryMax.
 	HandshakeRetry, HandshakeRetryMax time.Duration
+	// HandshakeQueue is how many initiations wait for the server's handshake
+	// worker; more are dropped. The server is under load (cookies required) while
+	// more than an eighth of it is used, and for HandshakeLoadHold after.
+	HandshakeQueue    int
+	HandshakeLoadHold time.Duration
+	// HandshakeBudget is how many initiations a second the server runs through
+	// Diffie-Hellman, all sources together (0 = no limit): about 25 % of one core
+	// of this project's 2-core test machine at 1000. Spending it puts the server
+	// under load.
+	HandshakeBudget int
+	// HandshakeMinInterval: a server accepts at most one new initiation per client
+	// this often (copies of one initiation on several paths are answered from a
+	// cache and do not count).
+	HandshakeMinInterval time.Duration
 	// SessionDeadAfter: a client that has heard nothing authenticated from the server
 	// for this long (idle paths are probed, so silence means trouble) handshakes again.
 	SessionDeadAfter time.Duration
@@ -106,28 +120,32 @@ const TunnelCapGain = 1.0
 // DefaultTunables returns the defaults used by `braid up`.
 func DefaultTunables() Tunables {
 	return Tunables{
-		Path:               path.DefaultConfig(),
-		ReplayWindow:       65536,
-		RekeyAfterTime:     120 * time.Second,
-		RejectAfterTime:    180 * time.Second,
-		RekeyAfterMessages: 1 << 60,
-		HandshakeRetry:     time.Second,
-		HandshakeRetryMax:  8 * time.Second,
-		SessionDeadAfter:   5 * time.Second,
-		ChallengeRetry:     250 * time.Millisecond,
-		ChallengeTries:     8,
-		MaxPathsPerPeer:    64,
-		PathForgetAfter:    60 * time.Second,
-		Tick:               5 * time.Millisecond,
-		ReorderFlows:       4096,
-		ReorderMaxHeld:     4096,
-		ReorderMinHold:     10 * time.Millisecond,
-		ReorderMaxHold:     200 * time.Millisecond,
-		ReorderFixedHold:   50 * time.Millisecond,
-		ReorderMargin:      3 * time.Millisecond,
-		OuterMTU:           1500,
-		CCQueuePackets:     1024,
-		CCQueueDelay:       100 * time.Millisecond,
-		CoDel:              aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes},
+		Path:                 path.DefaultConfig(),
+		ReplayWindow:         65536,
+		RekeyAfterTime:       120 * time.Second,
+		RejectAfterTime:      180 * time.Second,
+		RekeyAfterMessages:   1 << 60,
+		HandshakeRetry:       time.Second,
+		HandshakeRetryMax:    8 * time.Second,
+		SessionDeadAfter:     5 * time.Second,
+		HandshakeQueue:       1024,
+		HandshakeLoadHold:    time.Second,
+		HandshakeBudget:      1000,
+		HandshakeMinInterval: 20 * time.Millisecond,
+		ChallengeRetry:       250 * time.Millisecond,
+		ChallengeTries:       8,
+		MaxPathsPerPeer:      64,
+		PathForgetAfter:      60 * time.Second,
+		Tick:                 5 * time.Millisecond,
+		ReorderFlows:         4096,
+		ReorderMaxHeld:       4096,
+		ReorderMinHold:       10 * time.Millisecond,
+		ReorderMaxHold:       200 * time.Millisecond,
+		ReorderFixedHold:     50 * time.Millisecond,
+		ReorderMargin:        3 * time.Millisecond,
+		OuterMTU:             1500,
+		CCQueuePackets:       1024,
+		CCQueueDelay:         100 * time.Millisecond,
+		CoDel:                aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes},
 	}
 }

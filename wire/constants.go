@@ -10,6 +10,7 @@ package wire
 const (
 	TypeHandshakeInit = 1 // Noise IKpsk2 message 1, client → server
 	TypeHandshakeResp = 2 // Noise IKpsk2 message 2, server → client
+	TypeCookieReply   = 3 // a server under load answers an initiation with a cookie
 	TypeData          = 4 // an AEAD-sealed transport message
 )
 
@@ -82,7 +83,7 @@ const DataPacketOverhead = DataPrefixLen + TagLen
 // Handshake initiation (client → server):
 //
 //	0      1          4            8
-//	| type | rsvd (3) | sender idx | noise msg 1 (e, s, payload) | mac1 (16)
+//	| type | rsvd (3) | sender idx | noise msg 1 (e, s, payload) | mac1 (16) | mac2 (16)
 //
 // Handshake response (server → client):
 //
@@ -91,7 +92,20 @@ const DataPacketOverhead = DataPrefixLen + TagLen
 //
 // mac1 is a keyed BLAKE2s-128 over everything before it, keyed with a hash of the
 // receiver's static public key: a server drops datagrams from anyone who does not
-// know its public key before spending a Diffie-Hellman on them.
+// know its public key before spending a Diffie-Hellman on them. mac2 is a keyed
+// BLAKE2s-128 over everything before it, keyed with a cookie the server gave this
+// source address, or zero when the initiator has no cookie: a server under load
+// answers an initiation without a valid mac2 with a cookie reply instead of
+// processing it, so spoofed sources cost it no Diffie-Hellman.
+//
+// Cookie reply (server → client):
+//
+//	0      1          4              8            32
+//	| type | rsvd (3) | receiver idx | nonce (24) | cookie (16) sealed, tag (16)
+//
+// The receiver index is the initiation's sender index; the cookie is sealed with
+// XChaCha20-Poly1305 under a hash of the server's public key, with the initiation's
+// mac1 as associated data.
 const (
 	InitHeaderLen = 8
 	RespHeaderLen = 12
@@ -102,11 +116,13 @@ const (
 	NoiseRespFixedLen = 32 + 16
 	// MaxHandshakePayload bounds the plaintext payload of either handshake message.
 	MaxHandshakePayload = 256
-	MinInitLen          = InitHeaderLen + NoiseInitFixedLen + MACLen
+	MinInitLen          = InitHeaderLen + NoiseInitFixedLen + 2*MACLen
 	MaxInitLen          = MinInitLen + MaxHandshakePayload
 	MinRespLen          = RespHeaderLen + NoiseRespFixedLen + MACLen
 	MaxRespLen          = MinRespLen + MaxHandshakePayload
 	TimestampLen        = 12 // TAI64N, first bytes of the initiation payload
+	CookieLen           = 16
+	CookieReplyLen      = 8 + 24 + CookieLen + TagLen
 )
 
 // Handshake payload parameters (TLV after the timestamp in message 1): the client
@@ -126,8 +142,10 @@ const (
 	MaxWeights    = 64
 )
 
-// Handshake response payload: one flags byte.
+// Handshake response payload: a flags byte, then the server's boot epoch (u64, random
+// per start), so a client learns that a server restarted even if a response was lost.
 const (
+	RespPayloadLen = 1 + 8
 	// RespFresh tells the client the server starts the session afresh (it had no
 	// session to continue, or the client asked for a new one): both sides number
 	// their flows from 0 again and reset their reorder buffers.

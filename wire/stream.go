@@ -8,6 +8,8 @@ func StreamFrameBounds(typ byte) (lo, hi int, ok bool) {
 		return MinInitLen, MaxInitLen, true
 	case TypeHandshakeResp:
 		return MinRespLen, MaxRespLen, true
+	case TypeCookieReply:
+		return CookieReplyLen, CookieReplyLen, true
 	case TypeData:
 		return DataOverhead + InnerHeaderLen, MaxStreamFrame, true
 	}

@@ -19,7 +19,8 @@ func TestSizes(t *testing.T) {
 		{"AckFrameLen", AckFrameLen, 35},
 		{"ChallengeFrameLen", ChallengeFrameLen, 9},
 		{"DataPrefixLen", DataPrefixLen, 16 + 12 + 9},
-		{"MinInitLen", MinInitLen, 8 + 32 + 48 + 16 + 16},
+		{"MinInitLen", MinInitLen, 8 + 32 + 48 + 16 + 16 + 16}, // mac1, mac2
+		{"CookieReplyLen", CookieReplyLen, 8 + 24 + 16 + 16},
 		{"MinRespLen", MinRespLen, 12 + 32 + 16 + 16},
 		{"MaxPacket", MaxPacket, 65535 - 37 - 16},
 	}

@@ -1,0 +1,145 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// A server answers initiations on a worker of its own, never on the readers that
+// carry data: a Diffie-Hellman costs about as much as a hundred data packets, and a
+// flood of initiations must not stall the sessions that already run (wireguard-go
+// has the same split).
+//
+//   - The readers check length and mac1 (one hash) and put the initiation on a
+//     bounded queue; when it is full the initiation is dropped and counted.
+//   - The server is under load while the queue holds more than an eighth of its
+//     capacity or the global budget of Diffie-Hellmans is spent, and for
+//     HandshakeLoadHold after. Under load an initiation without a valid mac2 gets
+//     a cookie reply and nothing else, so spoofed sources cost no Diffie-Hellman.
+//   - A copy of an initiation already answered (the client sends each on every
+//     path) is answered from a cache, to its own source: a path whose downlink is
+//     dead cannot make the handshake fail while another path works.
+//   - Then the per-source limiter (noise.Responder) and the global budget bound
+//     the Diffie-Hellmans a second.
+
+// hsJob is one initiation waiting for the worker; it is copied by value so the
+// queue needs no buffers of its own.
+type hsJob struct {
+	cs  *connState
+	ep  conn.Endpoint
+	n   int
+	msg [wire.MaxInitLen]byte
+}
+
+// hsWorker is the worker's state; only the worker goroutine touches it.
+type hsWorker struct {
+	loadUntil time.Time
+	tokens    float64 // global Diffie-Hellman budget
+	last      time.Time
+	cache     map[[wire.MACLen]byte]cachedResponse
+}
+
+// cachedResponse is the response to an initiation, kept for its copies.
+type cachedResponse struct {
+	resp []byte
+	at   time.Time
+}
+
+// enqueueInitiation is the reader's part: cheap checks, then the queue.
+func (e *Engine) enqueueInitiation(cs *connState, d []byte, ep conn.Endpoint) {
+	if err := e.responder.CheckInitiation(d); err != nil {
+		e.counters.drop(dropHandshakeInvalid)
+		return
+	}
+	var j hsJob
+	j.cs, j.ep, j.n = cs, ep, copy(j.msg[:], d)
+	select {
+	case e.hsq <- j:
+	default:
+		e.counters.drop(dropHandshakeQueueFull)
+	}
+}
+
+// routineHandshakes is the server's handshake worker.
+func (e *Engine) routineHandshakes() {
+	defer e.wg.Done()
+	hw := &hsWorker{
+		tokens: float64(e.tn.HandshakeBudget),
+		cache:  make(map[[wire.MACLen]byte]cachedResponse),
+	}
+	for {
+		select {
+		case <-e.closing:
+			return
+		case j := <-e.hsq:
+			e.handleQueued(hw, &j, time.Now())
+		}
+	}
+}
+
+// handleQueued runs one initiation through the load checks and the cache before
+// any Diffie-Hellman.
+func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
+	msg := j.msg[:j.n]
+	tn := &e.tn
+	if len(e.hsq) >= cap(e.hsq)/8 {
+		hw.loadUntil = now.Add(tn.HandshakeLoadHold)
+	}
+	if now.Before(hw.loadUntil) && !e.cookies.CheckMAC2(msg, j.ep.Remote, now) {
+		reply, err := e.cookies.AppendReply(make([]byte, 0, wire.CookieReplyLen), msg, j.ep.Remote, now)
+		if err == nil {
+			e.sendHandshake(j.cs, reply, j.ep)
+			e.counters.drop(dropHandshakeCookie)
+		}
+		return
+	}
+	mac1, _ := noise.InitiationMAC1(msg)
+	if c, ok := hw.cache[mac1]; ok {
+		if now.Sub(c.at) < tn.HandshakeRetry {
+			e.sendHandshake(j.cs, c.resp, j.ep)
+			return
+		}
+		delete(hw.cache, mac1)
+	}
+	// The global budget refills continuously; spending it puts the server under
+	// load, so the next initiations must come back with a cookie.
+	if rate := float64(tn.HandshakeBudget); rate > 0 {
+		if !hw.last.IsZero() {
+			hw.tokens = min(rate, hw.tokens+now.Sub(hw.last).Seconds()*rate)
+		}
+		hw.last = now
+		if hw.tokens < 1 {
+			hw.loadUntil = now.Add(tn.HandshakeLoadHold)
+			e.counters.drop(dropHandshakeBudget)
+			return
+		}
+		hw.tokens--
+	}
+	p, resp := e.handleInitiation(j.cs, msg, j.ep, now)
+	if p == nil {
+		return
+	}
+	// The cache holds at most the budget's worth of a retry interval.
+	if len(hw.cache) >= cacheSweepAt {
+		for k, c := range hw.cache {
+			if now.Sub(c.at) >= tn.HandshakeRetry {
+				delete(hw.cache, k)
+			}
+		}
+	}
+	hw.cache[mac1] = cachedResponse{resp: resp, at: now}
+}
+
+// cacheSweepAt is the size of the response cache above which expired entries are
+// swept before adding one.
+const cacheSweepAt = 64
+
+// sendHandshake sends one handshake message (a response or a cookie reply).
+func (e *Engine) sendHandshake(cs *connState, msg []byte, ep conn.Endpoint) {
+	if err := cs.c.WriteBatch([][]byte{msg}, []conn.Endpoint{ep}); err != nil {
+		e.counters.drop(dropSendError)
+	}
+}
