@@ -93,6 +93,11 @@ const (
 	numClasses
 )
 
+// MaxHold is the longest hold a Buffer may be configured with: a peer that asks for
+// more (the client sends its hold in the handshake) is clamped to it, since every
+// held packet is a buffer of the receiver's. The config file has the same bound.
+const MaxHold = 5 * time.Second
+
 // DefaultConfig returns the documented defaults (Adaptive mode).
 func DefaultConfig() Config {
 	return Config{

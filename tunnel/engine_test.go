@@ -65,6 +65,8 @@ type rigOpts struct {
 	params   Params
 	tunables func(*Tunables)
 	clientB  bool
+	// links, if set, shapes the network before the engines start.
+	links func(*conntest.Network)
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -74,6 +76,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr2.Addr()}, {cliAddr2, srvAddr1.Addr()}} {
 		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Down: true})
 		r.net.SetLink(pair[1], pair[0], conntest.LinkOptions{Down: true})
+	}
+	if o.links != nil {
+		o.links(r.net)
 	}
 	tn := DefaultTunables()
 	if o.tunables != nil {

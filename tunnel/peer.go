@@ -227,8 +227,8 @@ func (p *peer) applyParams(want Params) error {
 		return err
 	}
 	tn := p.e.tn
-	hold := want.ReorderHold
-	if hold == 0 {
+	hold := min(want.ReorderHold, reorder.MaxHold)
+	if hold <= 0 {
 		hold = tn.ReorderMaxHold
 		if mode == reorder.Fixed {
 			hold = tn.ReorderFixedHold

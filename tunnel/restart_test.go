@@ -3,11 +3,13 @@ package tunnel
 import (
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/tundev/tuntest"
+	"github.com/braid-vpn/braid/wire"
 )
 
 // A server that crashes and comes back starts its session with the client afresh:
@@ -16,6 +18,61 @@ import (
 // acks them, and the server's paths never come up.
 func TestEngineServerRestart(t *testing.T) {
 	r := newRig(t, rigOpts{tunables: func(tn *Tunables) { tn.SessionDeadAfter = 300 * time.Millisecond }})
+	again, tun := r.crashServer(t, nil)
+	waitUsable(t, again, "a", 2)
+	r.checkDownstream(t, tun)
+}
+
+// The same with the first response of the restarted server lost: the retry must
+// be answered "fresh" as well (an answered, unconfirmed handshake is no session).
+func TestEngineServerRestartResponseLost(t *testing.T) {
+	r := newRig(t, rigOpts{tunables: func(tn *Tunables) { tn.SessionDeadAfter = 300 * time.Millisecond }})
+	var dropped atomic.Int32
+	again, tun := r.crashServer(t, func() {
+		r.net.SetFilter(func(from, to netip.AddrPort, b []byte) bool {
+			return wire.MessageType(b) != wire.TypeHandshakeResp || dropped.Add(1) > 2 // both copies
+		})
+	})
+	waitUsable(t, again, "a", 2)
+	if dropped.Load() < 2 {
+		t.Fatal("no response was dropped: the test did not test anything")
+	}
+	r.checkDownstream(t, tun)
+}
+
+// An initiation recorded before a restart and replayed to the restarted server
+// (its timestamp is newer than the nothing the server remembers) must not leave
+// the server half-way: the client's own handshake still starts the session afresh.
+func TestEngineReplayedInitiationAfterRestart(t *testing.T) {
+	var first atomic.Pointer[[]byte]
+	r := newRig(t, rigOpts{
+		tunables: func(tn *Tunables) { tn.SessionDeadAfter = 300 * time.Millisecond },
+		links: func(n *conntest.Network) {
+			n.Capture(func(from, to netip.AddrPort, b []byte) {
+				if wire.MessageType(b) == wire.TypeHandshakeInit {
+					c := append([]byte(nil), b...)
+					first.CompareAndSwap(nil, &c)
+				}
+			})
+		},
+	})
+	waitUsable(t, r.srv, "a", 2)
+	r.net.Capture(nil)
+	old := first.Load()
+	if old == nil {
+		t.Fatal("no initiation captured")
+	}
+	again, tun := r.crashServer(t, func() {})
+	r.net.Inject(netip.AddrPortFrom(cliAddr1, 1), srvAddr1, *old)
+	waitUsable(t, again, "a", 2)
+	r.checkDownstream(t, tun)
+}
+
+// crashServer fills the client's receive state with traffic, then kills the
+// server without a CLOSE and starts it again (with before() run just before the
+// new one starts). It returns the new server and its TUN double.
+func (r *rig) crashServer(t *testing.T, before func()) (*Engine, *tuntest.Device) {
+	t.Helper()
 	waitUsable(t, r.cliA, "server", 2)
 	waitUsable(t, r.srv, "a", 2)
 	// Enough traffic that the client's receive state is far ahead of a new
@@ -35,16 +92,26 @@ func TestEngineServerRestart(t *testing.T) {
 		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{})
 	}
 	cfg := r.srv.cfg
-	cfg.TUN = tuntest.New(1380)
+	tun := tuntest.New(1380)
+	cfg.TUN = tun
 	again, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if before != nil {
+		before()
+	}
 	again.Start()
-	defer again.Close()
-	waitUsable(t, again, "a", 2)
+	t.Cleanup(func() { again.Close() })
+	return again, tun
+}
+
+// checkDownstream sends 20 packets from the server's TUN and expects them in order
+// at client A.
+func (r *rig) checkDownstream(t *testing.T, srvTun *tuntest.Device) {
+	t.Helper()
 	for i := 0; i < 20; i++ {
-		cfg.TUN.(*tuntest.Device).Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "after %d", i)))
+		srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "after %d", i)))
 	}
 	got := recvN(t, r.cliATun, 20, 3*time.Second)
 	for i, p := range got {

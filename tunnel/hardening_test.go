@@ -1,0 +1,231 @@
+package tunnel
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/tundev/tuntest"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// captureFirstInit records the first initiation a client sends.
+func captureFirstInit(dst *atomic.Pointer[[]byte]) func(*conntest.Network) {
+	return func(n *conntest.Network) {
+		n.Capture(func(from, to netip.AddrPort, b []byte) {
+			if wire.MessageType(b) == wire.TypeHandshakeInit {
+				c := append([]byte(nil), b...)
+				dst.CompareAndSwap(nil, &c)
+			}
+		})
+	}
+}
+
+// sealFromClient builds an authenticated datagram from client A's current keys
+// carrying frames, as a malicious client could.
+func (r *rig) sealFromClient(t *testing.T, frames []byte) []byte {
+	t.Helper()
+	p := r.cliA.server
+	p.mu.Lock()
+	kp := p.cur
+	p.mu.Unlock()
+	if kp == nil {
+		t.Fatal("client has no keys")
+	}
+	buf := make([]byte, wire.DataHeaderLen+wire.InnerHeaderLen, wire.DataOverhead+wire.InnerHeaderLen+len(frames))
+	wire.PutInnerHeader(buf[wire.DataHeaderLen:], wire.InnerHeader{Seq: 1 << 30, Path: 0})
+	buf = append(buf, frames...)
+	d, err := kp.Seal(buf, wire.InnerHeaderLen+len(frames))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A client with valid keys sends one datagram full of CHALLENGE frames from a
+// victim's spoofed address: the server sends the victim at most three times what
+// it received from there (it used to answer every frame: ~9× the bytes).
+func TestEngineChallengeReflection(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	victim := netip.AddrPortFrom(netip.MustParseAddr("198.18.77.1"), 5555)
+	var toVictim atomic.Int64
+	r.net.Capture(func(from, to netip.AddrPort, b []byte) {
+		if to == victim {
+			toVictim.Add(int64(len(b)))
+		}
+	})
+	var frames []byte
+	for len(frames)+wire.ChallengeFrameLen <= 1300 {
+		frames = wire.AppendChallenge(frames, [wire.ChallengeLen]byte{1, 2, 3}, false)
+	}
+	d := r.sealFromClient(t, frames)
+	r.net.Inject(victim, srvAddr1, d)
+	// Long enough for every challenge retry (ChallengeRetry × ChallengeTries).
+	time.Sleep(DefaultTunables().ChallengeRetry*time.Duration(DefaultTunables().ChallengeTries) + 200*time.Millisecond)
+	if got := toVictim.Load(); got > 3*int64(len(d)) || got == 0 {
+		t.Fatalf("the server sent %d bytes to the spoofed source for %d received; want (0, %d]", got, len(d), 3*len(d))
+	}
+	if r.srv.Drops()["challenge_not_answered"] == 0 {
+		t.Fatal("the server answered challenges")
+	}
+}
+
+// The client sends each initiation on every path. When the fastest path's downlink
+// is dead, the copy on the other path must still get a response (from the
+// server's cache, with no second Diffie-Hellman), at the first handshake and at
+// every rekey.
+func TestEngineDeadDownlinkHandshake(t *testing.T) {
+	r := newRig(t, rigOpts{
+		tunables: func(tn *Tunables) { tn.RekeyAfterTime = 400 * time.Millisecond },
+		links: func(n *conntest.Network) {
+			n.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Down: true})
+			n.SetLink(cliAddr2, srvAddr2.Addr(), conntest.LinkOptions{Delay: 20 * time.Millisecond})
+			n.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Delay: 20 * time.Millisecond})
+		},
+	})
+	waitUsable(t, r.cliA, "server", 1)
+	keysSeen := map[*noise.Keypair]bool{}
+	deadline := time.Now().Add(3 * time.Second)
+	for len(keysSeen) < 4 && time.Now().Before(deadline) {
+		r.cliA.server.mu.Lock()
+		if kp := r.cliA.server.cur; kp != nil {
+			keysSeen[kp] = true
+		}
+		r.cliA.server.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(keysSeen) < 4 {
+		t.Fatalf("%d sessions in 3 s with 400 ms rekeys: handshakes fail when one downlink is dead", len(keysSeen))
+	}
+	r.checkDownstream(t, r.srvTun)
+}
+
+// A server flooded with a recorded initiation replayed from more spoofed sources
+// than its limiter holds stops spending Diffie-Hellmans on them once under load
+// (cookies), the established session keeps its traffic, and a client that
+// (re)starts during the flood gets in through the cookie.
+func TestEngineHandshakeFlood(t *testing.T) {
+	const budget = 20
+	var captured atomic.Pointer[[]byte]
+	r := newRig(t, rigOpts{
+		tunables: func(tn *Tunables) {
+			tn.HandshakeQueue = 64
+			tn.HandshakeBudget = budget
+			tn.HandshakeLoadHold = time.Minute
+		},
+		links: captureFirstInit(&captured),
+	})
+	waitUsable(t, r.srv, "a", 2)
+	waitUsable(t, r.cliA, "server", 2)
+	r.net.Capture(nil)
+	initMsg := *captured.Load()
+	// Past the time copies are answered from the cache: each replay now costs a
+	// Diffie-Hellman unless the server asks for a cookie.
+	time.Sleep(DefaultTunables().HandshakeRetry + 100*time.Millisecond)
+
+	dh0 := r.srv.responder.DHCount()
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var flooded atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 19, byte(i >> 8), byte(i)}), uint16(1024+i%50000))
+			r.net.Inject(src, srvAddr1, initMsg)
+			flooded.Add(1)
+			if i%32 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	sent, delivered := r.streamUp(5*time.Millisecond, time.Second)
+	if delivered != sent {
+		t.Fatalf("established session lost traffic under the flood: %d of %d delivered", delivered, sent)
+	}
+	// Client A restarts during the flood.
+	r.cliA.Close()
+	cfg := r.cfgA
+	cfg.TUN = tuntest.New(1380)
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Start()
+	defer again.Close()
+	waitUsable(t, again, "server", 1)
+
+	elapsed := time.Since(start)
+	dh := r.srv.responder.DHCount() - dh0
+	// Without load only the budget bounds the Diffie-Hellmans; once under load,
+	// spoofed sources get cookies. The bound holds whatever the machine's speed.
+	bound := uint64(budget + budget*elapsed.Seconds() + 1)
+	t.Logf("%d spoofed initiations in %v: %d Diffie-Hellmans, drops %v", flooded.Load(), elapsed.Round(time.Millisecond), dh, r.srv.Drops())
+	if flooded.Load() < 5000 {
+		t.Fatalf("only %d spoofed initiations sent: not a flood", flooded.Load())
+	}
+	if dh > bound {
+		t.Fatalf("%d Diffie-Hellmans for %d spoofed initiations; want at most %d", dh, flooded.Load(), bound)
+	}
+	if r.srv.Drops()["handshake_cookie_sent"] == 0 {
+		t.Fatal("the server never went under load")
+	}
+}
+
+// A datagram from the server copied by an attacker and raced to the client from
+// another source must not take the genuine datagram's replay-window slot.
+func TestEngineClientSourceBeforeReplay(t *testing.T) {
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		n.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Delay: 30 * time.Millisecond})
+		n.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Delay: 30 * time.Millisecond})
+	}})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	wrong := netip.AddrPortFrom(srvAddr1.Addr(), srvAddr1.Port()+1)
+	before := r.cliA.Drops()["replayed"]
+	r.net.Capture(func(from, to netip.AddrPort, b []byte) {
+		if from.Addr() == srvAddr1.Addr() && wire.MessageType(b) == wire.TypeData {
+			r.net.Inject(wrong, to, append([]byte(nil), b...))
+		}
+	})
+	for i := 0; i < 20; i++ {
+		r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "p %d", i)))
+	}
+	recvN(t, r.cliATun, 20, 3*time.Second)
+	r.net.Capture(nil)
+	d := r.cliA.Drops()
+	if d["unvalidated_path"] == 0 {
+		t.Fatal("no copy from the wrong source arrived: the test tested nothing")
+	}
+	if got := d["replayed"] - before; got != 0 {
+		t.Fatalf("%d genuine datagrams dropped as replays after a copy from another source", got)
+	}
+}
+
+// A client's requested reorder hold (u32 µs on the wire: up to 71 minutes) is
+// clamped by the server.
+func TestEngineReorderHoldClamped(t *testing.T) {
+	r := newRig(t, rigOpts{params: Params{Reorder: "fixed", ReorderHold: time.Hour}})
+	waitUsable(t, r.srv, "a", 2)
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	p.mu.Lock()
+	hold := p.reorderCfg.Hold
+	p.mu.Unlock()
+	if hold <= 0 || hold > 5*time.Second {
+		t.Fatalf("server holds gaps for %v, want at most 5 s", hold)
+	}
+}
