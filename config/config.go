@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/noise"
+	"github.com/braid-vpn/braid/reorder"
 )
 
 // Defaults and limits. They live in one block so that docs/config.md, the
@@ -68,7 +70,7 @@ const (
 	// such as LTE next to fibre routinely differ by more than 100 ms.
 	DefaultAdaptiveReorderHold = 200 * time.Millisecond
 	MinReorderHold             = time.Millisecond
-	MaxReorderHold             = 5 * time.Second
+	MaxReorderHold             = reorder.MaxHold
 
 	// DefaultHandshakeTimeout is the first retry of an unanswered handshake
 	// initiation; later retries double it up to 8 s. Short, because the first
@@ -80,7 +82,7 @@ const (
 	// DefaultHandshakeRate is the number of handshake initiations per second
 	// the server answers from one source address before it stops doing
 	// Diffie-Hellman work for it. 0 in the file disables the limit.
-	DefaultHandshakeRate = 20
+	DefaultHandshakeRate = noise.DefaultRatePerSecond
 	MaxHandshakeRate     = 1_000_000
 
 	// MaxServerIDBits is the most session-index bits a server id may take; 16
@@ -89,12 +91,12 @@ const (
 
 	// DefaultReplayWindow covers about 0.75 s of skew between paths at
 	// 1 Gbit/s of 1380-byte packets; WireGuard's 8128 covers only ~90 ms.
-	DefaultReplayWindow = 65536
+	DefaultReplayWindow = noise.DefaultReplayWindow
 	MinReplayWindow     = 1024
 	MaxReplayWindow     = 1 << 24
 
-	DefaultRekeyAfterTime  = 120 * time.Second
-	DefaultRejectAfterTime = 180 * time.Second
+	DefaultRekeyAfterTime  = noise.RekeyAfterTime
+	DefaultRejectAfterTime = noise.RejectAfterTime
 	MinRekeyAfterTime      = time.Second
 
 	// DefaultRekeyAfterPackets is a backstop behind the 120 s timer: at
@@ -106,7 +108,7 @@ const (
 	// RejectAfterPackets bounds rekey_after_packets (it must be below 2^60,
 	// WireGuard's REKEY_AFTER_MESSAGES). The keys themselves refuse to seal at
 	// noise.RejectAfterMessages (2^64 − 2^32), far beyond it.
-	RejectAfterPackets = 1 << 60
+	RejectAfterPackets = int64(noise.RekeyAfterMessages)
 
 	DefaultLogLevel = "info"
 
@@ -169,6 +171,13 @@ type Config struct {
 	Server   *Server
 	Security Security
 	Control  Control
+
+	// Warnings are problems that do not stop braid but that the operator
+	// should fix: a key file other users may read, a metrics endpoint
+	// reachable from the network. Each is one line naming the file, the key
+	// and the problem, like an Error; braid up logs them at start and on
+	// reload. nil when there are none.
+	Warnings []string
 }
 
 // Tun describes the local TUN interface.

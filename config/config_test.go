@@ -24,6 +24,15 @@ const (
 	peerPubC  = "TWW3Y9lB6+qJfnXNaXwGtwnCJ0vugE4oaC0QEqYyUD0="
 )
 
+// Low-order points of Curve25519 (see keys.IsLowOrder): the all-zero key, a
+// point of order 8, and the point 1 with the ignored top bit set.
+const (
+	zeroPub      = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+	order8Pub    = "4Ot6fDtBuK4WVuP68Z/EatoJjeucMrH9hmIFFl9JuAA="
+	order1TopPub = "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIA="
+	lowOrderMsg  = "bad key: low-order point (X25519 with it gives the all-zero secret for any private key, so it is no one's public key)"
+)
+
 // writeKey writes a fresh key file and returns the key.
 func writeKey(t *testing.T, path string) keys.Key {
 	t.Helper()
@@ -507,6 +516,14 @@ func TestErrors(t *testing.T) {
 			`server.toml: server.clients[0].public_key: bad key: not base64`},
 		{"short client key", "server.toml", edit(t, sv, peerPubA, "AAAA"),
 			`server.toml: server.clients[0].public_key: bad key: 3 bytes, want 32`},
+		{"zero server key", "client.toml", edit(t, cl, serverPub, zeroPub),
+			`client.toml: client.server_public_key: ` + lowOrderMsg},
+		{"low-order server key", "client.toml", edit(t, cl, serverPub, order8Pub),
+			`client.toml: client.server_public_key: ` + lowOrderMsg},
+		{"low-order server key, top bit set", "client.toml", edit(t, cl, serverPub, order1TopPub),
+			`client.toml: client.server_public_key: ` + lowOrderMsg},
+		{"low-order client key", "server.toml", sv + "[[server.clients]]\npublic_key = \"" + order8Pub + "\"\nallowed_ips = [\"100.64.0.3/32\"]\n",
+			`server.toml: server.clients[1].public_key: ` + lowOrderMsg},
 		{"duplicate client name", "server.toml", edit(t, sv, "[[server.clients]]\n", "[[server.clients]]\nname = \"x\"\n") +
 			"[[server.clients]]\nname = \"x\"\npublic_key = \"" + peerPubB + "\"\nallowed_ips = [\"100.64.0.3/32\"]\n",
 			`server.toml: server.clients[1].name: "x" duplicates server.clients[0].name`},
@@ -623,6 +640,122 @@ func TestCongestionNames(t *testing.T) {
 		cfg := mustParse(t, "client.toml", minimalClient(dir)+"congestion = \""+name+"\"\n")
 		if cfg.Client.Congestion != name {
 			t.Errorf("congestion = %q parsed as %q", name, cfg.Client.Congestion)
+		}
+	}
+}
+
+func TestLowOrderKeyError(t *testing.T) {
+	dir := keyDir(t)
+	_, err := Parse("client.toml", []byte(edit(t, minimalClient(dir), serverPub, order8Pub)))
+	if !errors.Is(err, keys.ErrLowOrder) || !errors.Is(err, keys.ErrBadKey) {
+		t.Errorf("err = %v, want one wrapping keys.ErrLowOrder and keys.ErrBadKey", err)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "client.server_public_key" {
+		t.Errorf("err = %#v", err)
+	}
+}
+
+// chmod sets a file's mode exactly, whatever the umask.
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyFileModeWarnings(t *testing.T) {
+	dir := keyDir(t)
+	if cfg := mustParse(t, "client.toml", minimalClient(dir)); cfg.Warnings != nil {
+		t.Fatalf("mode 0600 key: Warnings = %q, want none", cfg.Warnings)
+	}
+
+	for _, tc := range []struct {
+		mode os.FileMode
+		want string // "" for no warning
+	}{
+		{0o400, ""},
+		{0o600, ""},
+		{0o700, ""},
+		{0o644, "is accessible to its group and all users (mode 0644)"},
+		{0o640, "is accessible to its group (mode 0640)"},
+		{0o604, "is accessible to all users (mode 0604)"},
+		{0o602, "is accessible to all users (mode 0602)"}, // writable is as bad
+	} {
+		key := filepath.Join(dir, "client.key")
+		chmod(t, key, tc.mode)
+		cfg := mustParse(t, "client.toml", minimalClient(dir))
+		if tc.want == "" {
+			if cfg.Warnings != nil {
+				t.Errorf("mode %04o: Warnings = %q, want none", tc.mode, cfg.Warnings)
+			}
+			continue
+		}
+		want := "client.toml: private_key_file: " + key + " " + tc.want + "; a secret key should be readable by its owner only: chmod 600 " + key
+		if len(cfg.Warnings) != 1 || cfg.Warnings[0] != want {
+			t.Errorf("mode %04o: Warnings = %q, want [%q]", tc.mode, cfg.Warnings, want)
+		}
+	}
+	chmod(t, filepath.Join(dir, "client.key"), 0o600)
+
+	// Preshared keys are secrets too; a server-wide file that a client also
+	// names is reported once, under the key that first read it.
+	psk := filepath.Join(dir, "a.psk")
+	chmod(t, psk, 0o644)
+	doc := `preshared_key_file = "` + psk + `"
+` + minimalServer(dir) + `preshared_key_file = "` + psk + `"
+`
+	cfg := mustParse(t, "server.toml", doc)
+	want := []string{"server.toml: preshared_key_file: " + psk + " is accessible to its group and all users (mode 0644); a secret key should be readable by its owner only: chmod 600 " + psk}
+	if !slices.Equal(cfg.Warnings, want) {
+		t.Errorf("Warnings = %q, want %q", cfg.Warnings, want)
+	}
+	cfg = mustParse(t, "server.toml", minimalServer(dir)+`preshared_key_file = "`+psk+`"
+`)
+	if len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0], "server.toml: server.clients[0].preshared_key_file: "+psk+" is accessible") {
+		t.Errorf("client psk: Warnings = %q", cfg.Warnings)
+	}
+
+	// A warning is no error: a file that fails still fails, with its error.
+	chmod(t, filepath.Join(dir, "client.key"), 0o644)
+	_, err := Parse("client.toml", []byte(minimalClient(dir)+"scheduler = \"x\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "client.scheduler") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestMetricsExposureWarnings(t *testing.T) {
+	dir := keyDir(t)
+	const tail = "; the metrics endpoint has no authentication and its labels show every peer's public key and endpoint addresses (bind it to 127.0.0.1 or [::1], or firewall the port)"
+	for _, tc := range []struct {
+		addr string
+		want string // "" for no warning
+	}{
+		{"127.0.0.1:9273", ""},
+		{"127.0.0.53:9273", ""},
+		{"[::1]:9273", ""},
+		{"[::ffff:127.0.0.1]:9273", ""},
+		{"localhost:9273", ""},
+		{":9273", `":9273" listens on all interfaces`},
+		{"0.0.0.0:9273", `"0.0.0.0:9273" listens on all interfaces`},
+		{"[::]:9273", `"[::]:9273" listens on all interfaces`},
+		{"198.18.1.1:9273", `"198.18.1.1:9273" is not a loopback address`},
+		{"[fd00::1]:9273", `"[fd00::1]:9273" is not a loopback address`},
+		{"metrics.example:9273", `"metrics.example:9273" names a host, not a loopback address`},
+	} {
+		cfg := mustParse(t, "client.toml", minimalClient(dir)+"[control]\nmetrics = \""+tc.addr+"\"\n")
+		if cfg.Control.Metrics != tc.addr {
+			t.Errorf("%s: Metrics = %q", tc.addr, cfg.Control.Metrics)
+		}
+		if tc.want == "" {
+			if cfg.Warnings != nil {
+				t.Errorf("%s: Warnings = %q, want none", tc.addr, cfg.Warnings)
+			}
+			continue
+		}
+		want := []string{"client.toml: control.metrics: " + tc.want + tail}
+		if !slices.Equal(cfg.Warnings, want) {
+			t.Errorf("%s: Warnings\n got: %q\nwant: %q", tc.addr, cfg.Warnings, want)
 		}
 	}
 }

@@ -112,6 +112,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
+	cfg.Warnings = p.warnings
 	return cfg, nil
 }
 
@@ -150,11 +151,16 @@ func decode(path string, data []byte) (*rawFile, error) {
 }
 
 // parser keeps the first validation error; later checks still run (cheaply)
-// but cannot replace it, which keeps build a straight list of checks.
+// but cannot replace it, which keeps build a straight list of checks. It
+// collects every warning, each key file's once.
 type parser struct {
-	file string
-	dir  string
-	err  error
+	file     string
+	dir      string
+	err      error
+	warnings []string
+	// warned holds the key files already warned about: a server-wide
+	// preshared key file may also be named by clients.
+	warned map[string]bool
 }
 
 func (p *parser) fail(key, format string, args ...any) {
@@ -167,6 +173,12 @@ func (p *parser) failErr(key string, err error) {
 	if p.err == nil {
 		p.err = &Error{File: p.file, Key: key, Msg: err.Error(), Err: err}
 	}
+}
+
+// warn records a warning, rendered as an Error is: "file: key: problem".
+func (p *parser) warn(key, format string, args ...any) {
+	e := &Error{File: p.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	p.warnings = append(p.warnings, e.Error())
 }
 
 func (p *parser) build(raw *rawFile) *Config {
@@ -257,7 +269,38 @@ func (p *parser) readKey(key, file string) keys.Key {
 	if k.IsZero() {
 		p.fail(key, "%s: key is all zeros", file)
 	}
+	p.checkKeyFileMode(key, file)
 	return k
+}
+
+// checkKeyFileMode warns, as wg does, when a secret key file is accessible to
+// users other than its owner. It is a warning, not an error: the key may
+// already have leaked, and refusing to start would not undo that.
+func (p *parser) checkKeyFileMode(key, file string) {
+	if p.warned[file] {
+		return
+	}
+	fi, err := os.Stat(file)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	perm := fi.Mode().Perm()
+	var who string
+	switch g, o := perm&0o070 != 0, perm&0o007 != 0; {
+	case g && o:
+		who = "its group and all users"
+	case g:
+		who = "its group"
+	case o:
+		who = "all users"
+	default:
+		return
+	}
+	if p.warned == nil {
+		p.warned = map[string]bool{}
+	}
+	p.warned[file] = true
+	p.warn(key, "%s is accessible to %s (mode %04o); a secret key should be readable by its owner only: chmod 600 %s", file, who, perm, file)
 }
 
 func (p *parser) tunName(name string) string {
@@ -359,6 +402,8 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 	if raw.ServerPublicKey == "" {
 		p.fail("client.server_public_key", "required (the server's public key: braid pubkey < server.key)")
 	} else if k, err := keys.Parse(raw.ServerPublicKey); err != nil {
+		p.failErr("client.server_public_key", err)
+	} else if err := k.CheckPublic(); err != nil {
 		p.failErr("client.server_public_key", err)
 	} else {
 		c.ServerPublicKey = k
@@ -585,6 +630,8 @@ func (p *parser) peers(cfg *Config, s *Server, raw []rawServerPeer) {
 			p.fail(base+".public_key", "required")
 		} else if k, err := keys.Parse(rc.PublicKey); err != nil {
 			p.failErr(base+".public_key", err)
+		} else if err := k.CheckPublic(); err != nil {
+			p.failErr(base+".public_key", err)
 		} else {
 			peer.PublicKey = k
 			if k == cfg.PublicKey {
@@ -698,14 +745,39 @@ func (p *parser) control(cfg *Config, raw *rawControl) {
 	}
 
 	if raw.Metrics != "" {
-		_, port, err := net.SplitHostPort(raw.Metrics)
+		host, port, err := net.SplitHostPort(raw.Metrics)
 		if err != nil {
 			p.fail("control.metrics", "%q is not host:port", raw.Metrics)
 		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			p.fail("control.metrics", "%q: port must be a number in 1..65535", raw.Metrics)
+		} else if where := exposure(host); where != "" {
+			p.warn("control.metrics", "%q %s; the metrics endpoint has no authentication and its labels show every peer's public key and endpoint addresses (bind it to 127.0.0.1 or [::1], or firewall the port)", raw.Metrics, where)
 		}
 		c.Metrics = raw.Metrics
 	}
+}
+
+// exposure says how a listener on host can be reached from other machines:
+// "" for loopback only, else a phrase for a warning. Host names other than
+// localhost are not resolved (as nowhere else in the file) and so cannot be
+// known to be loopback.
+func exposure(host string) string {
+	if strings.EqualFold(host, "localhost") {
+		return ""
+	}
+	if host == "" {
+		return "listens on all interfaces"
+	}
+	a, err := netip.ParseAddr(host)
+	switch {
+	case err != nil:
+		return "names a host, not a loopback address"
+	case a.Unmap().IsLoopback():
+		return ""
+	case a.IsUnspecified():
+		return "listens on all interfaces"
+	}
+	return "is not a loopback address"
 }
 
 func (p *parser) addrPort(key, s string) (netip.AddrPort, bool) {

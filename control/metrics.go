@@ -14,7 +14,10 @@ import (
 )
 
 // Label sets. Peers are identified by public key (unique, stable across
-// restarts); the optional name rides along for dashboards.
+// restarts); the optional name rides along for dashboards. Paths carry their
+// local and remote addresses, so a scrape shows who the peers are and where
+// they connect from: the endpoint has no authentication, and the config
+// warns when control.metrics is not a loopback address (docs/control.md).
 var (
 	peerLabels = []string{"peer", "name"}
 	pathLabels = []string{"peer", "name", "path", "local", "remote", "device"}
@@ -191,7 +194,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// ServeMetrics serves c at http://addr/metrics until ctx is done.
+// ServeMetrics serves c at http://addr/metrics until ctx is done. It serves
+// anyone who can reach addr; bind it to loopback unless a firewall guards it.
 func ServeMetrics(ctx context.Context, addr string, c prometheus.Collector) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -60,6 +60,43 @@ func (k Key) Public() Key {
 // IsZero reports whether k is all zeros (unset).
 func (k Key) IsZero() bool { return k == Key{} }
 
+// lowOrderProbe is the scalar IsLowOrder multiplies by. Any scalar will do:
+// X25519 clamps it to 8·n with 2^251 ≤ n < 2^252, a multiple of the cofactor
+// (8 on the curve, 4 on its twist) whose n is nonzero modulo both large prime
+// orders (about 2^252 and 2^253), so the product is the identity, encoded as
+// the all-zero u-coordinate, exactly when the point's order divides the
+// cofactor.
+var lowOrderProbe = Key{0: 9}
+
+// IsLowOrder reports whether k, taken as an X25519 public key, is a point of
+// small order on Curve25519 or its twist: 0, 1, the two points of order 8,
+// p−1, the non-canonical encodings p and p+1 (of 0 and 1), and each of these
+// with the ignored top bit set. Diffie-Hellman with such a point yields the all-zero
+// shared secret whatever the private key, so it is nobody's public key: a
+// handshake with it can never complete, and the point contributes nothing
+// secret. The all-zero key is one of them.
+//
+// The test is computed rather than looked up in a list: k is multiplied by a
+// fixed scalar, and curve25519.X25519 refuses an all-zero result.
+func (k Key) IsLowOrder() bool {
+	_, err := curve25519.X25519(lowOrderProbe[:], k[:])
+	return err != nil
+}
+
+// ErrLowOrder is wrapped, together with ErrBadKey, by CheckPublic's error.
+var ErrLowOrder = errors.New("low-order point")
+
+// CheckPublic returns nil when k can be a peer's public key, else an error
+// wrapping ErrBadKey and ErrLowOrder (see IsLowOrder). The config package
+// checks every public key in the file with it; anything else that accepts a
+// peer's public key from outside should too.
+func (k Key) CheckPublic() error {
+	if k.IsLowOrder() {
+		return fmt.Errorf("%w: %w (X25519 with it gives the all-zero secret for any private key, so it is no one's public key)", ErrBadKey, ErrLowOrder)
+	}
+	return nil
+}
+
 // String returns the base64 form.
 func (k Key) String() string { return base64.StdEncoding.EncodeToString(k[:]) }
 

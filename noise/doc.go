@@ -45,5 +45,6 @@
 // The limits (RekeyAfterTime and friends) follow WireGuard's. The package
 // enforces the message limits itself (Seal refuses to reuse or exhaust counters,
 // Open refuses counters past RejectAfterMessages); the time limits need a clock,
-// so the session owner asks Keypair.NeedsRekey and Keypair.Expired.
+// so the session owner (package tunnel's timers) compares Keypair.Created with
+// them.
 package noise

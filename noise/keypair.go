@@ -175,15 +175,3 @@ func (k *Keypair) MaxRecvCounter() uint64 {
 // A responder must not send with an unconfirmed key: the initiation it answered
 // may have been a replay (WireGuard has the same rule).
 func (k *Keypair) Confirmed() bool { return k.confirmed.Load() }
-
-// NeedsRekey reports whether a new handshake should start: the key is older
-// than RekeyAfterTime or has sealed RekeyAfterMessages messages.
-func (k *Keypair) NeedsRekey(now time.Time) bool {
-	return k.sendNext.Load() >= RekeyAfterMessages || now.Sub(k.Created) >= RekeyAfterTime
-}
-
-// Expired reports whether the key must no longer be used: older than
-// RejectAfterTime or out of counters.
-func (k *Keypair) Expired(now time.Time) bool {
-	return k.sendNext.Load() >= RejectAfterMessages || now.Sub(k.Created) >= RejectAfterTime
-}

@@ -17,7 +17,7 @@ import (
 // at another's expense. That is WireGuard's choice too: under a flood from more
 // sources than the table holds, the server keeps its Diffie-Hellman budget
 // bounded, at the price of new sources waiting (clients retry every
-// RekeyTimeout) until entries refill. Sources already in the table keep working.
+// handshake retry) until entries refill. Sources already in the table keep working.
 type limiter struct {
 	mu       sync.Mutex
 	cost     int64 // ns of tokens per initiation

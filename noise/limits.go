@@ -7,11 +7,13 @@ import (
 	"github.com/braid-vpn/braid/replay"
 )
 
-// Key lifetime limits. The times are WireGuard's, whose reasoning carries over:
-// rekeying every two minutes bounds how much traffic a compromised session key
-// exposes, and the gap between RekeyAfterTime and RejectAfterTime leaves a
-// handshake (with retries every RekeyTimeout) time to finish before the old key
-// stops working.
+// Key lifetime limits: the one source of these defaults (tunnel.DefaultTunables and
+// the config file's [security] defaults refer to them). The times are WireGuard's,
+// whose reasoning carries over: rekeying every two minutes bounds how much traffic
+// a compromised session key exposes, and the gap between RekeyAfterTime and
+// RejectAfterTime leaves a handshake (retried every second or more) time to finish
+// before the old key stops working. The package enforces the message limits itself;
+// the times need a clock, so the session owner (package tunnel) applies them.
 const (
 	// RekeyAfterMessages: the sender starts a new handshake after sending this
 	// many messages with one key.
@@ -25,13 +27,6 @@ const (
 	RekeyAfterTime = 120 * time.Second
 	// RejectAfterTime: a key this old must no longer be used in either direction.
 	RejectAfterTime = 180 * time.Second
-	// RekeyTimeout: a handshake unanswered for this long is retried.
-	RekeyTimeout = 5 * time.Second
-	// RekeyAttemptTime: give up retrying a handshake after this long.
-	RekeyAttemptTime = 90 * time.Second
-	// KeepaliveTimeout: send a keepalive after this long without sending anything
-	// while receiving, so the peer learns the session still works.
-	KeepaliveTimeout = 10 * time.Second
 )
 
 // Responder defaults (see ResponderConfig).

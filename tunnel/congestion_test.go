@@ -76,7 +76,7 @@ func TestEngineCongestionGatesPaths(t *testing.T) {
 		waitUsable(t, r.srv, "a", 2)
 		a0, b0 := pathTx(r.cliA.Status())
 		if got := r.burstUp(600, 1000, 5*time.Second); got != 600 {
-			t.Fatalf("%s: %d of 600 packets delivered; drops %v", congestion, got, r.cliA.Drops())
+			t.Fatalf("%s: %d of 600 packets delivered; drops %v; server drops %v; server tun %+v", congestion, got, r.cliA.Drops(), r.srv.Drops(), r.srvTun.Stats())
 		}
 		a1, b1 := pathTx(r.cliA.Status())
 		return float64(a1-a0) / float64(a1-a0+b1-b0), r

@@ -99,11 +99,15 @@ type Config struct {
 
 	// Client side.
 	ServerPublicKey keys.Key
-	PSK             keys.Key
-	Servers         []netip.AddrPort
-	LocalPaths      []LocalPath // empty: one unbound path
-	Subflows        int         // sockets per local path (distinct source ports)
-	Params          Params
+	// ServerAllowedIPs are the inner source prefixes accepted from the server: what
+	// the client routes into the tunnel (its routes and its TUN subnet), as
+	// WireGuard's allowed-IPs do. Empty accepts every source.
+	ServerAllowedIPs []netip.Prefix
+	PSK              keys.Key
+	Servers          []netip.AddrPort
+	LocalPaths       []LocalPath // empty: one unbound path
+	Subflows         int         // sockets per local path (distinct source ports)
+	Params           Params
 
 	// Server side.
 	ListenAddrs   []netip.AddrPort
@@ -212,13 +216,16 @@ func New(cfg Config) (*Engine, error) {
 		if len(cfg.Servers) == 0 {
 			return nil, errors.New("tunnel: client has no server addresses")
 		}
-		p, err := e.newPeer("server", cfg.ServerPublicKey, cfg.PSK, nil, cfg.Params, true)
+		p, err := e.newPeer("server", cfg.ServerPublicKey, cfg.PSK, cfg.ServerAllowedIPs, cfg.Params, true)
 		if err != nil {
 			return nil, err
 		}
 		e.server = p
 		e.peers = []*peer{p}
 		e.byKey[p.pub] = p
+		if len(cfg.ServerAllowedIPs) > 0 {
+			e.allowed.Store(buildAllowedIPs(e.peers))
+		}
 	case Server:
 		e.responder = noise.NewResponder(cfg.PrivateKey, noise.ResponderConfig{
 			RatePerSecond:   cfg.HandshakeRate,

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/tundev/tuntest"
 	"github.com/braid-vpn/braid/wire"
@@ -227,5 +229,45 @@ func TestEngineReorderHoldClamped(t *testing.T) {
 	p.mu.Unlock()
 	if hold <= 0 || hold > 5*time.Second {
 		t.Fatalf("server holds gaps for %v, want at most 5 s", hold)
+	}
+}
+
+// A client accepts from the server only inner sources it routes into the tunnel.
+func TestEngineClientInnerSource(t *testing.T) {
+	p := startPair(t, []netip.AddrPort{srvAddr1}, "100.64.0.2/32", func(c *Config) {
+		c.Servers = []netip.AddrPort{srvAddr1}
+		c.LocalPaths = []LocalPath{{Addr: cliAddr1}}
+		c.ServerAllowedIPs = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/24")}
+	})
+	waitUsable(t, p.cli, "server", 1)
+	waitUsable(t, p.srv, "a", 1)
+	p.srvTun.Inject(udp4(netip.MustParseAddr("10.9.9.9"), inCliA, 5000, 4000, []byte("spoofed")))
+	p.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, []byte("genuine")))
+	got := recvN(t, p.cliTun, 1, 3*time.Second)
+	if string(got[0][28:]) != "genuine" {
+		t.Fatalf("client delivered %q first", got[0][28:])
+	}
+	deadline := time.Now().Add(time.Second)
+	for p.cli.Drops()["spoofed_source"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.cli.Drops()["spoofed_source"] != 1 {
+		t.Fatalf("client drops %v, want one spoofed_source", p.cli.Drops())
+	}
+}
+
+// A low-order server key (no one's public key) is one clear error at start, not a
+// handshake retried forever.
+func TestEngineLowOrderKey(t *testing.T) {
+	var one keys.Key
+	one[0] = 1 // the point u = 1, of order 4 on the twist
+	n := conntest.NewNetwork()
+	defer n.Close()
+	_, err := New(Config{
+		Role: Client, PrivateKey: mustKey(t), TUN: tuntest.New(1380), Listen: n.ListenOptions, Logger: testLogger(t),
+		ServerPublicKey: one, Servers: []netip.AddrPort{srvAddr1}, LocalPaths: []LocalPath{{Addr: cliAddr1}},
+	})
+	if err == nil || !errors.Is(err, keys.ErrLowOrder) {
+		t.Fatalf("New with a low-order server key: err = %v, want ErrLowOrder", err)
 	}
 }

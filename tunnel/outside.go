@@ -314,8 +314,9 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 		e.counters.drop(dropBadInner)
 		return false
 	}
-	if e.role == Server && e.allowed.Load().lookup(src) != p {
-		// Cryptokey routing: a client may only send from its own prefixes.
+	if a := e.allowed.Load(); a != nil && a.lookup(src) != p {
+		// Cryptokey routing: a client may only send from its own prefixes, a
+		// server only from what the client routes into the tunnel.
 		e.counters.drop(dropSpoofedSource)
 		return false
 	}

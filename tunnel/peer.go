@@ -160,6 +160,9 @@ func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix,
 	if pub.IsZero() {
 		return nil, fmt.Errorf("tunnel: peer %q has no public key", name)
 	}
+	if err := pub.CheckPublic(); err != nil {
+		return nil, fmt.Errorf("tunnel: peer %q: public key %s: %w", name, pub, err)
+	}
 	p := &peer{
 		e:       e,
 		name:    name,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/braid-vpn/braid/aqm"
 	"github.com/braid-vpn/braid/cc"
+	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/recovery"
 )
@@ -121,10 +122,10 @@ const TunnelCapGain = 1.0
 func DefaultTunables() Tunables {
 	return Tunables{
 		Path:                 path.DefaultConfig(),
-		ReplayWindow:         65536,
-		RekeyAfterTime:       120 * time.Second,
-		RejectAfterTime:      180 * time.Second,
-		RekeyAfterMessages:   1 << 60,
+		ReplayWindow:         noise.DefaultReplayWindow,
+		RekeyAfterTime:       noise.RekeyAfterTime,
+		RejectAfterTime:      noise.RejectAfterTime,
+		RekeyAfterMessages:   noise.RekeyAfterMessages,
 		HandshakeRetry:       time.Second,
 		HandshakeRetryMax:    8 * time.Second,
 		SessionDeadAfter:     5 * time.Second,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -50,7 +51,7 @@ func runUp(ctx context.Context, file string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := startLogger(cfg, os.Stderr)
 	if !hasNetAdmin() {
 		return errors.New("up needs root or CAP_NET_ADMIN (to create the TUN device and bind paths to interfaces)")
 	}
@@ -136,6 +137,23 @@ loop:
 	return runErr
 }
 
+// startLogger returns the daemon's logger, writing to w at the file's log
+// level, and logs the file's warnings (a key file other users can read, a
+// metrics endpoint open to the network) with it, so they are the first thing
+// in the log.
+func startLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logWarnings(log, cfg)
+	return log
+}
+
+// logWarnings logs each config warning as a message of its own.
+func logWarnings(log *slog.Logger, cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+}
+
 // reload applies a re-read config file; a bad file changes nothing.
 func reload(file string, role config.Role, eng *tunnel.Engine, tt *tunnelTransport, log *slog.Logger) {
 	cfg, err := config.Load(file)
@@ -147,6 +165,7 @@ func reload(file string, role config.Role, eng *tunnel.Engine, tt *tunnelTranspo
 		log.Error("reload failed; keeping the running configuration", "err", fmt.Sprintf("%s: role changed from %s to %s (restart to change roles)", file, role, cfg.Role))
 		return
 	}
+	logWarnings(log, cfg)
 	if name, _ := transportOf(cfg); name != tt.name {
 		log.Warn("reload: transport changes need a restart; keeping "+tt.name, "file", name)
 		cfg.Client, cfg.Server = withTransport(cfg.Client, tt.name), withTransportServer(cfg.Server, tt.name)
@@ -174,6 +193,11 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 	if c := cfg.Client; c != nil {
 		ec.Role = tunnel.Client
 		ec.ServerPublicKey = c.ServerPublicKey
+		// The server may send only from what this client routes into the tunnel.
+		ec.ServerAllowedIPs = append(ec.ServerAllowedIPs, cfg.Tun.Routes...)
+		for _, a := range cfg.Tun.Address {
+			ec.ServerAllowedIPs = append(ec.ServerAllowedIPs, a.Masked())
+		}
 		ec.PSK = cfg.PresharedKey
 		ec.Servers = c.Servers
 		for _, p := range c.Paths {
