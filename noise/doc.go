@@ -14,10 +14,13 @@
 //  2. mac1, a keyed BLAKE2s over the message keyed with a hash of the server's
 //     public key, is verified before any Diffie-Hellman: datagrams from senders
 //     that do not know the server's public key cost one hash.
-//  3. A per-source-address token bucket (bounded table, see ResponderConfig)
+//  3. Under load the caller requires mac2, made with a cookie bound to the source
+//     address (CookieJar, see cookie.go), so spoofed sources get a cookie reply
+//     and no Diffie-Hellman; the session index is allocated only after step 5.
+//  4. A per-source-address token bucket (bounded table, see ResponderConfig)
 //     limits how often one source can make the server do Diffie-Hellman work.
-//  4. Only then does Noise run; an unknown static key ends with ErrUnknownPeer.
-//  5. The 12-byte TAI64N timestamp that starts the initiation payload must be
+//  5. Only then does Noise run; an unknown static key ends with ErrUnknownPeer.
+//  6. The 12-byte TAI64N timestamp that starts the initiation payload must be
 //     newer than the last one accepted from that peer, so a recorded initiation
 //     replayed later is refused (ErrReplayedInitiation). The caller stores the
 //     accepted timestamp; the Responder itself keeps no per-initiation state, so
