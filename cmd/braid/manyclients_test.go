@@ -213,4 +213,3 @@ func procUsage(t *testing.T, pid int) (time.Duration, int64) {
 	}
 	return cpu, rss
 }
-
