@@ -99,11 +99,8 @@ const (
 	DefaultRejectAfterTime = noise.RejectAfterTime
 	MinRekeyAfterTime      = time.Second
 
-	// DefaultRekeyAfterPackets is a backstop behind the 120 s timer: at
-	// 10 Gbit/s of 1380-byte packets a session sends about 2^30 packets in
-	// 120 s, so 2^32 never fires in normal use but keeps nonces far from the
-	// 64-bit counter space even if the timer were disabled by a huge value.
-	DefaultRekeyAfterPackets = 1 << 32
+	// DefaultRekeyAfterPackets: see noise.DefaultRekeyAfterMessages.
+	DefaultRekeyAfterPackets = noise.DefaultRekeyAfterMessages
 	MinRekeyAfterPackets     = 1 << 16
 	// RejectAfterPackets bounds rekey_after_packets (it must be below 2^60,
 	// WireGuard's REKEY_AFTER_MESSAGES). The keys themselves refuse to seal at

@@ -59,6 +59,19 @@ type Conn interface {
 	Close() error
 }
 
+// Authenticator is implemented by a Conn that must learn which of its endpoints
+// are genuine peers: the server Conn of the stream transports (conn/stream), which
+// cannot authenticate anything itself and would otherwise keep any connection that
+// sends well-formed frames. The engine type-asserts its Conns once and calls
+// Authenticated(ep) for a datagram that ReadBatch returned from ep when it has
+// proven authentic (a data packet that opened under a session key), before or
+// after handling it. Calls are cheap (meant for every such datagram), safe
+// concurrently with ReadBatch and WriteBatch, and ignore an endpoint the Conn no
+// longer knows.
+type Authenticator interface {
+	Authenticated(ep Endpoint)
+}
+
 // Options configures Listen.
 type Options struct {
 	// Device pins the socket to this interface with SO_BINDTODEVICE; "" = any.

@@ -16,7 +16,9 @@
 //     that do not know the server's public key cost one hash.
 //  3. Under load the caller requires mac2, made with a cookie bound to the source
 //     address (CookieJar, see cookie.go), so spoofed sources get a cookie reply
-//     and no Diffie-Hellman; the session index is allocated only after step 5.
+//     and no Diffie-Hellman; it also keeps a global budget of Diffie-Hellmans
+//     (package tunnel's handshake worker, hsqueue.go). The session index is
+//     allocated only once step 6 has passed.
 //  4. A per-source-address token bucket (bounded table, see ResponderConfig)
 //     limits how often one source can make the server do Diffie-Hellman work.
 //  5. Only then does Noise run; an unknown static key ends with ErrUnknownPeer.

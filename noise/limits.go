@@ -18,6 +18,12 @@ const (
 	// RekeyAfterMessages: the sender starts a new handshake after sending this
 	// many messages with one key.
 	RekeyAfterMessages = uint64(1) << 60
+	// DefaultRekeyAfterMessages is what braid rekeys after by default, a backstop
+	// behind the 120 s timer: at 10 Gbit/s of 1380-byte packets a session sends
+	// about 2^30 packets in 120 s, so 2^32 never fires in normal use but keeps
+	// nonces far from the 64-bit counter space even if the timer were disabled by a
+	// huge value. RekeyAfterMessages bounds what may be configured.
+	DefaultRekeyAfterMessages = uint64(1) << 32
 	// RejectAfterMessages: no message with a counter at or above this is sealed
 	// or opened. It sits far below 2^64 so that counters never wrap and the
 	// replay window (at most replay.MaxSize) never needs counters near the top.

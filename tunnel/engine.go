@@ -171,6 +171,9 @@ type connState struct {
 	sub    int
 	spec   socketSpec // client sockets
 	closed bool
+	// auth, when the socket has one, is told of every datagram that authenticated,
+	// so a stream server keeps only connections that carry a session alive.
+	auth conn.Authenticator
 }
 
 // New builds an engine; Start runs it.

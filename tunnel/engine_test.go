@@ -65,6 +65,8 @@ type rigOpts struct {
 	params   Params
 	tunables func(*Tunables)
 	clientB  bool
+	// handshakeRate is the server's per-source limit (0: none).
+	handshakeRate int
 	// links, if set, shapes the network before the engines start.
 	links func(*conntest.Network)
 }
@@ -96,7 +98,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	r.srv, err = New(Config{
 		Role: Server, PrivateKey: srvKey, TUN: r.srvTun, Listen: r.net.ListenOptions, Logger: testLogger(t),
 		ListenAddrs: []netip.AddrPort{srvAddr1, srvAddr2}, Clients: clients, Tunables: tn,
-		ServerID: 5, ServerIDBits: 4,
+		ServerID: 5, ServerIDBits: 4, HandshakeRate: o.handshakeRate,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -239,7 +239,7 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 // the session changes until the client confirms the new keys (confirmNext): an
 // initiation replayed after a restart, or a response that is lost, cannot reset a
 // session.
-func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now time.Time) (*peer, []byte) {
+func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now time.Time) (*peer, []byte, error) {
 	lookup := func(pub keys.Key) (psk keys.Key, ts [wire.TimestampLen]byte, ok bool) {
 		e.mu.RLock()
 		p := e.byKey[pub]
@@ -273,14 +273,14 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		default:
 			e.counters.drop(dropHandshakeInvalid)
 		}
-		return nil, nil
+		return nil, nil, err
 	}
 	e.mu.RLock()
 	p := e.byKey[acc.PeerPublic]
 	e.mu.RUnlock()
 	if p == nil { // removed by a reload meanwhile
 		e.releaseIndex(idx)
-		return nil, nil
+		return nil, nil, noise.ErrUnknownPeer
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -288,12 +288,12 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		// Lost a race with a concurrent copy of the same initiation.
 		e.releaseIndex(idx)
 		e.counters.drop(dropHandshakeReplayed)
-		return nil, nil
+		return nil, nil, noise.ErrReplayedInitiation
 	}
 	if !p.lastInit.IsZero() && now.Sub(p.lastInit) < e.tn.HandshakeMinInterval {
 		e.releaseIndex(idx)
 		e.counters.drop(dropHandshakeTooSoon)
-		return nil, nil
+		return nil, nil, errTooSoon
 	}
 	p.lastTS, p.lastInit = acc.Timestamp, now
 	sp, perr := wire.ParseParams(acc.Payload)
@@ -311,8 +311,10 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 	p.lastHS = now
 	e.sendHandshake(cs, acc.Response, ep)
 	e.log.Debug("handshake answered", "peer", p.name, "from", ep.Remote.String())
-	return p, acc.Response
+	return p, acc.Response, nil
 }
+
+var errTooSoon = errors.New("tunnel: a second initiation from one client within HandshakeMinInterval")
 
 // pendingSession is what an answered handshake changes once the client confirms
 // it: the session parameters it asked for, and whether it starts afresh.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
@@ -269,5 +270,28 @@ func TestEngineLowOrderKey(t *testing.T) {
 	})
 	if err == nil || !errors.Is(err, keys.ErrLowOrder) {
 		t.Fatalf("New with a low-order server key: err = %v, want ErrLowOrder", err)
+	}
+}
+
+// One source sending faster than its per-source limit spends the global
+// Diffie-Hellman budget only for what the limiter lets through.
+func TestHandshakeBudgetPerSource(t *testing.T) {
+	r := newRig(t, rigOpts{handshakeRate: noise.DefaultRatePerSecond, tunables: func(tn *Tunables) { tn.HandshakeBudget = 10 }})
+	e := r.srv
+	stranger := mustKey(t) // not a client: each initiation costs a DH, then fails
+	msg, _, err := noise.CreateInitiation(stranger, e.public, keys.Key{}, 7, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := &hsWorker{tokens: 10, cache: map[[wire.MACLen]byte]cachedResponse{}}
+	now := time.Now()
+	var j hsJob
+	j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: netip.MustParseAddrPort("198.18.9.9:4000")}, copy(j.msg[:], msg)
+	for range 50 {
+		e.handleQueued(hw, &j, now)
+	}
+	burst := noise.DefaultBurst
+	if got := 10 - int(hw.tokens+0.5); got != burst {
+		t.Fatalf("one source spent %d of the budget's 10 tokens; want %d (its burst)", got, burst)
 	}
 }

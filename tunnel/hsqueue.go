@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"errors"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -15,15 +16,16 @@ import (
 //
 //   - The readers check length and mac1 (one hash) and put the initiation on a
 //     bounded queue; when it is full the initiation is dropped and counted.
-//   - The server is under load while the queue holds more than an eighth of its
+//   - The server is under load while the queue holds at least an eighth of its
 //     capacity or the global budget of Diffie-Hellmans is spent, and for
 //     HandshakeLoadHold after. Under load an initiation without a valid mac2 gets
 //     a cookie reply and nothing else, so spoofed sources cost no Diffie-Hellman.
 //   - A copy of an initiation already answered (the client sends each on every
 //     path) is answered from a cache, to its own source: a path whose downlink is
 //     dead cannot make the handshake fail while another path works.
-//   - Then the per-source limiter (noise.Responder) and the global budget bound
-//     the Diffie-Hellmans a second.
+//   - Then the global budget and the per-source limiter (noise.Responder) bound
+//     the Diffie-Hellmans a second; an initiation the limiter refuses gives its
+//     budget token back, so one source cannot spend the budget of all.
 
 // hsJob is one initiation waiting for the worker; it is copied by value so the
 // queue needs no buffers of its own.
@@ -50,6 +52,12 @@ type cachedResponse struct {
 
 // enqueueInitiation is the reader's part: cheap checks, then the queue.
 func (e *Engine) enqueueInitiation(cs *connState, d []byte, ep conn.Endpoint) {
+	// A full queue drops at once, without even the hash: under a flood the reader
+	// must get back to the socket, where the data is.
+	if len(e.hsq) == cap(e.hsq) {
+		e.counters.drop(dropHandshakeQueueFull)
+		return
+	}
 	if err := e.responder.CheckInitiation(d); err != nil {
 		e.counters.drop(dropHandshakeInvalid)
 		return
@@ -118,7 +126,10 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 		}
 		hw.tokens--
 	}
-	p, resp := e.handleInitiation(j.cs, msg, j.ep, now)
+	p, resp, err := e.handleInitiation(j.cs, msg, j.ep, now)
+	if errors.Is(err, noise.ErrRateLimited) {
+		hw.tokens++ // refused before any Diffie-Hellman: one source cannot spend the budget
+	}
 	if p == nil {
 		return
 	}

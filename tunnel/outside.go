@@ -188,6 +188,9 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		e.counters.drop(dropReplayed)
 		return false
 	}
+	if cs.auth != nil {
+		cs.auth.Authenticated(ep)
+	}
 	ih, err := wire.ParseInnerHeader(plain)
 	if err != nil {
 		e.counters.drop(dropMalformed)

@@ -21,7 +21,9 @@ func (e *Engine) openConns() error {
 			if err != nil {
 				return err
 			}
-			e.conns = append(e.conns, &connState{c: c, idx: len(e.conns)})
+			cs := &connState{c: c, idx: len(e.conns)}
+			cs.auth, _ = c.(conn.Authenticator)
+			e.conns = append(e.conns, cs)
 		}
 		return nil
 	}
@@ -118,6 +120,7 @@ func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []net
 			continue
 		}
 		cs := &connState{c: c, idx: len(e.conns), local: spec.local, sub: spec.sub, spec: spec}
+		cs.auth, _ = c.(conn.Authenticator)
 		e.conns = append(e.conns, cs)
 		socks[spec] = cs
 		opened = append(opened, cs)

@@ -34,7 +34,7 @@ type Tunables struct {
 	HandshakeRetry, HandshakeRetryMax time.Duration
 	// HandshakeQueue is how many initiations wait for the server's handshake
 	// worker; more are dropped. The server is under load (cookies required) while
-	// more than an eighth of it is used, and for HandshakeLoadHold after.
+	// at least an eighth of it is used, and for HandshakeLoadHold after.
 	HandshakeQueue    int
 	HandshakeLoadHold time.Duration
 	// HandshakeBudget is how many initiations a second the server runs through
@@ -125,7 +125,7 @@ func DefaultTunables() Tunables {
 		ReplayWindow:         noise.DefaultReplayWindow,
 		RekeyAfterTime:       noise.RekeyAfterTime,
 		RejectAfterTime:      noise.RejectAfterTime,
-		RekeyAfterMessages:   noise.RekeyAfterMessages,
+		RekeyAfterMessages:   noise.DefaultRekeyAfterMessages,
 		HandshakeRetry:       time.Second,
 		HandshakeRetryMax:    8 * time.Second,
 		SessionDeadAfter:     5 * time.Second,

@@ -43,8 +43,8 @@ func warnWorldReadable(out, errOut io.Writer) {
 		return
 	}
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o007 == 0 {
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
 		return
 	}
-	fmt.Fprintln(errOut, "braid: warning: writing a secret key to a world-readable file; consider umask 077")
+	fmt.Fprintln(errOut, "braid: warning: writing a secret key to a file its group or other users can read; consider umask 077")
 }

@@ -125,7 +125,7 @@ func TestGenkeyWarnsOnWorldReadableFile(t *testing.T) {
 	for _, tc := range []struct {
 		mode os.FileMode
 		warn bool
-	}{{0o644, true}, {0o600, false}} {
+	}{{0o644, true}, {0o640, true}, {0o600, false}} {
 		path := filepath.Join(t.TempDir(), "k")
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, tc.mode)
 		if err != nil {
@@ -140,7 +140,7 @@ func TestGenkeyWarnsOnWorldReadableFile(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("genkey exit %d: %s", code, errOut.String())
 		}
-		if got := strings.Contains(errOut.String(), "world-readable"); got != tc.warn {
+		if got := strings.Contains(errOut.String(), "other users can read"); got != tc.warn {
 			t.Errorf("mode %v: warning %v, want %v (%q)", tc.mode, got, tc.warn, errOut.String())
 		}
 		b, _ := os.ReadFile(path)

@@ -42,6 +42,9 @@ func newPingPong(t testing.TB, p *pair, n, size int) *pingPong {
 		}()
 		select {
 		case ep := <-got:
+			if a, ok := p.srv.(conn.Authenticator); ok {
+				a.Authenticated(ep)
+			}
 			for i := 0; i < n; i++ {
 				pp.toCli = append(pp.toCli, ep)
 			}
@@ -55,11 +58,17 @@ func newPingPong(t testing.TB, p *pair, n, size int) *pingPong {
 }
 
 func (pp *pingPong) recv(c conn.Conn, want int) {
+	a, _ := c.(conn.Authenticator)
 	for got := 0; got < want; {
 		k, err := c.ReadBatch(pp.in, pp.sizes, pp.eps)
 		if err != nil {
 			pp.failed = err
 			return
+		}
+		if a != nil { // as the engine does
+			for _, ep := range pp.eps[:k] {
+				a.Authenticated(ep)
+			}
 		}
 		got += k
 	}

@@ -166,7 +166,7 @@ func (c *clientConn) dialLoop(rs *remote) {
 		}
 		t.connects.Add(1)
 		rs.connects.Add(1)
-		l := newLink(t, &c.base, nc, rs.q, rs.addr, netip.Addr{}, kind)
+		l := newLink(t, &c.base, nc, rs.q, rs.addr, netip.Addr{}, kind, cfg.ReadBuffer)
 		l.onHello = cfg.OnEstablished
 		if kind != t.cfg.Kind {
 			t.logRated(true, "server does not speak MPTCP; this connection runs as plain TCP", "remote", l.raddr.String())

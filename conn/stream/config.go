@@ -64,10 +64,23 @@ type Config struct {
 	// long (default 30s); the next write starts again. The engine probes every path
 	// every 400 ms, so only a remote the engine dropped goes quiet.
 	IdleRedial time.Duration
-	// IdleTimeout: a server closes a connection that delivered no frame for this long
-	// (default 30s). Clients probe idle paths every 400 ms; a connection that stays
-	// silent is dead or not a braid client.
+	// IdleTimeout: a server closes an authenticated connection (see HelloTimeout)
+	// that has not been authenticated again for this long (default 30s). Only the
+	// engine's Authenticated calls count, not frames: well-formed frames are easy to
+	// forge, and clients probe idle paths every 400 ms, each probe an authenticated
+	// datagram, so a connection that carries none is dead or not a braid client.
 	IdleTimeout time.Duration
+	// HelloTimeout: a server closes a connection that has not delivered the hello
+	// and one complete, well-formed frame this long after it was accepted (default
+	// 5s). A braid client sends both at once, its hello and its handshake
+	// initiation; a silent or trickling peer holds a slot for no longer than this.
+	HelloTimeout time.Duration
+	// AuthTimeout: a server closes a connection that has not been authenticated
+	// this long after it was accepted (default 10s). A connection counts as
+	// authenticated from the first time the engine reports an authenticated
+	// datagram from it (conn.Authenticator, which the server Conn implements);
+	// before that its frames do not keep it alive, however well-formed.
+	AuthTimeout time.Duration
 	// MaxPending is the user-space send queue per connection, in bytes (default
 	// 64 KiB, at least 16 KiB): datagrams beyond it are dropped (counted as
 	// drop_stream_queue_full). Together with NotSentLowat it is the queue in front of
@@ -84,15 +97,62 @@ type Config struct {
 	// -1 leaves the system default.
 	UserTimeout time.Duration
 	// ReadBuffer is the per-connection read buffer (default 32 KiB). It grows once
-	// if a peer sends a larger frame.
+	// if a peer sends a larger frame. A server connection starts with a 1 KiB buffer
+	// (enough for the hello and a handshake) and takes the full size when it is
+	// first authenticated, and its send queue (MaxPending) is allocated when the
+	// engine first writes to it, so connections that never authenticate cost little
+	// memory.
 	ReadBuffer int
-	// MaxConns bounds a server's connections per listen address (default 1024);
-	// further connections are closed on accept.
+	// MaxConns bounds a server's connections per listen address (default 1024). At
+	// the bound a new connection takes the place of an unauthenticated one (the
+	// oldest of the source with the most of them), and is closed on accept if every
+	// connection is authenticated.
 	MaxConns int
+	// MaxUnauthPerSource bounds a server's unauthenticated connections per source
+	// (default 16): one source is an IPv4 address or an IPv6 /64. A connection from
+	// a source that has that many is closed on accept.
+	MaxUnauthPerSource int
 	// LogInterval rate-limits the logs about failing peers and dials (default 1s):
 	// at most one line per interval per Transport, with a count of those skipped.
 	LogInterval time.Duration
 }
+
+// Server limits: what one unauthenticated host can hold of a server. The stream
+// layer cannot authenticate anything; the engine can, and tells the server Conn
+// (conn.Authenticator). Until then a connection is on probation: it must send the
+// hello and a first frame within DefaultHelloTimeout and be authenticated within
+// DefaultAuthTimeout, however many well-formed frames it sends, and one source may
+// hold at most DefaultMaxUnauthPerSource such connections.
+const (
+	// DefaultMaxConns bounds a server's connections per listen address (file
+	// descriptors, goroutines and buffers).
+	DefaultMaxConns = 1024
+	// DefaultMaxUnauthPerSource is the most unauthenticated connections one source
+	// may hold at a time. A braid client opens one connection per path and server
+	// address and authenticates it within a round trip or two; 16 leaves room for
+	// several clients behind one NAT reconnecting at once (authenticated
+	// connections do not count, so a NAT with more clients only staggers them),
+	// while a single host cannot take more than 16 of the DefaultMaxConns slots,
+	// nor, once the server is full, push out connections that authenticated.
+	DefaultMaxUnauthPerSource = 16
+	// SourceBits4 and SourceBits6 are the prefix lengths of one source for
+	// MaxUnauthPerSource: an IPv4 address is one host (or one NAT), while an IPv6
+	// host is given a whole /64 and can pick any address in it.
+	SourceBits4 = 32
+	SourceBits6 = 64
+	// DefaultHelloTimeout: a client's hello and handshake initiation leave in its
+	// first write, so they arrive within a round trip of the connection; 5 s
+	// covers a slow path and a retransmitted segment or two.
+	DefaultHelloTimeout = 5 * time.Second
+	// DefaultAuthTimeout: a connection is authenticated by the first data packet
+	// of a session, a round trip after the handshake (a few with a cookie
+	// challenge, or a handshake retry after 1 s). 10 s allows for that on a slow
+	// path; a client cut off dials again.
+	DefaultAuthTimeout = 10 * time.Second
+	// unauthReadBuffer is the read buffer of a server connection until it is
+	// authenticated: the hello and a handshake initiation fit.
+	unauthReadBuffer = 1 << 10
+)
 
 // DefaultConfig returns the defaults described on Config.
 func DefaultConfig() Config {
@@ -104,12 +164,16 @@ func DefaultConfig() Config {
 		BackoffReset: 2 * time.Second,
 		IdleRedial:   30 * time.Second,
 		IdleTimeout:  30 * time.Second,
+		HelloTimeout: DefaultHelloTimeout,
+		AuthTimeout:  DefaultAuthTimeout,
 		MaxPending:   64 << 10,
 		NotSentLowat: 32 << 10,
 		UserTimeout:  15 * time.Second,
 		ReadBuffer:   32 << 10,
-		MaxConns:     1024,
+		MaxConns:     DefaultMaxConns,
 		LogInterval:  time.Second,
+
+		MaxUnauthPerSource: DefaultMaxUnauthPerSource,
 	}
 }
 
@@ -129,6 +193,8 @@ func (c Config) withDefaults() Config {
 	setD(&c.BackoffReset, d.BackoffReset)
 	setD(&c.IdleRedial, d.IdleRedial)
 	setD(&c.IdleTimeout, d.IdleTimeout)
+	setD(&c.HelloTimeout, d.HelloTimeout)
+	setD(&c.AuthTimeout, d.AuthTimeout)
 	setD(&c.LogInterval, d.LogInterval)
 	if c.BackoffMax < c.BackoffMin {
 		c.BackoffMax = c.BackoffMin
@@ -149,6 +215,9 @@ func (c Config) withDefaults() Config {
 	c.ReadBuffer = max(c.ReadBuffer, 4096)
 	if c.MaxConns <= 0 {
 		c.MaxConns = d.MaxConns
+	}
+	if c.MaxUnauthPerSource <= 0 {
+		c.MaxUnauthPerSource = d.MaxUnauthPerSource
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -26,6 +26,36 @@
 // type braid never sends, or ends the stream in the middle of a frame is
 // disconnected, logged (rate-limited) and counted; every other connection carries on.
 //
+// Well-formed frames are easy to forge, so a server does not trust them to keep a
+// connection: only the engine can authenticate a datagram, and it says so through
+// conn.Authenticator, which the server Conn implements (Authenticated(ep), called
+// for each datagram from ep that opened under a session key). Until the first such
+// call a connection is on probation, and unauthenticated hosts are held to these
+// limits (Config, with the defaults in DefaultConfig):
+//
+//   - HelloTimeout (5 s): the hello and one complete frame must arrive this soon
+//     after the connection opens (a read deadline), or it is closed.
+//   - AuthTimeout (10 s): a connection not authenticated this long after it
+//     opened is closed, whatever it sends.
+//   - IdleTimeout (30 s): an authenticated connection is closed when nothing on it
+//     was authenticated for this long; frames alone do not refresh it.
+//   - MaxUnauthPerSource (16): at most this many unauthenticated connections per
+//     source, an IPv4 address or an IPv6 /64; more are closed on accept.
+//     Authenticated connections do not count, so many clients behind one NAT are
+//     not locked out.
+//   - MaxConns (1024): at the bound a new connection takes the place of an
+//     unauthenticated one, the oldest of the source holding the most of them;
+//     authenticated connections are never evicted, and when all are, the new
+//     connection is closed on accept.
+//
+// A connection on probation costs little memory: its read buffer starts at 1 KiB
+// (grown only as far as a frame needs) and takes ReadBuffer when it is
+// authenticated, and its send queue is allocated at the first write to it. One
+// host can therefore hold at most 16 slots for at most 10 s each, and a
+// flood from many hosts cannot push out clients that authenticated. Each event is
+// counted (stream_rejects, stream_evictions, stream_hello_timeouts,
+// stream_auth_timeouts, stream_idle_closed).
+//
 // Costs are kept per batch, not per datagram: ReadBatch copies every complete frame
 // one read(2) brought in, and WriteBatch appends frames to a per-connection queue
 // that a writer goroutine hands to the kernel in one write(2). Neither direction

@@ -48,8 +48,8 @@ func checkDatagram(d []byte) error {
 
 // frameReader cuts frames out of a byte stream. Bytes are read into buf[w:] and
 // consumed from buf[r:]; a partial frame is moved to the front when the buffer's
-// tail runs out. The buffer grows only if a frame is larger than it (once, to at
-// most 2+65535 bytes), so steady-state reading does not allocate.
+// tail runs out. The buffer grows only if a frame is larger than it (to at most
+// 2+65535 bytes) or on grow, so steady-state reading does not allocate.
 type frameReader struct {
 	buf   []byte
 	r, w  int
@@ -58,6 +58,18 @@ type frameReader struct {
 
 func newFrameReader(size int) frameReader {
 	return frameReader{buf: make([]byte, size)}
+}
+
+// grow makes the buffer at least size bytes, keeping what it holds. Only the
+// reader's own goroutine may call it, and not while it holds a datagram from peek.
+func (f *frameReader) grow(size int) {
+	if len(f.buf) >= size {
+		return
+	}
+	nb := make([]byte, size)
+	f.w = copy(nb, f.buf[f.r:f.w])
+	f.r = 0
+	f.buf = nb
 }
 
 // peek returns the next complete datagram, checked, without consuming it; ok is
@@ -122,12 +134,7 @@ func (f *frameReader) fill(src io.Reader) error {
 		f.w = copy(f.buf, f.buf[f.r:f.w])
 		f.r = 0
 	}
-	if len(f.buf) < need {
-		nb := make([]byte, need)
-		f.w = copy(nb, f.buf[f.r:f.w])
-		f.r = 0
-		f.buf = nb
-	}
+	f.grow(need)
 	n, err := src.Read(f.buf[f.w:])
 	f.w += n
 	if n > 0 {

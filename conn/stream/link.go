@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 type outq struct {
 	mu   sync.Mutex
 	bufs [2][]byte
+	size int // the bound of each buffer, allocated on first use
 	cur  int // the buffer WriteBatch appends to
 	// open says whether writes are queued (a connection is up or being dialled)
 	// or dropped.
@@ -28,18 +30,21 @@ type outq struct {
 	wake chan struct{} // cap 1: "there is something to write"
 }
 
+// newOutq returns a queue of two buffers of size bytes each. They are allocated
+// when first written to: a server connection nothing is sent to (a peer that never
+// authenticates) costs no queue memory.
 func newOutq(size int) *outq {
-	q := &outq{wake: make(chan struct{}, 1)}
-	q.bufs[0] = make([]byte, 0, size)
-	q.bufs[1] = make([]byte, 0, size)
-	return q
+	return &outq{size: size, wake: make(chan struct{}, 1)}
 }
 
 // addLocked queues one datagram; false if it does not fit. Caller holds q.mu.
 func (q *outq) addLocked(d []byte) bool {
 	b := q.bufs[q.cur]
-	if len(b)+wire.StreamFrameHeaderLen+len(d) > cap(b) || len(d) > wire.MaxStreamFrame {
+	if len(b)+wire.StreamFrameHeaderLen+len(d) > q.size || len(d) > wire.MaxStreamFrame {
 		return false
+	}
+	if b == nil {
+		b = make([]byte, 0, q.size)
 	}
 	q.bufs[q.cur] = appendFrame(b, d)
 	return true
@@ -101,10 +106,22 @@ type link struct {
 	kind         Kind
 	since        time.Time
 
-	fr     frameReader
-	lastRx atomic.Int64 // unix ns of the last frame or connection start
+	fr frameReader
+	// readBuffer is the size the read buffer takes once the connection is
+	// authenticated (clients: from the start).
+	readBuffer int
 	// onHello runs once when the peer's hello has been checked (clients only).
 	onHello func()
+
+	// Server connections only. helloBy is the read deadline for the hello and the
+	// first frame (zero: none). authed says the engine has authenticated a datagram
+	// from the connection, authAt (unix ns) when it last did. src is its source
+	// (MaxUnauthPerSource); listed says it is in serverConn.unauth (under its mu).
+	helloBy time.Time
+	authed  atomic.Bool
+	authAt  atomic.Int64
+	src     netip.Prefix
+	listed  bool
 
 	dead     chan struct{}
 	deadOnce sync.Once
@@ -115,12 +132,15 @@ type link struct {
 	txBytes, rxBytes atomic.Uint64
 }
 
-func newLink(t *Transport, b *base, nc net.Conn, q *outq, remote netip.AddrPort, local netip.Addr, kind Kind) *link {
+// newLink wraps a connection; its read buffer starts at readBuffer bytes and grows
+// to the configured ReadBuffer when it is authenticated.
+func newLink(t *Transport, b *base, nc net.Conn, q *outq, remote netip.AddrPort, local netip.Addr, kind Kind, readBuffer int) *link {
 	l := &link{
 		t: t, b: b, nc: nc, q: q, remote: remote, local: local, kind: kind,
-		since: time.Now(),
-		fr:    newFrameReader(t.cfg.ReadBuffer),
-		dead:  make(chan struct{}),
+		since:      time.Now(),
+		fr:         newFrameReader(min(readBuffer, t.cfg.ReadBuffer)),
+		readBuffer: t.cfg.ReadBuffer,
+		dead:       make(chan struct{}),
 	}
 	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
 		l.laddr = unmap(a.AddrPort())
@@ -128,7 +148,6 @@ func newLink(t *Transport, b *base, nc net.Conn, q *outq, remote netip.AddrPort,
 	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		l.raddr = unmap(a.AddrPort())
 	}
-	l.lastRx.Store(l.since.UnixNano())
 	return l
 }
 
@@ -182,6 +201,16 @@ func (l *link) lastErr() error {
 func (l *link) readLoop() {
 	defer l.b.wg.Done()
 	defer l.done.Done()
+	// A server connection must deliver its hello and a first frame by helloBy;
+	// the deadline is lifted at that frame.
+	waitFirst := !l.helloBy.IsZero()
+	if waitFirst {
+		if err := l.nc.SetReadDeadline(l.helloBy); err != nil {
+			l.fail(err)
+			return
+		}
+	}
+	big := len(l.fr.buf) >= l.readBuffer
 	for {
 		for {
 			_, ok, err := l.fr.peek()
@@ -196,17 +225,35 @@ func (l *link) readLoop() {
 			if ok {
 				break
 			}
+			if !big && l.authed.Load() {
+				l.fr.grow(l.readBuffer)
+				big = true
+			}
 			if err := l.fr.fill(l.nc); err != nil {
-				if errors.Is(err, io.EOF) {
+				switch {
+				case errors.Is(err, io.EOF):
 					err = errors.New("closed by the peer")
-				} else if errors.Is(err, syscall.ECONNRESET) {
+				case errors.Is(err, syscall.ECONNRESET):
 					err = errors.New("reset by the peer")
+				case waitFirst && errors.Is(err, os.ErrDeadlineExceeded):
+					l.t.helloTimeouts.Add(1)
+					what := "no hello"
+					if l.fr.hello {
+						what = "no complete frame"
+					}
+					err = errors.New(what + " within " + l.t.cfg.HelloTimeout.String() + " of connecting")
 				}
 				l.fail(err)
 				return
 			}
 		}
-		l.lastRx.Store(time.Now().UnixNano())
+		if waitFirst {
+			waitFirst = false
+			if err := l.nc.SetReadDeadline(time.Time{}); err != nil {
+				l.fail(err)
+				return
+			}
+		}
 		select {
 		case r := <-l.b.reqs:
 			l.deliver(r)

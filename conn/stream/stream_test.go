@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -106,7 +107,7 @@ func TestFrameReaderGarbage(t *testing.T) {
 		{"empty frame", append(streamOf(good), 0, 0), 1, "empty frame"},
 		{"unknown type", append(streamOf(good), 0, 50, 9), 1, "unknown message type 9"},
 		{"data too short", streamOf(good, dgram(43, 2)), 1, "43 bytes (valid: 44..65535)"},
-		{"init too long", streamOf(good, init), 1, "valid: 120..376"},
+		{"init too long", streamOf(good, init), 1, fmt.Sprintf("valid: %d..%d", wire.MinInitLen, wire.MaxInitLen)},
 		{"truncated frame", streamOf(good, dgram(200, 2))[:len(streamOf(good))+50], 1, "truncated"},
 		{"truncated header", append(streamOf(good), 0), 1, "truncated"},
 		{"truncated hello", []byte("brai"), 0, "truncated"},
@@ -193,7 +194,9 @@ func newPair(t testing.TB, cfg Config) *pair {
 	return &pair{tr: tr, cli: cli, srv: srv, srvAddr: srv.LocalAddr()}
 }
 
-// reader collects datagrams from a Conn in the background.
+// reader collects datagrams from a Conn in the background. Like the engine, it
+// reports every datagram it reads as authenticated to a Conn that asks
+// (conn.Authenticator: the server); startReaderAuth reports those auth accepts.
 type reader struct {
 	mu  sync.Mutex
 	got []conn.Endpoint
@@ -203,7 +206,18 @@ type reader struct {
 }
 
 func startReader(c conn.Conn) *reader {
+	return startReaderAuth(c, func(conn.Endpoint) bool { return true })
+}
+
+// authNone authenticates nothing.
+var authNone func(conn.Endpoint) bool
+
+func startReaderAuth(c conn.Conn, auth func(conn.Endpoint) bool) *reader {
 	r := &reader{ch: make(chan struct{}, 1)}
+	a, _ := c.(conn.Authenticator)
+	if auth == nil {
+		a = nil
+	}
 	go func() {
 		bs := c.BatchSize()
 		bufs := make([][]byte, bs)
@@ -227,6 +241,9 @@ func startReader(c conn.Conn) *reader {
 			for i := 0; i < n; i++ {
 				r.got = append(r.got, eps[i])
 				r.ids = append(r.ids, dgramID(bufs[i][:sizes[i]]))
+				if a != nil && auth(eps[i]) {
+					a.Authenticated(eps[i])
+				}
 			}
 			r.mu.Unlock()
 			select {
@@ -516,23 +533,33 @@ func TestGoodThenGarbage(t *testing.T) {
 	}
 }
 
+// A server full of authenticated connections refuses a newcomer, and closes an
+// authenticated connection IdleTimeout after its last authenticated datagram.
 func TestServerLimits(t *testing.T) {
 	cfg := testConfig()
-	cfg.IdleTimeout = 100 * time.Millisecond
+	cfg.IdleTimeout = 200 * time.Millisecond
 	cfg.MaxConns = 1
 	p := newPair(t, cfg)
-	first := rawDial(t, p.srvAddr)
-	first.Write(wire.StreamHello[:])
-	time.Sleep(20 * time.Millisecond) // accepted before the second
+	sr := startReader(p.srv) // authenticates what it reads
+	from := writeUntil(t, p.cli, p.srvAddr, sr, 1, 5*time.Second)[0].Remote
 	second := rawDial(t, p.srvAddr)
 	waitClosed(t, second)
-	if p.tr.rejects.Load() != 1 {
-		t.Fatalf("stream_rejects %d, want 1", p.tr.rejects.Load())
+	if p.tr.rejects.Load() != 1 || p.tr.evictions.Load() != 0 {
+		t.Fatalf("stream_rejects %d, stream_evictions %d; want 1, 0", p.tr.rejects.Load(), p.tr.evictions.Load())
 	}
+	// The client falls silent.
 	start := time.Now()
-	waitClosed(t, first) // silent: closed after IdleTimeout
-	if el := time.Since(start); el > 2*time.Second {
-		t.Fatalf("idle connection closed after %v", el)
+	for {
+		if in, _ := InfoOf(p.srv, from); !in.Connected {
+			break
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatal("an idle connection was not closed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if el := time.Since(start); el < cfg.IdleTimeout/2 {
+		t.Fatalf("idle connection closed after %v, IdleTimeout %v", el, cfg.IdleTimeout)
 	}
 	if p.tr.idleClosed.Load() != 1 {
 		t.Fatalf("stream_idle_closed %d, want 1", p.tr.idleClosed.Load())

@@ -25,9 +25,13 @@ type Transport struct {
 	connects    atomic.Uint64 // client connections established
 	dialFails   atomic.Uint64 // failed connection attempts
 	accepts     atomic.Uint64 // server connections accepted
-	rejects     atomic.Uint64 // server connections refused (MaxConns)
+	rejects     atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
+	evictions   atomic.Uint64 // unauthenticated server connections closed for a new one
 	disconnects atomic.Uint64 // connections that ended, for whatever reason
-	idleClosed  atomic.Uint64 // server connections closed for silence
+	idleClosed  atomic.Uint64 // server connections not authenticated for IdleTimeout
+	// helloTimeouts, authTimeouts: server connections closed for no first frame
+	// within HelloTimeout, not authenticated within AuthTimeout.
+	helloTimeouts, authTimeouts atomic.Uint64
 
 	logMu      sync.Mutex
 	logNext    time.Time
@@ -66,8 +70,11 @@ func (t *Transport) Counters() map[string]uint64 {
 		"stream_connect_failures":   t.dialFails.Load(),
 		"stream_accepts":            t.accepts.Load(),
 		"stream_rejects":            t.rejects.Load(),
+		"stream_evictions":          t.evictions.Load(),
 		"stream_disconnects":        t.disconnects.Load(),
 		"stream_idle_closed":        t.idleClosed.Load(),
+		"stream_hello_timeouts":     t.helloTimeouts.Load(),
+		"stream_auth_timeouts":      t.authTimeouts.Load(),
 	}
 }
 
