@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -64,7 +65,7 @@ type Cookie = [wire.CookieLen]byte
 // CookieJar is the responder's side: it makes cookie replies and checks mac2. It is
 // safe for concurrent use.
 type CookieJar struct {
-	key [32]byte // encrypts replies: cookieKey(our public key)
+	aead cipher.AEAD // seals replies under cookieKey(our public key)
 
 	mu      sync.Mutex
 	secret  [32]byte
@@ -75,7 +76,12 @@ type CookieJar struct {
 // NewCookieJar returns the cookie state of the responder whose static public key
 // is pub.
 func NewCookieJar(pub keys.Key) *CookieJar {
-	return &CookieJar{key: cookieKey(pub)}
+	k := cookieKey(pub)
+	aead, err := chacha20poly1305.NewX(k[:])
+	if err != nil {
+		panic("noise: chacha20poly1305.NewX: " + err.Error()) // only fails on a bad key length
+	}
+	return &CookieJar{aead: aead}
 }
 
 // secrets returns the current and previous secrets, rotating them when due.
@@ -130,10 +136,6 @@ func (j *CookieJar) AppendReply(out, msg []byte, src netip.AddrPort, now time.Ti
 	}
 	cur, _ := j.secrets(now)
 	c := cookieFor(&cur, src)
-	aead, err := chacha20poly1305.NewX(j.key[:])
-	if err != nil {
-		return out, err
-	}
 	start := len(out)
 	out = append(out, make([]byte, wire.CookieReplyLen)...)
 	r := out[start:]
@@ -143,7 +145,7 @@ func (j *CookieJar) AppendReply(out, msg []byte, src netip.AddrPort, now time.Ti
 	if _, err := rand.Read(nonce); err != nil {
 		return out[:start], err
 	}
-	aead.Seal(r[8+len(nonce):8+len(nonce)], nonce, c[:], initMAC1(msg))
+	j.aead.Seal(r[8+len(nonce):8+len(nonce)], nonce, c[:], initMAC1(msg))
 	return out, nil
 }
 

@@ -42,6 +42,50 @@ type hsWorker struct {
 	tokens    float64 // global Diffie-Hellman budget
 	last      time.Time
 	cache     map[[wire.MACLen]byte]cachedResponse
+
+	// Cookie replies and cached responses of one batch of jobs, sent together
+	// (one sendmmsg per socket): under a flood the replies are most of the work.
+	out     []hsOut
+	replies [hsBatch][wire.CookieReplyLen]byte
+	bufs    [][]byte
+	eps     []conn.Endpoint
+}
+
+// hsOut is one handshake message to send at the end of a batch.
+type hsOut struct {
+	cs  *connState
+	ep  conn.Endpoint
+	msg []byte
+}
+
+// hsBatch is how many queued initiations the worker takes at once.
+const hsBatch = 64
+
+// send queues msg for the end of the batch.
+func (hw *hsWorker) send(cs *connState, msg []byte, ep conn.Endpoint) {
+	hw.out = append(hw.out, hsOut{cs: cs, ep: ep, msg: msg})
+}
+
+// flush sends the batch, one WriteBatch per socket.
+func (hw *hsWorker) flush(e *Engine) {
+	for len(hw.out) > 0 {
+		cs := hw.out[0].cs
+		hw.bufs, hw.eps = hw.bufs[:0], hw.eps[:0]
+		rest := hw.out[:0]
+		for _, o := range hw.out {
+			if o.cs == cs {
+				hw.bufs = append(hw.bufs, o.msg)
+				hw.eps = append(hw.eps, o.ep)
+			} else {
+				rest = append(rest, o)
+			}
+		}
+		if err := cs.c.WriteBatch(hw.bufs, hw.eps); err != nil {
+			e.counters.drop(dropSendError)
+		}
+		hw.out = rest
+	}
+	clear(hw.bufs)
 }
 
 // cachedResponse is the response to an initiation, kept for its copies.
@@ -83,7 +127,18 @@ func (e *Engine) routineHandshakes() {
 		case <-e.closing:
 			return
 		case j := <-e.hsq:
-			e.handleQueued(hw, &j, time.Now())
+			now := time.Now()
+			e.handleQueued(hw, &j, now)
+		batch:
+			for n := 1; n < hsBatch; n++ {
+				select {
+				case j = <-e.hsq:
+					e.handleQueued(hw, &j, now)
+				default:
+					break batch
+				}
+			}
+			hw.flush(e)
 		}
 	}
 }
@@ -97,9 +152,9 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 		hw.loadUntil = now.Add(tn.HandshakeLoadHold)
 	}
 	if now.Before(hw.loadUntil) && !e.cookies.CheckMAC2(msg, j.ep.Remote, now) {
-		reply, err := e.cookies.AppendReply(make([]byte, 0, wire.CookieReplyLen), msg, j.ep.Remote, now)
+		reply, err := e.cookies.AppendReply(hw.replies[len(hw.out)%hsBatch][:0], msg, j.ep.Remote, now)
 		if err == nil {
-			e.sendHandshake(j.cs, reply, j.ep)
+			hw.send(j.cs, reply, j.ep)
 			e.counters.drop(dropHandshakeCookie)
 		}
 		return
@@ -107,7 +162,7 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 	mac1, _ := noise.InitiationMAC1(msg)
 	if c, ok := hw.cache[mac1]; ok {
 		if now.Sub(c.at) < tn.HandshakeRetry {
-			e.sendHandshake(j.cs, c.resp, j.ep)
+			hw.send(j.cs, c.resp, j.ep)
 			return
 		}
 		delete(hw.cache, mac1)

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/flood"
+	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/noise"
+)
+
+// TestFloodGoodput measures an established client's download (16 MiB over the rig's
+// two 10 Mbit/s paths) with and without a flood of spoofed handshake initiations
+// entering the server over client b's separate, unshaped link: one genuine
+// initiation of client a, recorded an hour "ago", replayed from random sources in
+// 198.19.0.0/16. Runs alternate (with, without, swapping the order each repetition)
+// so both see the same machine. It is a measurement, not a CI test: set
+// BRAID_FLOOD_REPS (e.g. 5) and optionally BRAID_FLOOD_RATE (datagrams per second,
+// default 100000; 0 = as fast as this machine can).
+//
+//	sudo BRAID_FLOOD_REPS=5 go test ./cmd/braid -run TestFloodGoodput -v -timeout 30m
+func TestFloodGoodput(t *testing.T) {
+	reps, _ := strconv.Atoi(os.Getenv("BRAID_FLOOD_REPS"))
+	if reps <= 0 {
+		t.Skip("a measurement: set BRAID_FLOOD_REPS (e.g. 5) to run it")
+	}
+	rate := 100_000
+	if v := os.Getenv("BRAID_FLOOD_RATE"); v != "" {
+		rate, _ = strconv.Atoi(v)
+	}
+	r := newE2ERig(t, true)
+	initMsg, _, err := noise.CreateInitiation(r.cliKey, r.srvKey.Public(), keys.Key{}, 0x5eed, nil, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 16 * httpbench.MB
+	var with, without, sentRate []float64
+	var stallWith time.Duration
+	for i := range 2 * reps {
+		flooding := (i%2 == 0) == (i/2%2 == 0)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan flood.Result, 1)
+		if flooding {
+			go func() {
+				res, err := flood.Run(ctx, r.cliB, flood.Config{
+					Target:  netip.MustParseAddrPort("198.18.3.2:7000"),
+					Sources: netip.MustParsePrefix("198.19.0.0/16"),
+					Payload: initMsg, Rate: rate, Seed: uint64(i),
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+			time.Sleep(500 * time.Millisecond) // the server is under load before the download starts
+		}
+		res := r.fetch(t, "100.64.0.1:8080", size, nil)
+		cancel()
+		if flooding {
+			fr := <-done
+			with = append(with, res.GoodputMbps())
+			sentRate = append(sentRate, fr.PerSecond())
+			stallWith = max(stallWith, res.MaxStall)
+			t.Logf("rep %d with flood: %.2f Mbit/s (flood %.0f/s, %d send errors, longest stall %v)", i/2, res.GoodputMbps(), fr.PerSecond(), fr.Errors, res.MaxStall)
+		} else {
+			without = append(without, res.GoodputMbps())
+			t.Logf("rep %d without flood: %.2f Mbit/s", i/2, res.GoodputMbps())
+		}
+	}
+	st := r.dSrv.status(t)
+	t.Logf("server counters: cookies %d, queue full %d, budget %d, replayed %d, rate limited %d",
+		st.Counters["drop_handshake_cookie_sent"], st.Counters["drop_handshake_queue_full"], st.Counters["drop_handshake_budget"],
+		st.Counters["drop_handshake_replayed"], st.Counters["drop_handshake_rate_limited"])
+	mw, mo := stats.Mean(with), stats.Mean(without)
+	t.Logf("goodput without flood %.2f ± %.2f, with %.2f ± %.2f Mbit/s (95 %% CI, n = %d); ratio %.2f; flood %.0f ± %.0f datagrams/s; longest stall under flood %v",
+		mo, stats.CI95(without), mw, stats.CI95(with), reps, mw/mo, stats.Mean(sentRate), stats.CI95(sentRate), stallWith)
+	if st.Counters["drop_handshake_cookie_sent"] == 0 {
+		t.Error("the server never answered with a cookie: the flood did not reach it")
+	}
+	if mw < 0.8*mo {
+		t.Errorf("goodput under the flood %.2f < 0.8 × %.2f", mw, mo)
+	}
+}

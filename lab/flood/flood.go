@@ -1,0 +1,90 @@
+// Package flood sends a stream of UDP datagrams with spoofed source addresses from
+// inside a network namespace: the attacker of braid's hardening measurements, who
+// replays one captured handshake initiation from addresses it does not own.
+//
+// It writes whole IPv4 packets on a raw socket (IP_HDRINCL), so each datagram can
+// carry a different source address and port, drawn from Sources. The socket belongs
+// to the namespace it was opened in: packets never leave the lab.
+package flood
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+)
+
+// Config says what to send.
+type Config struct {
+	// Target is where every datagram goes.
+	Target netip.AddrPort
+	// Sources is the IPv4 prefix the source addresses are drawn from (uniformly,
+	// with random ports 1024-65535).
+	Sources netip.Prefix
+	// Payload is the UDP payload of every datagram.
+	Payload []byte
+	// Rate is datagrams per second; 0 sends as fast as the machine can.
+	Rate int
+	// Seed makes the sequence of sources reproducible.
+	Seed uint64
+}
+
+// Result says what was sent.
+type Result struct {
+	Sent     int64
+	Errors   int64
+	Duration time.Duration
+}
+
+// PerSecond is the achieved rate.
+func (r Result) PerSecond() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Sent) / r.Duration.Seconds()
+}
+
+func (c Config) check() error {
+	if !c.Target.Addr().Is4() || !c.Sources.Addr().Is4() {
+		return errors.New("flood: IPv4 target and sources only")
+	}
+	if len(c.Payload) == 0 || len(c.Payload) > 1400 {
+		return errors.New("flood: payload must be 1..1400 bytes")
+	}
+	return nil
+}
+
+// packet builds the IPv4/UDP packet for one source into b (len ≥ 28+payload) and
+// returns it. The UDP checksum is left zero (allowed for IPv4); the kernel fills in
+// the IP checksum and length for IP_HDRINCL sockets.
+func packet(b []byte, src netip.AddrPort, dst netip.AddrPort, payload []byte) []byte {
+	n := 28 + len(payload)
+	b = b[:n]
+	clear(b[:28])
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:], uint16(n))
+	b[8] = 64 // TTL
+	b[9] = 17 // UDP
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(b[12:16], s[:])
+	copy(b[16:20], d[:])
+	binary.BigEndian.PutUint16(b[20:], src.Port())
+	binary.BigEndian.PutUint16(b[22:], dst.Port())
+	binary.BigEndian.PutUint16(b[24:], uint16(8+len(payload)))
+	copy(b[28:], payload)
+	return b
+}
+
+// source draws a random source address and port in p.
+func source(r *rand.Rand, p netip.Prefix) netip.AddrPort {
+	base := p.Masked().Addr().As4()
+	host := uint32(0)
+	if bits := 32 - p.Bits(); bits > 0 {
+		host = r.Uint32() & (1<<bits - 1)
+	}
+	a := binary.BigEndian.Uint32(base[:]) | host
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], a)
+	return netip.AddrPortFrom(netip.AddrFrom4(b), uint16(1024+r.IntN(65535-1024)))
+}
