@@ -200,16 +200,5 @@ func procUsage(t *testing.T, pid int) (time.Duration, int64) {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	cpu := time.Duration(ut+st) * time.Second / 100 // USER_HZ
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rss int64
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			rss = kb << 10
-		}
-	}
-	return cpu, rss
+	return cpu, procStatus(t, pid, "VmHWM")
 }
