@@ -295,3 +295,26 @@ func TestHandshakeBudgetPerSource(t *testing.T) {
 		t.Fatalf("one source spent %d of the budget's 10 tokens; want %d (its burst)", got, burst)
 	}
 }
+
+// Authenticated datagrams relayed from another source (an on-path attacker racing
+// copies, as a NAT rebinding would look) must not take the acks of the client's
+// paths to an unvalidated address: the client's paths stay in service.
+func TestEngineRelayedDatagramsKeepAcks(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	relay := netip.AddrPortFrom(netip.MustParseAddr("198.18.66.1"), 5000)
+	r.net.Capture(func(from, to netip.AddrPort, b []byte) {
+		if from.Addr() == cliAddr1 && wire.MessageType(b) == wire.TypeData {
+			r.net.Inject(relay, to, append([]byte(nil), b...))
+		}
+	})
+	defer r.net.Capture(nil)
+	sent, delivered := r.streamUp(2*time.Millisecond, 2*time.Second)
+	if delivered < sent*9/10 {
+		t.Fatalf("%d of %d packets delivered while copies were relayed from another source", delivered, sent)
+	}
+	if n := usablePaths(r.cliA.Status(), "server"); n < 2 {
+		t.Fatalf("client has %d usable paths; the relayed copies took its acks away", n)
+	}
+}

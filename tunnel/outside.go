@@ -215,7 +215,13 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		e.counters.drop(dropMalformed)
 		return false
 	}
-	rx.arrival = ps
+	// Acks for the peer's path go back where its datagrams arrive, but never to an
+	// unvalidated source: an authenticated datagram relayed from elsewhere (an
+	// on-path attacker, or a client mid-rebinding) would otherwise take the acks
+	// there, where nothing is sent before validation, and the peer's path would die.
+	if ps.validated || rx.arrival == nil {
+		rx.arrival = ps
+	}
 	eliciting := ih.Flags&wire.FlagAckEliciting != 0
 	ackNow := rx.r.OnPacket(ih.Seq, len(d), ih.TxUs, e.nowUs(now), eliciting, now)
 
