@@ -289,6 +289,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			if !ps.validated && !ps.chalSent.IsZero() && f.Challenge == ps.chal {
 				ps.validated = true
 				e.log.Info("path validated", "peer", p.name, "remote", ps.ep.Remote.String(), "path", ps.id)
+				ps = p.migratePath(ps, now, in.w)
 			}
 		case wire.FrameClose:
 			e.log.Info("peer closed the session", "peer", p.name)

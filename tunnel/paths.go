@@ -264,6 +264,46 @@ func (p *peer) learnPath(cs *connState, ep conn.Endpoint, n int, now time.Time, 
 	return ps
 }
 
+// migratePath lets a path that has just been validated take over the path the same
+// client path (the peer's path id) used from its old endpoint, and returns the path
+// that now serves the endpoint. A NAT that gave the client's flow a new port, or a
+// client that moved to a new address, thus keeps the path's measurements,
+// congestion state and share, instead of starting a new path and leaving the old
+// one to go Down and be forgotten. Only a validated endpoint takes a path over: the
+// client has proved it receives there.
+func (p *peer) migratePath(ps *pathState, now time.Time, w *writer) *pathState {
+	if p.isSrv || ps.peerID < 0 {
+		return ps
+	}
+	var old *pathState
+	for _, o := range p.paths {
+		if o != nil && o != ps && o.peerID == ps.peerID && o.cs == ps.cs && o.key.local == ps.key.local {
+			old = o
+			break
+		}
+	}
+	if old == nil {
+		return ps
+	}
+	p.removePath(ps)
+	delete(p.byKey, old.key)
+	from := old.ep.Remote
+	old.ep, old.key, old.validated = ps.ep, ps.key, true
+	p.byKey[old.key] = old
+	if p.leads[old.link] == old {
+		p.leads[old.link] = nil
+	}
+	old.link = p.linkOf(old.cs, old.ep)
+	if r := p.rxFor(uint16(old.peerID)); r != nil {
+		r.arrival = old
+	}
+	p.e.log.Info("path moved", "peer", p.name, "path", old.id, "from", from.String(), "to", old.ep.Remote.String())
+	// A path whose old endpoint stopped answering is likely Down: its first ack
+	// from the new endpoint brings it back.
+	p.sendControl(w, old, now, framePing, [wire.ChallengeLen]byte{})
+	return old
+}
+
 func (p *peer) countPaths() int {
 	n := 0
 	for _, ps := range p.paths {
