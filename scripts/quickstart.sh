@@ -119,7 +119,7 @@ braid=$tmp/braid
 # --- Build ----------------------------------------------------------------
 
 step "building braid"
-(cd "$repo" && go build -o "$braid" ./cmd/braid)
+(cd "$repo" && go build -o "$braid" ./cmd/braid && go build -o "$tmp/braid-lab" ./cmd/braid-lab) # braid lab serve runs the braid-lab next to braid
 "$braid" version
 
 # --- Topology -------------------------------------------------------------

@@ -4,7 +4,7 @@
 # declare (REPS, default 3) and, for seed 003's diamond, 4 MiB downloads, so
 # the campaign fits in about 45 minutes on a 2-core machine. Needs root.
 #
-#   go build -o braid ./cmd/braid && sudo scripts/results-cc.sh [./braid]
+#   go build -o braid ./cmd/braid && go build -o braid-lab ./cmd/braid-lab && sudo scripts/results-cc.sh [./braid]
 set -eu
 BRAID=${1:-./braid}
 OUT=${OUT:-docs/results}

@@ -9,12 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
 set=${2:-main}
-go build -o /tmp/braid-campaign ./cmd/braid
+go build -o /tmp/braid-lab-campaign ./cmd/braid-lab
 run() { # name scenario [--only ...]
 	local name=$1 file=$2
 	shift 2
 	echo "== $name: braid lab run $file $*" >&2
-	/tmp/braid-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
+	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
 if [ "$set" = rate ]; then
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery"

@@ -11,7 +11,7 @@
 # script adds cubic to that list for the campaign and restores the list on
 # exit (a host-wide change, hence done here and not by the lab).
 #
-#   go build -o braid ./cmd/braid && sudo scripts/results-tunnels.sh [./braid]
+#   go build -o braid ./cmd/braid && go build -o braid-lab ./cmd/braid-lab && sudo scripts/results-tunnels.sh [./braid]
 set -eu
 BRAID=${1:-./braid}
 OUT=${OUT:-docs/results}

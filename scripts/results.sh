@@ -6,7 +6,7 @@
 # machine. Every run is one `braid lab run` of a committed scenario file; the
 # --only flags say which of its points were run. Needs root.
 #
-#   go build -o braid ./cmd/braid && sudo scripts/results.sh [./braid]
+#   go build -o braid ./cmd/braid && go build -o braid-lab ./cmd/braid-lab && sudo scripts/results.sh [./braid]
 #
 # The committed run took about 100 minutes.
 set -eu

@@ -1,4 +1,6 @@
-package main
+// Package upcmd is the `up` command: a braid endpoint (client or server) in
+// the foreground. cmd/braid and cmd/braid-lab both add it to their command trees.
+package upcmd
 
 import (
 	"bufio"
@@ -22,9 +24,9 @@ import (
 	"github.com/braid-vpn/braid/tunnel"
 )
 
-func init() { extraCommands = append(extraCommands, newUpCmd) }
-
-func newUpCmd() *cobra.Command {
+// NewUpCmd is `up -c FILE`: the VPN daemon. Both braid and braid-lab have it
+// (the lab starts its own executable as the daemons it measures).
+func NewUpCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "up -c FILE",
