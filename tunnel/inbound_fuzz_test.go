@@ -13,8 +13,10 @@ import (
 // in-memory network: as they come (any type, any length), or, with seal set, as the
 // plaintext of a transport message sealed under client A's current keys, so that the
 // fuzzer reaches the inner header and every frame parser behind the AEAD, as a
-// malicious client could. The engine must neither crash nor stop serving: every
-// 256 inputs a packet must still cross the tunnel.
+// malicious client could. The engine must neither crash nor let client A's inputs
+// harm another client: every 256 inputs a packet from client B must still cross the
+// tunnel. (Client A can harm its own session with what it seals — lie about its
+// sequence numbers, acks or flows, or CLOSE it — and that is not checked.)
 func FuzzEngineInbound(f *testing.F) {
 	var frames []byte
 	frames = wire.AppendPing(frames)
@@ -38,8 +40,9 @@ func FuzzEngineInbound(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, seal bool) {
 		once.Do(func() {
 			// One rig for the whole run: a rig per input would test start-up.
-			r = newRig(&testing.T{}, rigOpts{})
+			r = newRig(&testing.T{}, rigOpts{clientB: true})
 			waitUsable(t, r.srv, "a", 2)
+			waitUsable(t, r.srv, "b", 1)
 		})
 		d := b
 		if seal && len(b) >= wire.InnerHeaderLen && len(b) < 1400 {
@@ -59,7 +62,7 @@ func FuzzEngineInbound(f *testing.F) {
 		}
 		r.net.Inject(from, srvAddr1, d)
 		if n++; n%256 == 0 {
-			r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, []byte("alive")))
+			r.cliBTun.Inject(udp4(inCliB, inSrv, 4000, 5000, []byte("alive")))
 			deadline := time.After(5 * time.Second)
 			for {
 				select {
@@ -68,7 +71,7 @@ func FuzzEngineInbound(f *testing.F) {
 						return
 					}
 				case <-deadline:
-					t.Fatal("the tunnel stopped carrying packets")
+					t.Fatalf("the tunnel stopped carrying packets\nserver %+v\ndrops %v\nclient %+v\ndrops %v", r.srv.Status().Peers, r.srv.Drops(), r.cliA.Status().Peers, r.cliA.Drops())
 				}
 			}
 		}
