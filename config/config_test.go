@@ -759,3 +759,24 @@ func TestMetricsExposureWarnings(t *testing.T) {
 		}
 	}
 }
+
+// Every example config parses (with a key file next to it).
+func TestExamplesParse(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.toml")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		for _, k := range []string{"client.key", "server.key", "branch.key", "laptop.key", "hq.key", "branch-office.psk"} {
+			writeKey(t, filepath.Join(dir, k))
+		}
+		if _, err := Parse(filepath.Join(dir, filepath.Base(f)), data); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

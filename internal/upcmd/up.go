@@ -20,6 +20,7 @@ import (
 
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/internal/sdnotify"
 	"github.com/braid-vpn/braid/tundev"
 	"github.com/braid-vpn/braid/tunnel"
 )
@@ -114,13 +115,16 @@ func runUp(ctx context.Context, file string) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	notify(log, sdnotify.Ready) // the TUN device, sockets and control socket are up
 	var runErr error
 loop:
 	for {
 		select {
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				notify(log, sdnotify.Reloading)
 				reload(file, cfg.Role, eng, tt, log)
+				notify(log, sdnotify.Ready)
 				continue
 			}
 			log.Info("shutting down", "signal", s.String())
@@ -132,11 +136,20 @@ loop:
 			break loop
 		}
 	}
+	notify(log, sdnotify.Stopping)
 	cancel()
 	if err := eng.Close(); err != nil {
 		log.Debug("closing", "err", err)
 	}
 	return runErr
+}
+
+// notify tells systemd (Type=notify units) the daemon's state; outside systemd it
+// does nothing.
+func notify(log *slog.Logger, state string) {
+	if _, err := sdnotify.Notify(state); err != nil {
+		log.Warn("telling systemd", "state", state, "err", err)
+	}
 }
 
 // startLogger returns the daemon's logger, writing to w at the file's log
