@@ -199,6 +199,9 @@ type PathStatus struct {
 	// OWDTrend is the slope of the one-way delay over time (seconds per
 	// second); positive means a queue is building on the path.
 	OWDTrend float64 `json:"owd_trend"`
+	// MTU is the largest datagram (UDP payload bytes) the path is known to carry,
+	// found by probing (0: not searched yet).
+	MTU int `json:"mtu"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
 	// Recovery is the path's loss-recovery counters; absent with recovery "off".

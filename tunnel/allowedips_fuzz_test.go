@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"flag"
 	"net/netip"
 	"os"
 	"testing"
@@ -38,6 +39,7 @@ func (r lpmRef) lookup(addr netip.Addr) int {
 // outside known prefixes, and IPv4-mapped IPv6 forms of IPv4 addresses —
 // against a brute-force longest-prefix match.
 func FuzzAllowedIPs(f *testing.F) {
+	limitFuzzMinimize()
 	// Ops: kind = k&3 (0 insert, 1 lookup, 2 remove, 3 rebuild); k&4 IPv6;
 	// (k>>3)&3 the peer; (k>>5)&3 the mode of the address (see below).
 	f.Add([]byte{0, 24, 100, 64, 0, 0, 0x08, 32, 100, 64, 0, 7, 1, 100, 64, 0, 7, 1, 100, 64, 0, 8, 1, 100, 64, 1, 1})
@@ -246,4 +248,16 @@ func FuzzAllowedIPs(f *testing.F) {
 			probe(-1, pfx)
 		}
 	})
+}
+
+// limitFuzzMinimize shortens -fuzzminimizetime to 5s unless it was given.
+// The engine minimises every new interesting input for up to that long (60s
+// by default) by trying O(len²) sub-slices, and with -parallel=1 fuzzing
+// stops meanwhile: with the default, most of a 10-minute run went there.
+func limitFuzzMinimize() {
+	given := false
+	flag.Visit(func(fl *flag.Flag) { given = given || fl.Name == "test.fuzzminimizetime" })
+	if !given && flag.Lookup("test.fuzzminimizetime") != nil {
+		_ = flag.Set("test.fuzzminimizetime", "5s")
+	}
 }

@@ -299,7 +299,7 @@ func (p *peer) enqueue(pb *packetBuf, flow uint16, now time.Time) {
 // path has room.
 func (p *peer) offer(w *writer, pb *packetBuf, flow uint16, now time.Time) sendOutcome {
 	size := pb.end - pb.start + wire.DataPacketOverhead
-	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
+	p.pick(size, flow, now)
 	p.markPassedOver()
 	if len(p.picks) == 0 {
 		for i := range p.infos {

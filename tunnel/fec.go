@@ -118,17 +118,23 @@ func (p *peer) fecTick(w *writer, now time.Time) {
 // has refreshed p.infos.
 func (p *peer) sendRepairs(w *writer, n int, now time.Time) {
 	for i := 0; i < n; i++ {
-		idx := p.nextRepairPath()
-		if idx < 0 {
-			return
-		}
-		ps := p.infoP[idx]
 		pb := p.e.pool.get()
 		b := p.fecEnc.AppendRepair(pb.b[innerStart:innerStart], i)
 		if len(b) == 0 || len(b) > len(pb.b)-innerStart-wire.TagLen || &b[0] != &pb.b[innerStart] {
 			p.e.pool.put(pb) // cannot happen with MaxFrame below the buffer size
 			continue
 		}
+		var hidden [maxPaths]bool
+		masked := p.hideUnfit(wire.DataOverhead+wire.InnerHeaderLen+len(b), &hidden)
+		idx := p.nextRepairPath()
+		if masked {
+			p.unhide(&hidden)
+		}
+		if idx < 0 {
+			p.e.pool.put(pb)
+			return
+		}
+		ps := p.infoP[idx]
 		ps.repairs++
 		p.infos[idx].InFlight += len(b)
 		p.sealAndQueue(w, ps, pb, len(b), true, now)

@@ -107,7 +107,7 @@ func (p *peer) sendPacket(w *writer, pb *packetBuf, now time.Time) bool {
 	flow := reorder.FlowID(pkt, len(p.flowSq))
 	seq := p.flowSq[flow]
 	p.flowSq[flow]++
-	p.picks = p.sched.Pick(p.picks[:0], p.infos, n+wire.DataPacketOverhead, uint32(flow), now)
+	p.pick(n+wire.DataPacketOverhead, flow, now)
 	if len(p.picks) == 0 {
 		p.e.counters.drop(dropNoPath)
 		return false

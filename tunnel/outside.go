@@ -330,6 +330,7 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 		e.counters.drop(dropSpoofedSource)
 		return false
 	}
+	p.clampSYN(pkt)
 	pb.start, pb.end = start, start+len(pkt)
 	var dup bool
 	in.toTUN, dup = p.reorder.PushClass(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, pb, p.flowClass(pkt), now, in.toTUN)

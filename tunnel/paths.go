@@ -188,6 +188,7 @@ func (p *peer) addPath(cs *connState, ep conn.Endpoint, validated bool, now time
 	p.byKey[ps.key] = ps
 	p.attachCC(ps, now)
 	p.attachRecovery(ps)
+	p.attachMTU(ps, now)
 	return ps, nil
 }
 
@@ -289,6 +290,7 @@ func (p *peer) migratePath(ps *pathState, now time.Time, w *writer) *pathState {
 	delete(p.byKey, old.key)
 	from := old.ep.Remote
 	old.ep, old.key, old.validated = ps.ep, ps.key, true
+	p.attachMTU(old, now) // a new route may carry another size
 	p.byKey[old.key] = old
 	if p.leads[old.link] == old {
 		p.leads[old.link] = nil

@@ -13,6 +13,7 @@ import (
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/pmtu"
 	"github.com/braid-vpn/braid/recovery"
 	"github.com/braid-vpn/braid/reorder"
 	"github.com/braid-vpn/braid/sched"
@@ -101,6 +102,14 @@ type peer struct {
 	owdRaw, owdMinRaw [maxPaths]uint32
 	owdKnown          [maxPaths]bool
 
+	// infoMTU is each scheduler entry's confirmed datagram size, infoMinMTU their
+	// minimum; mss4 and mss6 the MSS inner SYNs are clamped to (0: none). See
+	// mtu.go.
+	infoMTU    [maxPaths]int
+	infoMinMTU int
+	mss4, mss6 uint16
+	mtuWarned  bool
+
 	txBytes, rxBytes, txPackets, rxPackets uint64
 }
 
@@ -136,8 +145,13 @@ type pathState struct {
 	unvRx, unvTx int
 	// cookie is the server's cookie for this path's source (client), received
 	// at cookieAt; zero when the server never was under load.
-	cookie    noise.Cookie
-	cookieAt  time.Time
+	cookie   noise.Cookie
+	cookieAt time.Time
+	// mtu finds the largest datagram the path carries (mtu.go); probeSize is
+	// the size of its latest probe (0: decided), sent as packet probeSeq.
+	mtu       *pmtu.Search
+	probeSeq  uint32
+	probeSize int
 	peerID    int // the peer's id for this path's reverse direction; -1 unknown
 	weightIdx int // client: position in the config's path order (local, server, subflow)
 	link      int // paths over the same access link share a number (see linkOf)
@@ -364,6 +378,13 @@ func (p *peer) refreshInfos(now time.Time) {
 			Link:     ps.link,
 		})
 		p.infoP = append(p.infoP, ps)
+		p.infoMTU[len(p.infoP)-1] = ps.datagramLimit()
+	}
+	p.infoMinMTU = int(^uint(0) >> 1)
+	for k := range p.infos {
+		if p.infos[k].Usable {
+			p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
+		}
 	}
 	if haveRef {
 		for k := range p.infos {

@@ -62,6 +62,9 @@ type pathObs struct {
 
 func (o *pathObs) Acked(seq uint32) {
 	p := o.p
+	if o.ps.probeSize != 0 && seq == o.ps.probeSeq {
+		p.mtuAcked(o.ps, seq, time.Now())
+	}
 	if p.store == nil {
 		return
 	}
@@ -80,6 +83,9 @@ func (o *pathObs) Acked(seq uint32) {
 }
 
 func (o *pathObs) Lost(seq uint32) {
+	if o.ps.probeSize != 0 && seq == o.ps.probeSeq {
+		o.p.mtuLost(o.ps, seq, time.Now())
+	}
 	if o.p.store != nil {
 		o.p.lostQ = append(o.p.lostQ, lostRef{path: o.ps.id, seq: seq})
 	}
@@ -124,10 +130,7 @@ func (p *peer) setRecovery(m recovery.Mode) {
 
 // attachRecovery installs (or removes) the path's observer.
 func (p *peer) attachRecovery(ps *pathState) {
-	if p.store == nil {
-		ps.sender.SetObserver(nil)
-		return
-	}
+	// Always observed: the size search matches its probes by packet number.
 	ps.obs = pathObs{p: p, ps: ps}
 	ps.sender.SetObserver(&ps.obs)
 }
@@ -275,7 +278,12 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	size := e.Size + wire.DataPacketOverhead
 	idx := -1
 	if int(e.Resends) < p.recCfg.MaxResends && p.rec.Has(recovery.Retransmit) {
+		var hidden [maxPaths]bool
+		masked := p.hideUnfit(size, &hidden)
 		idx = recovery.Choose(p.infos, size, now, e.Deadline)
+		if masked {
+			p.unhide(&hidden)
+		}
 	}
 	if idx >= 0 && !p.budget.Spend(e.Size) {
 		idx = -1
@@ -320,7 +328,7 @@ func (p *peer) flushNotices(w *writer, now time.Time) {
 		return
 	}
 	ps := p.infoP[best]
-	limit := p.e.tn.OuterMTU - 48 - wire.DataOverhead - wire.InnerHeaderLen
+	limit := p.plainLimit(ps) - wire.InnerHeaderLen
 	ng := len(p.giveups)
 	for i, n := 0, ng+len(p.rebuilt); i < n; {
 		pb := p.e.pool.get()

@@ -109,11 +109,7 @@ func (p *peer) appendAcks(b []byte, used int, ps *pathState, now time.Time) []by
 	if !ps.validated {
 		return b
 	}
-	ipUDP := 48 // IPv6 + UDP
-	if ps.ep.Remote.Addr().Unmap().Is4() {
-		ipUDP = 28
-	}
-	limit := p.e.tn.OuterMTU - ipUDP - wire.DataOverhead - wire.InnerHeaderLen
+	limit := p.plainLimit(ps) - wire.InnerHeaderLen
 	for _, r := range p.rxList {
 		if r.arrival != ps || !r.r.Pending() {
 			continue

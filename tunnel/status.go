@@ -126,6 +126,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			InFlight:        s.InFlight,
 			QueueDelayMs:    ms(s.QueueDelay),
 			OWDTrend:        s.OWDTrend,
+			MTU:             pa.datagramLimit(),
 			Stream:          streamStatus(pa.cs.c, pa.ep.Remote),
 		}
 		if pa.cc != nil {

@@ -69,6 +69,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if ps.cc != nil {
 				p.ccTick(ps, now)
 			}
+			p.mtuTick(w, ps, now)
 			st := ps.sender.State()
 			if wasUsable != ps.sender.Usable() {
 				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
@@ -88,6 +89,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				ps.downSince = time.Time{}
 			}
 		}
+		p.refreshMTU()
 		for _, r := range p.rxList {
 			if r.arrival == nil || !r.r.AckDue(now) {
 				continue

@@ -217,7 +217,11 @@ type e2eRig struct {
 	dir            string
 }
 
-func newE2ERig(t testing.TB, shaped bool) *e2eRig {
+func newE2ERig(t testing.TB, shaped bool) *e2eRig { return newE2ERigWith(t, shaped, nil) }
+
+// newE2ERigWith is newE2ERig with before run on the topology before the daemons
+// start (e.g. to give a link a smaller MTU).
+func newE2ERigWith(t testing.TB, shaped bool, before func(*e2eRig)) *e2eRig {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
 	}
@@ -309,6 +313,9 @@ paths = ["b1"]
 socket = %q
 `, r.srvKey.Public(), bSock))
 
+	if before != nil {
+		before(r)
+	}
 	r.dSrv = startDaemon(t, r.srv, "server", srvCfg, srvSock)
 	r.dCli = startDaemon(t, r.cli, "client a", cliCfg, cliSock)
 	r.dB = startDaemon(t, r.cliB, "client b", bCfg, bSock)
@@ -558,8 +565,8 @@ func logPaths(t testing.TB, who string, st control.Status) {
 			t.Logf("  recovery %s: hold %.1fms fec %q rebuilt %d give-ups %d; queue %+v", p.Recovery, rs.HoldMs, rs.FEC, rs.Rebuilt, rs.GiveUps, p.Queue)
 		}
 		for _, pa := range p.Paths {
-			t.Logf("  path %d %s: %s srtt %.1fms min %.1fms queue %.1fms rate %.2f Mbit/s share %.3f lost %d",
-				pa.ID, pa.Remote, pa.State, pa.SRTTMs, pa.MinRTTMs, pa.QueueDelayMs, pa.DeliveryRateBps/1e6, pa.Share, pa.LostPackets)
+			t.Logf("  path %d %s: %s srtt %.1fms min %.1fms queue %.1fms rate %.2f Mbit/s share %.3f lost %d mtu %d",
+				pa.ID, pa.Remote, pa.State, pa.SRTTMs, pa.MinRTTMs, pa.QueueDelayMs, pa.DeliveryRateBps/1e6, pa.Share, pa.LostPackets, pa.MTU)
 			if c, r := pa.CC, pa.Recovery; c != nil && r != nil {
 				t.Logf("    cc: cap %d B, in flight %d B, pacing %.2f Mbit/s; resent %d, recovered %d, repairs %d, rebuilt %d, residual %d",
 					c.CwndBytes, pa.InFlight, c.PacingRateBps/1e6, r.Retransmitted, r.Recovered, r.RepairSent, r.RepairUsed, r.Residual)

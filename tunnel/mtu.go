@@ -1,0 +1,200 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/braid-vpn/braid/mss"
+	"github.com/braid-vpn/braid/pmtu"
+	"github.com/braid-vpn/braid/wire"
+)
+
+// Each path finds the largest datagram it carries by itself (package pmtu, in the
+// spirit of RFC 8899: padded probes, no ICMP), because paths differ (PPPoE, LTE,
+// tunnels in tunnels) and a link that silently drops large datagrams would
+// otherwise swallow every full-size packet scheduled on it while its small
+// probes and acks keep it looking alive. The engine then
+//
+//   - never sends a datagram larger than a path's confirmed size on that path,
+//     unless no usable path is large enough (then it sends anyway: a start-up
+//     packet is better tried than dropped);
+//   - clamps the MSS of TCP SYNs it delivers to its TUN device to what all its
+//     usable paths carry, so that new inner connections send segments every path
+//     can take (the SYN's MSS limits what the far end sends back to us, and our
+//     paths are what carries it);
+//   - says once in the log, and in status, when no path can carry the configured
+//     inner MTU.
+
+// mtuLimits returns the search bounds of a path: the smallest datagram assumed to
+// pass (what an IP MTU of 1280, IPv6's minimum, leaves for the UDP payload) and
+// the largest worth trying.
+func (p *peer) mtuLimits(ps *pathState) (base, max int) {
+	ipUDP := 48 // IPv6 + UDP
+	if ps.ep.Remote.Addr().Unmap().Is4() {
+		ipUDP = 28
+	}
+	max = min(p.e.tn.OuterMTU-ipUDP, wire.MaxDatagram, bufSize(p.e.mtu)-innerStart)
+	return min(1280-ipUDP, max), max
+}
+
+// attachMTU starts a path's size search.
+func (p *peer) attachMTU(ps *pathState, now time.Time) {
+	base, max := p.mtuLimits(ps)
+	ps.mtu = pmtu.New(pmtu.DefaultConfig(base, max), now)
+	ps.probeSize = 0
+}
+
+// mtuTick sends the path's next size probe, if one is due. Caller holds p.mu.
+func (p *peer) mtuTick(w *writer, ps *pathState, now time.Time) {
+	if ps.mtu == nil || !ps.sender.Usable() {
+		return
+	}
+	// One probe at a time: the search answers 0 while one is outstanding, and
+	// declares it lost itself when it stays undecided (the path went quiet).
+	size := ps.mtu.NextProbe(now)
+	if size == 0 {
+		return
+	}
+	p.sendProbe(w, ps, size, now)
+}
+
+// sendProbe sends a PING padded to a datagram of exactly size bytes on ps.
+func (p *peer) sendProbe(w *writer, ps *pathState, size int, now time.Time) {
+	n := size - wire.DataOverhead - wire.InnerHeaderLen
+	pb := p.e.pool.get()
+	if n < wire.PingFrameLen || innerStart+n+wire.TagLen > len(pb.b) {
+		p.e.pool.put(pb)
+		return
+	}
+	b := wire.AppendPing(pb.b[innerStart:innerStart])
+	clear(pb.b[innerStart+len(b) : innerStart+n]) // PADDING frames to the end
+	ps.probeSeq, ps.probeSize = ps.sender.NextSeq(), size
+	ps.mtu.OnProbeSent(size, now)
+	if p.sealAndQueue(w, ps, pb, n, true, now) {
+		// A small ping right behind it: when its ack comes back without the
+		// probe's, the probe is declared lost within about a round trip,
+		// even on an idle path.
+		p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
+	}
+}
+
+// mtuAcked and mtuLost are told of every decided packet of ps (path.Observer).
+func (p *peer) mtuAcked(ps *pathState, seq uint32, now time.Time) {
+	if ps.probeSize != 0 && seq == ps.probeSeq {
+		ps.mtu.OnProbeAcked(ps.probeSize, now)
+		ps.probeSize = 0
+	}
+}
+
+func (p *peer) mtuLost(ps *pathState, seq uint32, now time.Time) {
+	if ps.probeSize != 0 && seq == ps.probeSeq {
+		ps.mtu.OnProbeLost(ps.probeSize, now)
+		ps.probeSize = 0
+	}
+}
+
+// refreshMTU recomputes, from the usable paths' confirmed sizes, the largest
+// datagram every usable path carries and the MSS to clamp inner SYNs to (0: no
+// clamp, every path carries full-size packets). Caller holds p.mu.
+func (p *peer) refreshMTU() {
+	full := p.e.mtu + wire.DataPacketOverhead // the largest datagram braid builds
+	least := 0
+	for _, ps := range p.paths {
+		// A search in progress says nothing yet: its size is the assumed base.
+		if ps == nil || !ps.validated || !ps.sender.Usable() || ps.mtu == nil || !ps.mtu.Done() {
+			continue
+		}
+		if s := ps.mtu.Size(); least == 0 || s < least {
+			least = s
+		}
+	}
+	p.mss4, p.mss6 = 0, 0
+	if least > 0 && least < full {
+		inner := least - wire.DataPacketOverhead
+		p.mss4, p.mss6 = mss.For(inner, false), mss.For(inner, true)
+		if !p.mtuWarned {
+			p.mtuWarned = true
+			p.e.log.Warn("a path carries less than the inner MTU; inner TCP segments are clamped to fit every path",
+				"peer", p.name, "inner_mtu", p.e.mtu, "path_inner_mtu", inner)
+		}
+	}
+}
+
+// clampSYN lowers the MSS of an inner TCP SYN about to be delivered.
+func (p *peer) clampSYN(pkt []byte) {
+	if p.mss4 == 0 || len(pkt) == 0 {
+		return
+	}
+	if pkt[0]>>4 == 6 {
+		mss.Clamp(pkt, p.mss6)
+	} else {
+		mss.Clamp(pkt, p.mss4)
+	}
+}
+
+// pick asks the scheduler for the paths of a datagram of size bytes of flow,
+// keeping it off paths that cannot carry it while some usable path can. Caller
+// holds p.mu; p.infos is fresh.
+func (p *peer) pick(size int, flow uint16, now time.Time) {
+	var hidden [maxPaths]bool
+	masked := p.hideUnfit(size, &hidden)
+	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
+	if masked {
+		p.unhide(&hidden)
+	}
+}
+
+// hideUnfit marks unusable in p.infos, for one choice of path, the usable paths
+// that cannot carry a datagram of size while another usable path can, and reports
+// whether it hid any; unhide undoes it.
+func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
+	if size <= p.infoMinMTU {
+		return false
+	}
+	fits := false
+	for i := range p.infos {
+		if p.infos[i].Usable && p.infoMTU[i] >= size {
+			fits = true
+			break
+		}
+	}
+	if !fits {
+		return false
+	}
+	masked := false
+	for i := range p.infos {
+		if p.infos[i].Usable && p.infoMTU[i] < size {
+			p.infos[i].Usable, hidden[i], masked = false, true, true
+		}
+	}
+	return masked
+}
+
+func (p *peer) unhide(hidden *[maxPaths]bool) {
+	for i := range p.infos {
+		if hidden[i] {
+			p.infos[i].Usable = true
+		}
+	}
+}
+
+// plainLimit is the largest plaintext (inner header and frames) a datagram on ps
+// may carry: within the outer MTU and, once known, the path's datagram size.
+func (p *peer) plainLimit(ps *pathState) int {
+	ipUDP := 48 // IPv6 + UDP
+	if ps.ep.Remote.Addr().Unmap().Is4() {
+		ipUDP = 28
+	}
+	limit := p.e.tn.OuterMTU - ipUDP
+	if s := ps.datagramLimit(); s > 0 {
+		limit = min(limit, s)
+	}
+	return limit - wire.DataOverhead
+}
+
+// datagramLimit is the largest datagram ps is known to carry (0 before the search).
+func (ps *pathState) datagramLimit() int {
+	if ps.mtu == nil {
+		return 0
+	}
+	return ps.mtu.Size()
+}
