@@ -52,7 +52,7 @@ func sample() Status {
 			RxPackets:     20,
 			ReorderStats:  ReorderStatus{HoldMs: 12.5, InOrder: 100, Reordered: 3, Timeouts: 1, Late: 2, Duplicates: 4, Held: 5},
 			Paths: []PathStatus{
-				{ID: 0, Local: "198.18.1.1:40000", Remote: "198.18.1.2:7000", Device: "eth1", State: "active",
+				{ID: 0, Local: "198.18.1.1:40000", Remote: "198.18.1.2:7000", Device: "eth1", State: "active", MTU: 1472,
 					SRTTMs: 20.04, RTTVarMs: 2, MinRTTMs: 18, LossRate: 0.001, DeliveryRateBps: 9_800_000, Share: 0.6,
 					TxBytes: 2 << 20, RxBytes: 512, TxPackets: 600, RxPackets: 12, LostPackets: 1,
 					InFlight: 7, QueueDelayMs: 1.5, OWDTrend: 0.25},
@@ -331,9 +331,9 @@ peer server (SERVERKEY=)
   transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
   reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
 
-  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX
-     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B
-     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B
+  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX   MTU
+     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  1472
+     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B     -
 `
 	if got := b.String(); got != want {
 		t.Errorf("FormatStatus:\n%s\nwant:\n%s", got, want)
@@ -595,9 +595,9 @@ peer server (SERVERKEY=)
   transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
   reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
 
-  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX       CWND   SSTHRESH   INFLIGHT  PACING
-     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  28.75 KiB  14.38 KiB  27.34 KiB       -
-     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B  14.38 KiB        inf        0 B       -
+  PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX   MTU       CWND   SSTHRESH   INFLIGHT  PACING
+     0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  1472  28.75 KiB  14.38 KiB  27.34 KiB       -
+     1  198.18.2.1:40001  198.18.2.2:7000   wwan0  probing        -  25.00 %  0.00 Mbit/s   0.0 %       0 B    0 B     -  14.38 KiB        inf        0 B       -
 `
 	if got := b.String(); got != want {
 		t.Errorf("FormatStatus:\n%s\nwant:\n%s", got, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -96,7 +97,7 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	// With congestion control the table also shows each path's window, slow-start
 	// threshold and bytes in flight; without, it stays as narrow as before.
 	cc := hasCC(p)
-	head := "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\t"
+	head := "PATH\tLOCAL\tREMOTE\tDEVICE\tSTATE\tRTT\tLOSS\tRATE\tSHARE\tTX\tRX\tMTU\t"
 	if cc {
 		head += "CWND\tSSTHRESH\tINFLIGHT\tPACING\t"
 	}
@@ -107,10 +108,14 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	fmt.Fprintln(tw, head)
 	for i := range p.Paths {
 		ps := &p.Paths[i]
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f %%\t%.2f Mbit/s\t%.1f %%\t%s\t%s\t",
+		mtu := "-"
+		if ps.MTU > 0 {
+			mtu = strconv.Itoa(ps.MTU)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.2f %%\t%.2f Mbit/s\t%.1f %%\t%s\t%s\t%s\t",
 			ps.ID, orDash(ps.Local), orDash(ps.Remote), orDash(ps.Device), orDash(ps.State),
 			rtt(ps.SRTTMs), 100*ps.LossRate, ps.DeliveryRateBps/1e6, 100*ps.Share,
-			HumanBytes(ps.TxBytes), HumanBytes(ps.RxBytes))
+			HumanBytes(ps.TxBytes), HumanBytes(ps.RxBytes), mtu)
 		if cc {
 			if c := ps.CC; c != nil {
 				ss := "inf"
