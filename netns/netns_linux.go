@@ -313,6 +313,18 @@ func (ns *Namespace) AddAddr(link string, p netip.Prefix) error {
 	return nil
 }
 
+// DelAddr removes an address from a link.
+func (ns *Namespace) DelAddr(link string, p netip.Prefix) error {
+	h, l, err := ns.link(link)
+	if err != nil {
+		return err
+	}
+	if err := h.AddrDel(l, &netlink.Addr{IPNet: ipnet(p)}); err != nil {
+		return fmt.Errorf("netns %s: remove address %v from %s: %w", ns.name, p, link, err)
+	}
+	return nil
+}
+
 // Route is a route for AddRoute/DelRoute.
 type Route struct {
 	Dst    netip.Prefix // destination; 0.0.0.0/0 or ::/0 for a default route
