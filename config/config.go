@@ -72,6 +72,9 @@ const (
 	MinReorderHold             = time.Millisecond
 	MaxReorderHold             = reorder.MaxHold
 
+	// MaxPriority is the highest path tier (client.priorities).
+	MaxPriority = 7
+
 	// DefaultHandshakeTimeout is the first retry of an unanswered handshake
 	// initiation; later retries double it up to 8 s. Short, because the first
 	// initiation of a client started before its server is routinely lost.
@@ -237,6 +240,9 @@ func (c *Client) SubflowCount() int {
 type Path struct {
 	Interface string
 	Addr      netip.Addr
+	// Priority is the path's tier (client.priorities): traffic uses the
+	// lowest tier that has a usable path; 0 = first.
+	Priority int
 }
 
 // String returns the path as written in the config file.

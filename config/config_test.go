@@ -477,6 +477,10 @@ func TestErrors(t *testing.T) {
 			`client.toml: line 10: unknown key "client.keepalive"`},
 		{"hold with reorder off", "client.toml", cl + "reorder = \"off\"\nreorder_hold = \"10ms\"\n",
 			`client.toml: client.reorder_hold: set, but reorder = "off" holds nothing (remove it or choose "fixed" or "adaptive")`},
+		{"priorities without paths", "client.toml", cl + "priorities = [0, 1]\n",
+			`client.toml: client.priorities: 2 priorities for 0 paths (one per entry of paths, in the same order)`},
+		{"priority out of range", "client.toml", cl + "paths = [\"eth1\", \"wwan0\"]\npriorities = [0, 9]\n",
+			`client.toml: client.priorities[1]: 9 out of range (0..7; 0 is the first tier)`},
 		{"weights without weighted", "client.toml", cl + "weights = [1.0]\n",
 			`client.toml: client.weights: set, but only scheduler = "weighted" uses weights (scheduler is "earliest-arrival")`},
 		{"weights count", "client.toml", edit(t, cl, `servers = ["198.18.1.2:7000"]`, `servers = ["198.18.1.2:7000", "198.18.2.2:7000"]`) +
@@ -778,5 +782,13 @@ func TestExamplesParse(t *testing.T) {
 		if _, err := Parse(filepath.Join(dir, filepath.Base(f)), data); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+func TestPriorities(t *testing.T) {
+	dir := keyDir(t)
+	cfg := mustParse(t, filepath.Join(dir, "c.toml"), minimalClient(dir)+"paths = [\"wlan0\", \"wwan0\"]\npriorities = [0, 1]\n")
+	if got := []int{cfg.Client.Paths[0].Priority, cfg.Client.Paths[1].Priority}; got[0] != 0 || got[1] != 1 {
+		t.Fatalf("priorities %v", got)
 	}
 }

@@ -51,6 +51,7 @@ type rawClient struct {
 	SubflowsPerPath  *int64    `toml:"subflows_per_path"`
 	Scheduler        string    `toml:"scheduler"`
 	Weights          []float64 `toml:"weights"`
+	Priorities       []int64   `toml:"priorities"`
 	Reorder          string    `toml:"reorder"`
 	ReorderHold      string    `toml:"reorder_hold"`
 	Congestion       string    `toml:"congestion"`
@@ -477,6 +478,7 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 	c.Recovery = p.oneOf("client.recovery", "recovery mode", raw.Recovery, DefaultRecovery, Recoveries)
 
 	p.weights(c, raw.Weights)
+	p.priorities(c, raw.Priorities)
 
 	switch c.Reorder {
 	case "off":
@@ -491,6 +493,30 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 
 	c.HandshakeTimeout = p.duration("client.handshake_timeout", raw.HandshakeTimeout, DefaultHandshakeTimeout, MinHandshakeTimeout, MaxHandshakeTimeout, false)
 	return c
+}
+
+// priorities reads client.priorities: one tier per entry of client.paths.
+func (p *parser) priorities(c *Client, prio []int64) {
+	const key = "client.priorities"
+	if len(prio) == 0 {
+		return
+	}
+	if c.Transport == "mptcp" {
+		p.fail(key, `set, but transport = "mptcp" runs the tunnel as one path (the kernel spreads its subflows)`)
+		return
+	}
+	if len(prio) != len(c.Paths) {
+		p.fail(key, "%d %s for %d %s (one per entry of paths, in the same order)",
+			len(prio), tomlerr.Plural(len(prio), "priority", "priorities"), len(c.Paths), tomlerr.Plural(len(c.Paths), "path", "paths"))
+		return
+	}
+	for i, v := range prio {
+		if v < 0 || v > MaxPriority {
+			p.fail(fmt.Sprintf("%s[%d]", key, i), "%d out of range (0..%d; 0 is the first tier)", v, MaxPriority)
+			return
+		}
+		c.Paths[i].Priority = int(v)
+	}
 }
 
 func (p *parser) weights(c *Client, w []float64) {

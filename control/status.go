@@ -202,6 +202,9 @@ type PathStatus struct {
 	// MTU is the largest datagram (UDP payload bytes) the path is known to carry,
 	// found by probing (0: not searched yet).
 	MTU int `json:"mtu"`
+	// Priority is the path's tier (client.priorities): traffic uses the lowest
+	// tier that has a usable path.
+	Priority int `json:"priority"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
 	// Recovery is the path's loss-recovery counters; absent with recovery "off".

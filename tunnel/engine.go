@@ -44,8 +44,11 @@ func (r Role) String() string {
 // Params say how a session runs. The client sends its Params to the server in the
 // handshake, so one config file chooses the behaviour of both directions.
 type Params struct {
-	Scheduler   string
-	Weights     []float64 // by client path id, for "weighted"
+	Scheduler string
+	Weights   []float64 // by client path id, for "weighted"
+	// Tiers are the priority tiers by client path id (a server learns them from
+	// the client; a client takes its own from LocalPath.Priority).
+	Tiers       []uint8
 	Reorder     string
 	ReorderHold time.Duration // 0 = default
 	Congestion  string        // a cc name, or CongestionAuto ("" = auto)
@@ -74,6 +77,9 @@ type ClientPeer struct {
 type LocalPath struct {
 	Device string
 	Addr   netip.Addr
+	// Priority is the path's tier: traffic goes to the lowest tier that has a
+	// usable path, in both directions (the client sends its tiers to the server).
+	Priority int
 }
 
 func (l LocalPath) String() string {

@@ -65,6 +65,8 @@ type rigOpts struct {
 	params   Params
 	tunables func(*Tunables)
 	clientB  bool
+	// tiers are client A's path priorities (cliAddr1, cliAddr2).
+	tiers [2]int
 	// handshakeRate is the server's per-source limit (0: none).
 	handshakeRate int
 	// links, if set, shapes the network before the engines start.
@@ -107,7 +109,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	r.cfgA = Config{
 		Role: Client, PrivateKey: aKey, TUN: r.cliATun, Listen: r.net.ListenOptions, Logger: testLogger(t),
 		ServerPublicKey: srvKey.Public(), PSK: psk, Servers: []netip.AddrPort{srvAddr1, srvAddr2},
-		LocalPaths: []LocalPath{{Addr: cliAddr1}, {Addr: cliAddr2}}, Params: o.params, Tunables: tn,
+		LocalPaths: []LocalPath{{Addr: cliAddr1, Priority: o.tiers[0]}, {Addr: cliAddr2, Priority: o.tiers[1]}}, Params: o.params, Tunables: tn,
 	}
 	r.cliA, err = New(r.cfgA)
 	if err != nil {

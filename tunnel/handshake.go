@@ -154,7 +154,19 @@ func (p *peer) wireParams() wire.SessionParams {
 		Congestion:  p.params.Congestion,
 		Recovery:    p.params.Recovery,
 	}
-	// Weights travel by client path id, the ids the server sees in inner headers.
+	// Tiers and weights travel by client path id, the ids the server sees in
+	// inner headers; tiers only when some path is not in the first.
+	for _, ps := range p.paths {
+		if ps != nil && ps.tier > 0 {
+			sp.Tiers = make([]uint8, min(len(p.paths), wire.MaxWeights))
+			for _, q := range p.paths {
+				if q != nil && int(q.id) < len(sp.Tiers) {
+					sp.Tiers[q.id] = q.tier
+				}
+			}
+			break
+		}
+	}
 	var sum float64
 	for _, w := range p.weights {
 		sum += w
@@ -363,6 +375,7 @@ func paramsFromWire(sp wire.SessionParams) Params {
 		Congestion:  sp.Congestion,
 		Recovery:    sp.Recovery,
 	}
+	p.Tiers = sp.Tiers
 	for _, w := range sp.Weights {
 		p.Weights = append(p.Weights, float64(w))
 	}

@@ -144,11 +144,13 @@ func (p *peer) pick(size int, flow uint16, now time.Time) {
 }
 
 // hideUnfit marks unusable in p.infos, for one choice of path, the usable paths
-// that cannot carry a datagram of size while another usable path can, and reports
-// whether it hid any; unhide undoes it.
+// that are not in the lowest priority tier that has a usable path, and those that
+// cannot carry a datagram of size while another usable path can; it reports
+// whether it hid any, and unhide undoes it.
 func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
+	masked := p.hideTiers(hidden)
 	if size <= p.infoMinMTU {
-		return false
+		return masked
 	}
 	fits := false
 	for i := range p.infos {
@@ -158,15 +160,41 @@ func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
 		}
 	}
 	if !fits {
-		return false
+		return masked
 	}
-	masked := false
 	for i := range p.infos {
 		if p.infos[i].Usable && p.infoMTU[i] < size {
 			p.infos[i].Usable, hidden[i], masked = false, true, true
 		}
 	}
 	return masked
+}
+
+// hideTiers hides the usable paths above the lowest tier that has a usable path:
+// a backup tier carries traffic only while every path of the tiers below is down.
+func (p *peer) hideTiers(hidden *[maxPaths]bool) bool {
+	lowest, spread := -1, false
+	for i := range p.infos {
+		if !p.infos[i].Usable {
+			continue
+		}
+		t := int(p.infoTier[i])
+		if lowest >= 0 && t != lowest {
+			spread = true
+		}
+		if lowest < 0 || t < lowest {
+			lowest = t
+		}
+	}
+	if !spread {
+		return false
+	}
+	for i := range p.infos {
+		if p.infos[i].Usable && int(p.infoTier[i]) > lowest {
+			p.infos[i].Usable, hidden[i] = false, true
+		}
+	}
+	return true
 }
 
 func (p *peer) unhide(hidden *[maxPaths]bool) {

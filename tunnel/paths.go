@@ -144,6 +144,7 @@ func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []net
 					}
 				}
 				ps.weightIdx = (li*len(servers)+si)*subflows + sub
+				ps.tier = uint8(l.Priority)
 				wanted[key] = true
 			}
 		}

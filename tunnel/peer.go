@@ -107,6 +107,7 @@ type peer struct {
 	// mtu.go.
 	infoMTU    [maxPaths]int
 	infoMinMTU int
+	infoTier   [maxPaths]uint8 // each entry's priority tier
 	mss4, mss6 uint16
 	mtuWarned  bool
 
@@ -152,9 +153,10 @@ type pathState struct {
 	mtu       *pmtu.Search
 	probeSeq  uint32
 	probeSize int
-	peerID    int // the peer's id for this path's reverse direction; -1 unknown
-	weightIdx int // client: position in the config's path order (local, server, subflow)
-	link      int // paths over the same access link share a number (see linkOf)
+	peerID    int   // the peer's id for this path's reverse direction; -1 unknown
+	weightIdx int   // client: position in the config's path order (local, server, subflow)
+	tier      uint8 // client: the local path's priority tier (a server uses tierOf)
+	link      int   // paths over the same access link share a number (see linkOf)
 	created   time.Time
 	downSince time.Time
 	rxBytes   uint64
@@ -328,6 +330,18 @@ func (p *peer) rxFor(id uint16) *rxPath {
 
 // weightOf returns a path's weight from the weights by client path id: a server
 // uses the client's id for the path (learnt from its datagrams).
+// tierOf returns a path's priority tier: a client's own, or on a server the one
+// the client gave its path id in the handshake.
+func (p *peer) tierOf(ps *pathState) uint8 {
+	if p.isSrv {
+		return ps.tier
+	}
+	if ps.peerID < 0 || ps.peerID >= len(p.params.Tiers) {
+		return 0
+	}
+	return p.params.Tiers[ps.peerID]
+}
+
 func (p *peer) weightOf(ps *pathState) float64 {
 	id := int(ps.id)
 	if !p.isSrv {
@@ -379,6 +393,7 @@ func (p *peer) refreshInfos(now time.Time) {
 		})
 		p.infoP = append(p.infoP, ps)
 		p.infoMTU[len(p.infoP)-1] = ps.datagramLimit()
+		p.infoTier[len(p.infoP)-1] = p.tierOf(ps)
 	}
 	p.infoMinMTU = int(^uint(0) >> 1)
 	for k := range p.infos {

@@ -127,6 +127,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			QueueDelayMs:    ms(s.QueueDelay),
 			OWDTrend:        s.OWDTrend,
 			MTU:             pa.datagramLimit(),
+			Priority:        int(p.tierOf(pa)),
 			Stream:          streamStatus(pa.cs.c, pa.ep.Remote),
 		}
 		if pa.cc != nil {

@@ -139,7 +139,10 @@ const (
 	// ParamRecovery (string): loss recovery inside the tunnel, both directions
 	// ("retransmit", "off"; the client resolves "auto" before sending).
 	ParamRecovery = 7
-	MaxWeights    = 64
+	// ParamTiers: n × u8, the priority tier of each client path id (0 = first);
+	// the server sends on the lowest tier that has a usable path.
+	ParamTiers = 8
+	MaxWeights = 64
 )
 
 // Handshake response payload: a flags byte, then the server's boot epoch (u64, random

@@ -11,6 +11,7 @@ type SessionParams struct {
 	Reorder     string
 	ReorderHold uint32   // µs; 0 = server default
 	Weights     []uint16 // per-mille by client path id
+	Tiers       []uint8  // priority tier by client path id (ParamTiers)
 	Congestion  string
 	Recovery    string
 	Rekey       bool // ParamRekey
@@ -56,6 +57,13 @@ func AppendParams(b []byte, p SessionParams) ([]byte, error) {
 			b = be.AppendUint16(b, w)
 		}
 	}
+	if len(p.Tiers) > 0 {
+		if len(p.Tiers) > MaxWeights {
+			return nil, fmt.Errorf("wire: %d tiers, at most %d", len(p.Tiers), MaxWeights)
+		}
+		b = append(b, ParamTiers, byte(len(p.Tiers)))
+		b = append(b, p.Tiers...)
+	}
 	return b, nil
 }
 
@@ -97,6 +105,11 @@ func ParseParams(b []byte) (SessionParams, error) {
 			for i := range p.Weights {
 				p.Weights[i] = be.Uint16(v[2*i:])
 			}
+		case ParamTiers:
+			if n > MaxWeights {
+				return p, ErrBadLength
+			}
+			p.Tiers = append([]uint8(nil), v...)
 		}
 	}
 	return p, nil

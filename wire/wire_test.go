@@ -249,6 +249,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		Reorder:     "flow",
 		ReorderHold: 0x01020304,
 		Weights:     []uint16{1000, 0, 0xfffe},
+		Tiers:       []uint8{0, 1, 7},
 		Congestion:  "bbr",
 		Recovery:    "off",
 		Rekey:       true,
@@ -265,6 +266,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		ParamRekey, 0,
 		ParamReorderHold, 4, 1, 2, 3, 4,
 		ParamWeights, 6, 0x03, 0xe8, 0, 0, 0xff, 0xfe,
+		ParamTiers, 3, 0, 1, 7,
 	}
 	if !bytes.Equal(b, want) {
 		t.Fatalf("params\n got % x\nwant % x", b, want)

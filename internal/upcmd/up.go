@@ -216,7 +216,7 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 		ec.PSK = cfg.PresharedKey
 		ec.Servers = c.Servers
 		for _, p := range c.Paths {
-			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr})
+			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr, Priority: p.Priority})
 		}
 		ec.Subflows = c.SubflowsPerPath
 		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion, Recovery: c.Recovery}
