@@ -111,9 +111,13 @@ type Config struct {
 	ServerAllowedIPs []netip.Prefix
 	PSK              keys.Key
 	Servers          []netip.AddrPort
-	LocalPaths       []LocalPath // empty: one unbound path
-	Subflows         int         // sockets per local path (distinct source ports)
-	Params           Params
+	LocalPaths       []LocalPath // empty: one unbound path; Device may be a pattern ("wwan*")
+	// LinkEvents, when set, tells a client of interfaces that come, go or change
+	// address (links.go); Interfaces lists the present ones (nil: the system's).
+	LinkEvents <-chan LinkEvent
+	Interfaces func() []string
+	Subflows   int // sockets per local path (distinct source ports)
+	Params     Params
 
 	// Server side.
 	ListenAddrs   []netip.AddrPort
@@ -149,6 +153,9 @@ type Engine struct {
 	allowed atomic.Pointer[allowedIPs]
 	conns   []*connState
 	server  *peer // client only: the one peer
+	// waiting maps a client's local paths that have no socket yet (interface
+	// absent or without address) to why (links.go).
+	waiting map[string]string
 
 	idxMu   sync.RWMutex
 	indices map[uint32]indexEntry // receiver session index → peer and keys
@@ -286,6 +293,10 @@ func (e *Engine) Start() {
 	if e.role == Server {
 		e.wg.Add(1)
 		go e.routineHandshakes()
+	}
+	if e.role == Client && e.cfg.LinkEvents != nil {
+		e.wg.Add(1)
+		go e.routineLinks(e.cfg.LinkEvents)
 	}
 	if e.role == Client {
 		e.server.mu.Lock()

@@ -273,6 +273,10 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			in.toTUN = p.reorder.Abandon(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, now, in.toTUN)
 		case wire.FrameRebuilt:
 			p.peerRebuilt(f.Flow, f.FlowSeq)
+		case wire.FramePathGone:
+			if e.role == Server {
+				p.peerPathGone(f.Ack.Path)
+			}
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow
 		case wire.FrameChallenge:

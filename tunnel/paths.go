@@ -75,7 +75,10 @@ func clientSockets(locals []LocalPath, subflows int, servers []netip.AddrPort) [
 // mu, or owns e.
 func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []netip.AddrPort, now time.Time) ([]*connState, error) {
 	p := e.server
-	if len(locals) == 0 {
+	clear(e.waiting)
+	configured := len(locals)
+	locals = e.expandLocals(locals)
+	if len(locals) == 0 && configured == 0 {
 		locals = []LocalPath{{}}
 	}
 	if subflows <= 0 {
@@ -114,6 +117,11 @@ func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []net
 		}
 		c, err := e.cfg.Listen(opt)
 		if err != nil {
+			if waitingError(err) {
+				// Not there yet: the path waits for its interface (links.go).
+				e.setWaiting(spec.local.String(), err.Error())
+				continue
+			}
 			if firstErr == nil {
 				firstErr = fmt.Errorf("path %s: %w", spec.local, err)
 			}

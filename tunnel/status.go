@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -149,6 +150,18 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			x.Share = float64(s.TxBytes) / float64(total)
 		}
 		ps.Paths = append(ps.Paths, x)
+	}
+	if !p.isSrv {
+		return ps
+	}
+	// A client's local paths still waiting for their interface.
+	names := make([]string, 0, len(p.e.waiting))
+	for l := range p.e.waiting {
+		names = append(names, l)
+	}
+	slices.Sort(names)
+	for _, l := range names {
+		ps.Paths = append(ps.Paths, control.PathStatus{ID: -1, Local: l, Device: l, State: "waiting"})
 	}
 	return ps
 }

@@ -59,6 +59,10 @@ const (
 	// FrameRebuilt: flow u16 | flow seq u32. The receiver rebuilt that packet
 	// from repairs: the sender need not resend it.
 	FrameRebuilt = 0x09
+	// FramePathGone: path u16. The sender's path with that id left (its
+	// interface went down or lost its address): the receiver stops sending on
+	// its path for it at once instead of waiting for its liveness timer.
+	FramePathGone = 0x0a
 )
 
 // Frame sizes, type byte included.
@@ -69,6 +73,7 @@ const (
 	ChallengeFrameLen  = 1 + ChallengeLen
 	CloseFrameLen      = 1
 	GiveUpFrameLen     = 1 + 2 + 4 // GIVEUP and REBUILT
+	PathGoneFrameLen   = 1 + 2
 	ChallengeLen       = 8
 )
 

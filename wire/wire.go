@@ -83,7 +83,7 @@ type Frame struct {
 	Flow      uint16 // DATA, GIVEUP, REBUILT
 	FlowSeq   uint32 // DATA, GIVEUP, REBUILT
 	Packet    []byte // DATA
-	Ack       Ack    // ACK
+	Ack       Ack    // ACK; PATH_GONE uses Ack.Path
 	Challenge [ChallengeLen]byte
 }
 
@@ -134,6 +134,12 @@ func NextFrame(b []byte) (f Frame, rest []byte, err error) {
 		f.Flow = be.Uint16(b[1:])
 		f.FlowSeq = be.Uint32(b[3:])
 		return f, b[GiveUpFrameLen:], nil
+	case FramePathGone:
+		if len(b) < PathGoneFrameLen {
+			return f, nil, ErrShort
+		}
+		f.Ack.Path = be.Uint16(b[1:])
+		return f, b[PathGoneFrameLen:], nil
 	case FrameChallenge, FrameResponse:
 		if len(b) < ChallengeFrameLen {
 			return f, nil, ErrShort
@@ -185,6 +191,12 @@ func appendFlowRef(b []byte, t byte, flow uint16, seq uint32) []byte {
 	be.PutUint16(f[1:], flow)
 	be.PutUint32(f[3:], seq)
 	return append(b, f[:]...)
+}
+
+// AppendPathGone appends a PATH_GONE frame for the sender's path id.
+func AppendPathGone(b []byte, path uint16) []byte {
+	b = append(b, FramePathGone)
+	return be.AppendUint16(b, path)
 }
 
 // AppendPing appends a PING frame.

@@ -503,3 +503,17 @@ func TestFrameAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+func TestPathGoneFrame(t *testing.T) {
+	b := AppendPathGone([]byte{}, 0x0102)
+	if len(b) != PathGoneFrameLen || b[0] != FramePathGone {
+		t.Fatalf("% x", b)
+	}
+	f, rest, err := NextFrame(append(b, FramePing))
+	if err != nil || f.Type != FramePathGone || f.Ack.Path != 0x0102 || len(rest) != 1 {
+		t.Fatalf("%+v %v %v", f, rest, err)
+	}
+	if _, _, err := NextFrame(b[:2]); err == nil {
+		t.Fatal("truncated PATH_GONE parsed")
+	}
+}

@@ -215,6 +215,9 @@ type e2eRig struct {
 	dSrv, dCli, dB *daemon
 	srvKey, cliKey keys.Key
 	dir            string
+	// pathsA is how many usable paths client a must have before the rig is
+	// ready (0: both).
+	pathsA int
 }
 
 func newE2ERig(t testing.TB, shaped bool) *e2eRig { return newE2ERigWith(t, shaped, nil) }
@@ -319,8 +322,11 @@ socket = %q
 	r.dSrv = startDaemon(t, r.srv, "server", srvCfg, srvSock)
 	r.dCli = startDaemon(t, r.cli, "client a", cliCfg, cliSock)
 	r.dB = startDaemon(t, r.cliB, "client b", bCfg, bSock)
-	r.dCli.waitPaths(t, "", 2)
-	r.dSrv.waitPaths(t, "a", 2)
+	if r.pathsA == 0 {
+		r.pathsA = 2
+	}
+	r.dCli.waitPaths(t, "", r.pathsA)
+	r.dSrv.waitPaths(t, "a", r.pathsA)
 	r.dSrv.waitPaths(t, "b", 1)
 
 	// The web server: one listener in the server namespace, reachable directly

@@ -21,6 +21,7 @@ import (
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/internal/sdnotify"
+	"github.com/braid-vpn/braid/netwatch"
 	"github.com/braid-vpn/braid/tundev"
 	"github.com/braid-vpn/braid/tunnel"
 )
@@ -86,14 +87,22 @@ func runUp(ctx context.Context, file string) error {
 	ecfg := engineConfig(cfg, log)
 	ecfg.TUN = tun
 	ecfg.Listen = tt.listen(cfg.Role)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if cfg.Client != nil && tt.name == "udp" {
+		// Paths follow their interfaces as they come and go (netlink).
+		if ev, err := netwatch.Watch(ctx); err != nil {
+			log.Warn("paths follow interface changes only on reload", "err", err)
+		} else {
+			ecfg.LinkEvents = ev
+		}
+	}
 	eng, err := tunnel.New(ecfg)
 	if err != nil {
 		tun.Close()
 		return err
 	}
 	status := tt.status(eng.Status)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	eng.Start()
 	name, _ := tun.Name()
 	log.Info("braid up", "role", cfg.Role, "interface", name, "public_key", cfg.PublicKey.String(), "transport", tt.name)

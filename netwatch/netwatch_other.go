@@ -1,0 +1,14 @@
+//go:build !linux
+
+package netwatch
+
+import (
+	"context"
+	"errors"
+)
+
+// Watch is only implemented on Linux; elsewhere paths follow interfaces on
+// reload (SIGHUP) only.
+func Watch(ctx context.Context) (<-chan Event, error) {
+	return nil, errors.New("netwatch: interface events need Linux")
+}
