@@ -792,3 +792,12 @@ func TestPriorities(t *testing.T) {
 		t.Fatalf("priorities %v", got)
 	}
 }
+
+// Interface patterns are accepted as paths.
+func TestPathPatterns(t *testing.T) {
+	dir := keyDir(t)
+	cfg := mustParse(t, filepath.Join(dir, "c.toml"), minimalClient(dir)+"paths = [\"eth0\", \"wwan*\"]\n")
+	if cfg.Client.Paths[1].Interface != "wwan*" {
+		t.Fatalf("paths %+v", cfg.Client.Paths)
+	}
+}
