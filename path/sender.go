@@ -232,6 +232,16 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 	s.sentAny = true
 }
 
+// SizeOf returns the size of the datagram sent as seq while it is still tracked
+// (0 otherwise); an Observer may ask it from its callbacks.
+func (s *Sender) SizeOf(seq uint32) int {
+	p := &s.ring[seq&s.mask]
+	if p.seq != seq {
+		return 0
+	}
+	return int(p.size)
+}
+
 func (s *Sender) declareLost(p *sentPkt, feedRate bool) {
 	p.state = slotLost
 	if s.obs != nil {

@@ -92,6 +92,44 @@ func (p *peer) mtuLost(ps *pathState, seq uint32, now time.Time) {
 	}
 }
 
+// Black holes that open later (a route change mid-session) are noticed from the
+// data: largeLossRun losses in a row of datagrams larger than the search's base,
+// with a smaller datagram acked in between, and no larger one, make the search
+// start over from the base (pmtu rate-limits such restarts). Congestion drops
+// large and small datagrams alike, so it rarely looks like this.
+const largeLossRun = 6
+
+func (p *peer) mtuDataAcked(ps *pathState, seq uint32) {
+	if ps.mtu == nil || ps.largeLost == 0 {
+		return
+	}
+	if ps.sender.SizeOf(seq) > ps.mtu.Config().Base {
+		ps.largeLost, ps.smallAcked = 0, false
+		return
+	}
+	ps.smallAcked = true
+	p.mtuBlackHole(ps)
+}
+
+func (p *peer) mtuDataLost(ps *pathState, seq uint32) {
+	if ps.mtu == nil || ps.sender.SizeOf(seq) <= ps.mtu.Config().Base {
+		return
+	}
+	ps.largeLost++
+	p.mtuBlackHole(ps)
+}
+
+func (p *peer) mtuBlackHole(ps *pathState) {
+	if ps.largeLost >= largeLossRun && ps.smallAcked {
+		_, before := ps.mtu.LargeLosses()
+		ps.mtu.OnLargeLoss(time.Now())
+		ps.largeLost, ps.smallAcked = 0, false
+		if _, after := ps.mtu.LargeLosses(); after > before {
+			p.e.log.Info("path drops large datagrams; searching its size again", "peer", p.name, "path", ps.id)
+		}
+	}
+}
+
 // refreshMTU recomputes, from the usable paths' confirmed sizes, the largest
 // datagram every usable path carries and the MSS to clamp inner SYNs to (0: no
 // clamp, every path carries full-size packets). Caller holds p.mu.

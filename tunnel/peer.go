@@ -153,17 +153,21 @@ type pathState struct {
 	mtu       *pmtu.Search
 	probeSeq  uint32
 	probeSize int
-	peerID    int   // the peer's id for this path's reverse direction; -1 unknown
-	weightIdx int   // client: position in the config's path order (local, server, subflow)
-	tier      uint8 // client: the local path's priority tier (a server uses tierOf)
-	link      int   // paths over the same access link share a number (see linkOf)
-	created   time.Time
-	downSince time.Time
-	rxBytes   uint64
-	rxPackets uint64
-	cc        *cc.Path // nil without a congestion controller
-	ccDown    bool     // cc has seen the path go Down (and not come back)
-	obs       pathObs  // the Sender's observer when recovery is on
+	// largeLost counts datagrams above the search's base lost in a row since one
+	// was acked; smallAcked: a smaller one was acked meanwhile (mtu.go).
+	largeLost  int
+	smallAcked bool
+	peerID     int   // the peer's id for this path's reverse direction; -1 unknown
+	weightIdx  int   // client: position in the config's path order (local, server, subflow)
+	tier       uint8 // client: the local path's priority tier (a server uses tierOf)
+	link       int   // paths over the same access link share a number (see linkOf)
+	created    time.Time
+	downSince  time.Time
+	rxBytes    uint64
+	rxPackets  uint64
+	cc         *cc.Path // nil without a congestion controller
+	ccDown     bool     // cc has seen the path go Down (and not come back)
+	obs        pathObs  // the Sender's observer when recovery is on
 
 	retx, retxBytes uint64 // resends this path carried
 	repairs         uint64 // repair packets this path carried

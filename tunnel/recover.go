@@ -64,6 +64,8 @@ func (o *pathObs) Acked(seq uint32) {
 	p := o.p
 	if o.ps.probeSize != 0 && seq == o.ps.probeSeq {
 		p.mtuAcked(o.ps, seq, time.Now())
+	} else {
+		p.mtuDataAcked(o.ps, seq)
 	}
 	if p.store == nil {
 		return
@@ -85,6 +87,8 @@ func (o *pathObs) Acked(seq uint32) {
 func (o *pathObs) Lost(seq uint32) {
 	if o.ps.probeSize != 0 && seq == o.ps.probeSeq {
 		o.p.mtuLost(o.ps, seq, time.Now())
+	} else {
+		o.p.mtuDataLost(o.ps, seq)
 	}
 	if o.p.store != nil {
 		o.p.lostQ = append(o.p.lostQ, lostRef{path: o.ps.id, seq: seq})
