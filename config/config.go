@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/braid-vpn/braid/budget"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/reorder"
@@ -215,6 +216,9 @@ type Client struct {
 	// Recovery is the loss-recovery mode (Recoveries).
 	Recovery         string
 	HandshakeTimeout time.Duration
+	// BudgetState is the file where the paths' budget usage survives restarts
+	// (client.budget_state); "" keeps it in memory only.
+	BudgetState string
 	// Transport is "udp", "tcp" or "mptcp"; the server must use the same (an
 	// "mptcp" server also serves "tcp" clients).
 	Transport string
@@ -243,6 +247,8 @@ type Path struct {
 	// Priority is the path's tier (client.priorities): traffic uses the
 	// lowest tier that has a usable path; 0 = first.
 	Priority int
+	// Budget is the path's data allowance (client.budgets); zero: unmetered.
+	Budget budget.Limit
 }
 
 // String returns the path as written in the config file.

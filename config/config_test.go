@@ -477,6 +477,8 @@ func TestErrors(t *testing.T) {
 			`client.toml: line 10: unknown key "client.keepalive"`},
 		{"hold with reorder off", "client.toml", cl + "reorder = \"off\"\nreorder_hold = \"10ms\"\n",
 			`client.toml: client.reorder_hold: set, but reorder = "off" holds nothing (remove it or choose "fixed" or "adaptive")`},
+		{"bad budget", "client.toml", cl + "paths = [\"eth1\", \"wwan0\"]\nbudgets = [\"\", \"10GiB/year\"]\n",
+			`client.toml: client.budgets[1]: "10GiB/year": period "year": want day, week or month`},
 		{"priorities without paths", "client.toml", cl + "priorities = [0, 1]\n",
 			`client.toml: client.priorities: 2 priorities for 0 paths (one per entry of paths, in the same order)`},
 		{"priority out of range", "client.toml", cl + "paths = [\"eth1\", \"wwan0\"]\npriorities = [0, 9]\n",
@@ -787,9 +789,12 @@ func TestExamplesParse(t *testing.T) {
 
 func TestPriorities(t *testing.T) {
 	dir := keyDir(t)
-	cfg := mustParse(t, filepath.Join(dir, "c.toml"), minimalClient(dir)+"paths = [\"wlan0\", \"wwan0\"]\npriorities = [0, 1]\n")
+	cfg := mustParse(t, filepath.Join(dir, "c.toml"), minimalClient(dir)+"paths = [\"wlan0\", \"wwan0\"]\npriorities = [0, 1]\nbudgets = [\"\", \"10GiB/month\"]\nbudget_state = \"usage.json\"\n")
 	if got := []int{cfg.Client.Paths[0].Priority, cfg.Client.Paths[1].Priority}; got[0] != 0 || got[1] != 1 {
 		t.Fatalf("priorities %v", got)
+	}
+	if !cfg.Client.Paths[0].Budget.IsZero() || cfg.Client.Paths[1].Budget.String() != "10GiB/month" || cfg.Client.BudgetState != filepath.Join(dir, "usage.json") {
+		t.Fatalf("budgets %+v, state %q", cfg.Client.Paths, cfg.Client.BudgetState)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/budget"
 	"github.com/braid-vpn/braid/internal/tomlerr"
 	"github.com/braid-vpn/braid/keys"
 )
@@ -52,6 +53,8 @@ type rawClient struct {
 	Scheduler        string    `toml:"scheduler"`
 	Weights          []float64 `toml:"weights"`
 	Priorities       []int64   `toml:"priorities"`
+	Budgets          []string  `toml:"budgets"`
+	BudgetState      string    `toml:"budget_state"`
 	Reorder          string    `toml:"reorder"`
 	ReorderHold      string    `toml:"reorder_hold"`
 	Congestion       string    `toml:"congestion"`
@@ -479,6 +482,10 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 
 	p.weights(c, raw.Weights)
 	p.priorities(c, raw.Priorities)
+	p.budgets(c, raw.Budgets)
+	if raw.BudgetState != "" {
+		c.BudgetState = p.resolve(raw.BudgetState)
+	}
 
 	switch c.Reorder {
 	case "off":
@@ -493,6 +500,31 @@ func (p *parser) client(cfg *Config, raw *rawClient) *Client {
 
 	c.HandshakeTimeout = p.duration("client.handshake_timeout", raw.HandshakeTimeout, DefaultHandshakeTimeout, MinHandshakeTimeout, MaxHandshakeTimeout, false)
 	return c
+}
+
+// budgets reads client.budgets: one data allowance per entry of client.paths
+// ("" for none).
+func (p *parser) budgets(c *Client, bs []string) {
+	const key = "client.budgets"
+	if len(bs) == 0 {
+		return
+	}
+	if len(bs) != len(c.Paths) {
+		p.fail(key, "%d %s for %d %s (one per entry of paths, in the same order; \"\" for none)",
+			len(bs), tomlerr.Plural(len(bs), "budget", "budgets"), len(c.Paths), tomlerr.Plural(len(c.Paths), "path", "paths"))
+		return
+	}
+	for i, s := range bs {
+		if s == "" {
+			continue
+		}
+		l, err := budget.Parse(s)
+		if err != nil {
+			p.fail(fmt.Sprintf("%s[%d]", key, i), "%q: %v", s, err)
+			return
+		}
+		c.Paths[i].Budget = l
+	}
 }
 
 // priorities reads client.priorities: one tier per entry of client.paths.

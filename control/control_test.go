@@ -16,9 +16,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var (
@@ -434,20 +431,16 @@ braid_info{interface="braid0",public_key="CLIENTKEY=",role="client"} 1
 		"braid_path_delivery_rate_bits", "braid_path_tx_bytes_total", "braid_path_state", "braid_peer_established",
 		"braid_peer_last_handshake_timestamp_seconds", "braid_peer_tx_bytes_total", "braid_peer_reorder_packets_total",
 		"braid_peer_reorder_hold_seconds", "braid_uptime_seconds", "braid_info"}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
+	if err := compareMetrics(c, want, names...); err != nil {
 		t.Error(err)
 	}
 	// Instance: info, uptime, 3 drop reasons, 1 event = 6. Peer: established,
 	// handshake, 4 traffic counters, hold, held, 5 reorder outcomes = 13.
 	// Path: state, 9 gauges, 5 counters = 15.
-	if n := testutil.CollectAndCount(c); n != 6+13+2*15 {
+	if n := countSamples(c); n != 6+13+2*15 {
 		t.Errorf("collected %d metrics, want %d", n, 6+13+2*15)
 	}
-	problems, err := testutil.CollectAndLint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
+	for _, p := range lintMetrics(c) {
 		// The one deliberate exception: delivery rate is in bits per second,
 		// the unit link capacities are quoted in (and the status JSON uses).
 		if p.Metric == "braid_path_delivery_rate_bits" && strings.Contains(p.Text, `"bits"`) {
@@ -455,13 +448,9 @@ braid_info{interface="braid0",public_key="CLIENTKEY=",role="client"} 1
 		}
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-	// A checked registry accepts the collector: every metric matches a Desc.
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Gather(); err != nil {
-		t.Errorf("pedantic gather: %v", err)
+	// A checked parse accepts the page: every metric matches a desc.
+	if err := checkExposition(c); err != nil {
+		t.Errorf("pedantic check: %v", err)
 	}
 }
 
@@ -645,19 +634,15 @@ braid_path_congestion_events_total{device="wwan0",local="198.18.2.1:40001",name=
 # TYPE braid_peer_cc_queued_packets gauge
 braid_peer_cc_queued_packets{name="server",peer="SERVERKEY="} 3
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "braid_path_cwnd_bytes", "braid_path_ssthresh_bytes",
+	if err := compareMetrics(c, want, "braid_path_cwnd_bytes", "braid_path_ssthresh_bytes",
 		"braid_path_in_flight_bytes", "braid_path_congestion_events_total", "braid_peer_cc_queued_packets"); err != nil {
 		t.Error(err)
 	}
 	// 49 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
-	if n := testutil.CollectAndCount(c); n != 6+13+2*15+6 {
+	if n := countSamples(c); n != 6+13+2*15+6 {
 		t.Errorf("collected %d metrics, want %d", n, 6+13+2*15+6)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reg.Gather(); err != nil {
-		t.Errorf("pedantic gather: %v", err)
+	if err := checkExposition(c); err != nil {
+		t.Errorf("pedantic check: %v", err)
 	}
 }

@@ -1,17 +1,29 @@
 package control
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
+	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// The metrics endpoint writes the Prometheus text exposition format, version
+// 0.0.4, by hand: braid has one collector of constant metrics and no
+// histograms, and the client library (with protobuf and its registry) cost
+// about 2.6 MB of the daemon's binary. The output is byte for byte what
+// client_golang's registry and promhttp wrote for the same collector:
+// families sorted by name, each with its HELP and TYPE lines; families with
+// no sample left out; labels sorted by name; samples sorted by label values;
+// a repeated series (same name and label values, say two paths with one ID)
+// written once, the first collected.
 
 // Label sets. Peers are identified by public key (unique, stable across
 // restarts); the optional name rides along for dashboards. Paths carry their
@@ -23,53 +35,80 @@ var (
 	pathLabels = []string{"peer", "name", "path", "local", "remote", "device"}
 )
 
-func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, labels, nil)
+// metricDesc describes one metric family: name, help, type and the label
+// names in the order the collector passes their values.
+type metricDesc struct {
+	name, help, typ string
+	labels          []string
+	// order lists indexes into labels sorted by label name: the exposition
+	// writes labels in that order.
+	order []int
+}
+
+func newDesc(typ, name, help string, labels ...string) *metricDesc {
+	order := make([]int, len(labels))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
+	return &metricDesc{name: name, help: help, typ: typ, labels: labels, order: order}
+}
+
+func gaugeDesc(name, help string, labels ...string) *metricDesc {
+	return newDesc("gauge", name, help, labels...)
+}
+
+func counterDesc(name, help string, labels ...string) *metricDesc {
+	return newDesc("counter", name, help, labels...)
+}
+
+func with(labels []string, extra string) []string {
+	return append(labels[:len(labels):len(labels)], extra)
 }
 
 var (
-	descInfo   = desc("braid_info", "Always 1; labels identify the instance.", "role", "interface", "public_key")
-	descUptime = desc("braid_uptime_seconds", "Seconds since the instance started.")
-	descDrops  = desc("braid_drops_total", "Packets dropped, by reason.", "reason")
-	descEvents = desc("braid_events_total", "Other instance-wide events, by name.", "event")
+	descInfo   = gaugeDesc("braid_info", "Always 1; labels identify the instance.", "role", "interface", "public_key")
+	descUptime = gaugeDesc("braid_uptime_seconds", "Seconds since the instance started.")
+	descDrops  = counterDesc("braid_drops_total", "Packets dropped, by reason.", "reason")
+	descEvents = counterDesc("braid_events_total", "Other instance-wide events, by name.", "event")
 
-	descPeerEstablished  = desc("braid_peer_established", "1 while the peer has a session with current keys, else 0.", peerLabels...)
-	descPeerHandshake    = desc("braid_peer_last_handshake_timestamp_seconds", "Unix time of the last completed handshake (absent before the first).", peerLabels...)
-	descPeerTxBytes      = desc("braid_peer_tx_bytes_total", "Bytes sent to the peer through the tunnel.", peerLabels...)
-	descPeerRxBytes      = desc("braid_peer_rx_bytes_total", "Bytes received from the peer through the tunnel.", peerLabels...)
-	descPeerTxPackets    = desc("braid_peer_tx_packets_total", "Packets sent to the peer.", peerLabels...)
-	descPeerRxPackets    = desc("braid_peer_rx_packets_total", "Packets received from the peer.", peerLabels...)
-	descPeerReorderHold  = desc("braid_peer_reorder_hold_seconds", "Current reorder hold time.", peerLabels...)
-	descPeerReorderHeld  = desc("braid_peer_reorder_held_packets", "Packets waiting in the reorder buffers now.", peerLabels...)
-	descPeerReorderTotal = desc("braid_peer_reorder_packets_total", "Received packets by reorder outcome.", append(peerLabels[:len(peerLabels):len(peerLabels)], "outcome")...)
+	descPeerEstablished  = gaugeDesc("braid_peer_established", "1 while the peer has a session with current keys, else 0.", peerLabels...)
+	descPeerHandshake    = gaugeDesc("braid_peer_last_handshake_timestamp_seconds", "Unix time of the last completed handshake (absent before the first).", peerLabels...)
+	descPeerTxBytes      = counterDesc("braid_peer_tx_bytes_total", "Bytes sent to the peer through the tunnel.", peerLabels...)
+	descPeerRxBytes      = counterDesc("braid_peer_rx_bytes_total", "Bytes received from the peer through the tunnel.", peerLabels...)
+	descPeerTxPackets    = counterDesc("braid_peer_tx_packets_total", "Packets sent to the peer.", peerLabels...)
+	descPeerRxPackets    = counterDesc("braid_peer_rx_packets_total", "Packets received from the peer.", peerLabels...)
+	descPeerReorderHold  = gaugeDesc("braid_peer_reorder_hold_seconds", "Current reorder hold time.", peerLabels...)
+	descPeerReorderHeld  = gaugeDesc("braid_peer_reorder_held_packets", "Packets waiting in the reorder buffers now.", peerLabels...)
+	descPeerReorderTotal = counterDesc("braid_peer_reorder_packets_total", "Received packets by reorder outcome.", with(peerLabels, "outcome")...)
 
-	descPathState      = desc("braid_path_state", "1 for the path's current state (the state label); other states are absent.", append(pathLabels[:len(pathLabels):len(pathLabels)], "state")...)
-	descPathSRTT       = desc("braid_path_srtt_seconds", "Smoothed round-trip time.", pathLabels...)
-	descPathRTTVar     = desc("braid_path_rttvar_seconds", "Round-trip time variation.", pathLabels...)
-	descPathMinRTT     = desc("braid_path_min_rtt_seconds", "Minimum round-trip time observed.", pathLabels...)
-	descPathLoss       = desc("braid_path_loss_ratio", "Recent fraction of packets lost.", pathLabels...)
-	descPathRate       = desc("braid_path_delivery_rate_bits", "Recent delivery rate in bits per second.", pathLabels...)
-	descPathShare      = desc("braid_path_share_ratio", "Fraction of the peer's transmitted bytes sent on this path.", pathLabels...)
-	descPathInFlight   = desc("braid_path_in_flight_bytes", "Bytes sent and neither acknowledged nor declared lost.", pathLabels...)
-	descPathQueueDelay = desc("braid_path_queue_delay_seconds", "Estimated standing queue: one-way delay above its minimum.", pathLabels...)
-	descPathOWDTrend   = desc("braid_path_owd_trend", "Slope of the one-way delay over time (s/s); positive means a queue is building.", pathLabels...)
-	descPathTxBytes    = desc("braid_path_tx_bytes_total", "Bytes sent on the path.", pathLabels...)
-	descPathRxBytes    = desc("braid_path_rx_bytes_total", "Bytes received on the path.", pathLabels...)
-	descPathTxPackets  = desc("braid_path_tx_packets_total", "Packets sent on the path.", pathLabels...)
-	descPathRxPackets  = desc("braid_path_rx_packets_total", "Packets received on the path.", pathLabels...)
-	descPathLost       = desc("braid_path_lost_packets_total", "Packets declared lost on the path.", pathLabels...)
-	descPathCwnd       = desc("braid_path_cwnd_bytes", "Congestion window (absent with congestion \"none\").", pathLabels...)
-	descPathSsthresh   = desc("braid_path_ssthresh_bytes", "Slow-start threshold (absent while infinite or with congestion \"none\").", pathLabels...)
-	descPathCongEvents = desc("braid_path_congestion_events_total", "Congestion-window reductions (losses and timeouts).", pathLabels...)
-	descPeerCCQueued   = desc("braid_peer_cc_queued_packets", "Packets waiting for congestion-window room now.", peerLabels...)
-	descPeerQueueDelay = desc("braid_peer_queue_delay_seconds", "Smoothed time packets waited in the per-peer queue.", peerLabels...)
-	descPeerCoDel      = desc("braid_peer_codel_total", "CoDel verdicts on the per-peer queue (mark: ECN CE set, drop).", append(peerLabels[:len(peerLabels):len(peerLabels)], "verdict")...)
-	descPeerRecHold    = desc("braid_peer_recovery_hold_seconds", "How long a gap in a TCP flow is waited for a resend.", peerLabels...)
-	descPeerGiveUps    = desc("braid_peer_give_ups_total", "Lost packets given up and announced to the peer.", peerLabels...)
-	descPathPacing     = desc("braid_path_pacing_rate_bps", "Pacing rate in bits per second (absent when the path is not paced).", pathLabels...)
-	descPathRecovery   = desc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), repair_sent, repair_used.", append(pathLabels[:len(pathLabels):len(pathLabels)], "kind")...)
+	descPathState      = gaugeDesc("braid_path_state", "1 for the path's current state (the state label); other states are absent.", with(pathLabels, "state")...)
+	descPathSRTT       = gaugeDesc("braid_path_srtt_seconds", "Smoothed round-trip time.", pathLabels...)
+	descPathRTTVar     = gaugeDesc("braid_path_rttvar_seconds", "Round-trip time variation.", pathLabels...)
+	descPathMinRTT     = gaugeDesc("braid_path_min_rtt_seconds", "Minimum round-trip time observed.", pathLabels...)
+	descPathLoss       = gaugeDesc("braid_path_loss_ratio", "Recent fraction of packets lost.", pathLabels...)
+	descPathRate       = gaugeDesc("braid_path_delivery_rate_bits", "Recent delivery rate in bits per second.", pathLabels...)
+	descPathShare      = gaugeDesc("braid_path_share_ratio", "Fraction of the peer's transmitted bytes sent on this path.", pathLabels...)
+	descPathInFlight   = gaugeDesc("braid_path_in_flight_bytes", "Bytes sent and neither acknowledged nor declared lost.", pathLabels...)
+	descPathQueueDelay = gaugeDesc("braid_path_queue_delay_seconds", "Estimated standing queue: one-way delay above its minimum.", pathLabels...)
+	descPathOWDTrend   = gaugeDesc("braid_path_owd_trend", "Slope of the one-way delay over time (s/s); positive means a queue is building.", pathLabels...)
+	descPathTxBytes    = counterDesc("braid_path_tx_bytes_total", "Bytes sent on the path.", pathLabels...)
+	descPathRxBytes    = counterDesc("braid_path_rx_bytes_total", "Bytes received on the path.", pathLabels...)
+	descPathTxPackets  = counterDesc("braid_path_tx_packets_total", "Packets sent on the path.", pathLabels...)
+	descPathRxPackets  = counterDesc("braid_path_rx_packets_total", "Packets received on the path.", pathLabels...)
+	descPathLost       = counterDesc("braid_path_lost_packets_total", "Packets declared lost on the path.", pathLabels...)
+	descPathCwnd       = gaugeDesc("braid_path_cwnd_bytes", "Congestion window (absent with congestion \"none\").", pathLabels...)
+	descPathSsthresh   = gaugeDesc("braid_path_ssthresh_bytes", "Slow-start threshold (absent while infinite or with congestion \"none\").", pathLabels...)
+	descPathCongEvents = counterDesc("braid_path_congestion_events_total", "Congestion-window reductions (losses and timeouts).", pathLabels...)
+	descPeerCCQueued   = gaugeDesc("braid_peer_cc_queued_packets", "Packets waiting for congestion-window room now.", peerLabels...)
+	descPeerQueueDelay = gaugeDesc("braid_peer_queue_delay_seconds", "Smoothed time packets waited in the per-peer queue.", peerLabels...)
+	descPeerCoDel      = counterDesc("braid_peer_codel_total", "CoDel verdicts on the per-peer queue (mark: ECN CE set, drop).", with(peerLabels, "verdict")...)
+	descPeerRecHold    = gaugeDesc("braid_peer_recovery_hold_seconds", "How long a gap in a TCP flow is waited for a resend.", peerLabels...)
+	descPeerGiveUps    = counterDesc("braid_peer_give_ups_total", "Lost packets given up and announced to the peer.", peerLabels...)
+	descPathPacing     = gaugeDesc("braid_path_pacing_rate_bps", "Pacing rate in bits per second (absent when the path is not paced).", pathLabels...)
+	descPathRecovery   = counterDesc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), repair_sent, repair_used.", with(pathLabels, "kind")...)
 
-	allDescs = []*prometheus.Desc{
+	allDescs = []*metricDesc{
 		descInfo, descUptime, descDrops, descEvents,
 		descPeerEstablished, descPeerHandshake, descPeerTxBytes, descPeerRxBytes, descPeerTxPackets, descPeerRxPackets,
 		descPeerReorderHold, descPeerReorderHeld, descPeerReorderTotal,
@@ -81,30 +120,44 @@ var (
 	}
 )
 
-// collector turns a Status snapshot into constant metrics at scrape time, so
-// the data path keeps its own counters and pays nothing for Prometheus.
-type collector struct {
+// sample is one series: label values in the order of the desc's sorted label
+// names, and the value.
+type metricSample struct {
+	labels []string
+	value  float64
+}
+
+// Collector turns a Status snapshot into metrics at scrape time, so the data
+// path keeps its own counters and pays nothing for the metrics endpoint.
+type Collector struct {
 	provider func() Status
 }
 
 // NewCollector returns a collector that calls provider on every scrape.
-func NewCollector(provider func() Status) prometheus.Collector {
-	return &collector{provider: provider}
+func NewCollector(provider func() Status) *Collector {
+	return &Collector{provider: provider}
 }
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescs {
-		ch <- d
-	}
-}
-
-func (c *collector) Collect(ch chan<- prometheus.Metric) {
+// collect returns the series of one snapshot by family.
+func (c *Collector) collect() map[*metricDesc][]metricSample {
 	s := c.provider()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	out := make(map[*metricDesc][]metricSample, len(allDescs))
+	add := func(d *metricDesc, v float64, labels ...string) {
+		if len(labels) != len(d.labels) {
+			// A programming error, as MustNewConstMetric's panic was.
+			panic("control: " + d.name + ": " + strconv.Itoa(len(labels)) + " label values for " + strconv.Itoa(len(d.labels)) + " labels")
+		}
+		sorted := make([]string, len(labels))
+		for i, j := range d.order {
+			// The format is UTF-8; a stray byte (a device name, say) must
+			// not make the page unparsable.
+			sorted[i] = strings.ToValidUTF8(labels[j], "\uFFFD")
+		}
+		out[d] = append(out[d], metricSample{labels: sorted, value: v})
 	}
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	gauge := add
+	counter := func(d *metricDesc, v uint64, labels ...string) {
+		add(d, float64(v), labels...)
 	}
 
 	gauge(descInfo, 1, s.Role, s.Interface, s.PublicKey)
@@ -192,11 +245,128 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	return out
+}
+
+// WriteTo writes one scrape in the Prometheus text format, version 0.0.4.
+func (c *Collector) WriteTo(w io.Writer) (int64, error) {
+	var b bytes.Buffer
+	c.appendText(&b)
+	return b.WriteTo(w)
+}
+
+func (c *Collector) appendText(b *bytes.Buffer) {
+	families := c.collect()
+	descs := make([]*metricDesc, 0, len(families))
+	for d := range families {
+		descs = append(descs, d)
+	}
+	slices.SortFunc(descs, func(a, b *metricDesc) int { return strings.Compare(a.name, b.name) })
+	var num []byte
+	for _, d := range descs {
+		samples := families[d]
+		// Stable, so that of two series with the same labels the first
+		// collected is the one kept.
+		slices.SortStableFunc(samples, func(x, y metricSample) int { return slices.Compare(x.labels, y.labels) })
+		b.WriteString("# HELP ")
+		b.WriteString(d.name)
+		b.WriteByte(' ')
+		helpEscaper.WriteString(b, d.help)
+		b.WriteString("\n# TYPE ")
+		b.WriteString(d.name)
+		b.WriteByte(' ')
+		b.WriteString(d.typ)
+		b.WriteByte('\n')
+		for i, s := range samples {
+			if i > 0 && slices.Equal(s.labels, samples[i-1].labels) {
+				continue
+			}
+			b.WriteString(d.name)
+			if len(s.labels) > 0 {
+				b.WriteByte('{')
+				for k, v := range s.labels {
+					if k > 0 {
+						b.WriteByte(',')
+					}
+					b.WriteString(d.labels[d.order[k]])
+					b.WriteString(`="`)
+					labelEscaper.WriteString(b, v)
+					b.WriteByte('"')
+				}
+				b.WriteByte('}')
+			}
+			b.WriteByte(' ')
+			num = appendFloat(num[:0], s.value)
+			b.Write(num)
+			b.WriteByte('\n')
+		}
+	}
+}
+
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
+
+// appendFloat formats v as Prometheus does: the shortest 'g' form that reads
+// back exactly, and +Inf, -Inf, NaN for the special values (negative zero is 0).
+func appendFloat(dst []byte, v float64) []byte {
+	switch {
+	case v == 0:
+		return append(dst, '0')
+	case math.IsInf(v, 1):
+		return append(dst, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(dst, "-Inf"...)
+	case math.IsNaN(v):
+		return append(dst, "NaN"...)
+	}
+	return strconv.AppendFloat(dst, v, 'g', -1, 64)
+}
+
+// contentType is the text format's media type, as Prometheus expects it.
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// ServeHTTP serves one scrape, gzipped when the client accepts it (the
+// Prometheus server does).
+func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b bytes.Buffer
+	c.appendText(&b)
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Add("Vary", "Accept-Encoding")
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		h.Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		b.WriteTo(gz)
+		gz.Close()
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	b.WriteTo(w)
+}
+
+// acceptsGzip reports whether an Accept-Encoding header lists gzip with a
+// non-zero quality.
+func acceptsGzip(header string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+		if !ok {
+			return true
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(q), 64)
+		return err == nil && f > 0
+	}
+	return false
 }
 
 // ServeMetrics serves c at http://addr/metrics until ctx is done. It serves
 // anyone who can reach addr; bind it to loopback unless a firewall guards it.
-func ServeMetrics(ctx context.Context, addr string, c prometheus.Collector) error {
+func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -207,21 +377,12 @@ func ServeMetrics(ctx context.Context, addr string, c prometheus.Collector) erro
 // ServeMetricsOn is ServeMetrics on a listener the caller opened (tests use
 // 127.0.0.1:0 and need to know the port). It closes ln.
 //
-// The registry is private: it holds c alone, without the Go runtime and
-// process collectors of the default registry, so the endpoint shows braid's
+// The page holds c's metrics alone, without the Go runtime and process
+// metrics of client_golang's default registry, so the endpoint shows braid's
 // metrics and two instances in one process (as in tests) cannot collide.
-func ServeMetricsOn(ctx context.Context, ln net.Listener, c prometheus.Collector) error {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		ln.Close()
-		return err
-	}
+func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		// One inconsistent sample (say two paths with the same ID) must not
-		// blank the whole page.
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	mux.Handle("/metrics", c)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	done := make(chan struct{})

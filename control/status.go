@@ -205,6 +205,11 @@ type PathStatus struct {
 	// Priority is the path's tier (client.priorities): traffic uses the lowest
 	// tier that has a usable path.
 	Priority int `json:"priority"`
+	// Budget is the path's data allowance (e.g. "10GiB/month"; absent: none)
+	// and BudgetUsed the bytes used in the current period. A path over its
+	// allowance is backup-only (its priority shows 8).
+	Budget     string `json:"budget,omitempty"`
+	BudgetUsed uint64 `json:"budget_used,omitempty"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
 	// Recovery is the path's loss-recovery counters; absent with recovery "off".

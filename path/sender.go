@@ -232,6 +232,9 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 	s.sentAny = true
 }
 
+// TxBytes returns the bytes sent on the path so far.
+func (s *Sender) TxBytes() uint64 { return s.txBytes }
+
 // SizeOf returns the size of the datagram sent as seq while it is still tracked
 // (0 otherwise); an Observer may ask it from its callbacks.
 func (s *Sender) SizeOf(seq uint32) int {

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/braid-vpn/braid/budget"
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
@@ -80,6 +81,8 @@ type LocalPath struct {
 	// Priority is the path's tier: traffic goes to the lowest tier that has a
 	// usable path, in both directions (the client sends its tiers to the server).
 	Priority int
+	// Budget is the path's data allowance; zero: unmetered (budget.go).
+	Budget budget.Limit
 }
 
 func (l LocalPath) String() string {
@@ -116,8 +119,11 @@ type Config struct {
 	// address (links.go); Interfaces lists the present ones (nil: the system's).
 	LinkEvents <-chan LinkEvent
 	Interfaces func() []string
-	Subflows   int // sockets per local path (distinct source ports)
-	Params     Params
+	// BudgetState is the file where the paths' budget usage survives restarts;
+	// "" keeps it in memory.
+	BudgetState string
+	Subflows    int // sockets per local path (distinct source ports)
+	Params      Params
 
 	// Server side.
 	ListenAddrs   []netip.AddrPort
@@ -156,6 +162,7 @@ type Engine struct {
 	// waiting maps a client's local paths that have no socket yet (interface
 	// absent or without address) to why (links.go).
 	waiting map[string]string
+	usage   map[string]budgetUsage // client: budget usage read from BudgetState
 
 	idxMu   sync.RWMutex
 	indices map[uint32]indexEntry // receiver session index → peer and keys
@@ -322,6 +329,11 @@ func (e *Engine) Close() error {
 	e.closeMu.Unlock()
 
 	e.sendCloseAll()
+	if e.role == Client {
+		e.server.mu.Lock()
+		e.server.saveUsage()
+		e.server.mu.Unlock()
+	}
 	close(e.closing)
 	e.closeConns()
 	err := e.tun.Close()

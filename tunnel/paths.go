@@ -152,7 +152,12 @@ func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []net
 					}
 				}
 				ps.weightIdx = (li*len(servers)+si)*subflows + sub
-				ps.tier = uint8(l.Priority)
+				ps.baseTier = uint8(l.Priority)
+				if ps.meter = p.meterFor(l); ps.meter == nil || !ps.meter.Exceeded(now) {
+					ps.tier = ps.baseTier
+				} else {
+					ps.tier = overBudgetTier
+				}
 				wanted[key] = true
 			}
 		}

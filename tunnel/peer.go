@@ -7,6 +7,7 @@ import (
 
 	"sync"
 
+	"github.com/braid-vpn/braid/budget"
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/fec"
@@ -111,6 +112,10 @@ type peer struct {
 	mss4, mss6 uint16
 	mtuWarned  bool
 
+	// meters: a client's budget meters by local path (budget.go).
+	meters                map[string]*budget.Meter
+	budgetAt, budgetSaved time.Time
+
 	txBytes, rxBytes, txPackets, rxPackets uint64
 }
 
@@ -159,15 +164,20 @@ type pathState struct {
 	smallAcked bool
 	peerID     int   // the peer's id for this path's reverse direction; -1 unknown
 	weightIdx  int   // client: position in the config's path order (local, server, subflow)
-	tier       uint8 // client: the local path's priority tier (a server uses tierOf)
-	link       int   // paths over the same access link share a number (see linkOf)
-	created    time.Time
-	downSince  time.Time
-	rxBytes    uint64
-	rxPackets  uint64
-	cc         *cc.Path // nil without a congestion controller
-	ccDown     bool     // cc has seen the path go Down (and not come back)
-	obs        pathObs  // the Sender's observer when recovery is on
+	tier       uint8 // client: the path's tier now (a server uses tierOf)
+	baseTier   uint8 // client: the local path's configured tier
+	// meter counts the path's bytes against its local path's allowance (nil:
+	// unmetered); meteredTx and meteredRx are the counts already added.
+	meter                *budget.Meter
+	meteredTx, meteredRx uint64
+	link                 int // paths over the same access link share a number (see linkOf)
+	created              time.Time
+	downSince            time.Time
+	rxBytes              uint64
+	rxPackets            uint64
+	cc                   *cc.Path // nil without a congestion controller
+	ccDown               bool     // cc has seen the path go Down (and not come back)
+	obs                  pathObs  // the Sender's observer when recovery is on
 
 	retx, retxBytes uint64 // resends this path carried
 	repairs         uint64 // repair packets this path carried

@@ -149,6 +149,9 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 		if total > 0 {
 			x.Share = float64(s.TxBytes) / float64(total)
 		}
+		if pa.meter != nil {
+			x.BudgetUsed, x.Budget = pa.meter.Used, pa.meter.Limit.String()
+		}
 		ps.Paths = append(ps.Paths, x)
 	}
 	if !p.isSrv {

@@ -115,6 +115,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 		toTUN = p.reorder.Expire(now, toTUN)
 	}
 	if p.isSrv {
+		p.budgetTick(now)
 		p.clientTick(now)
 	} else {
 		p.serverTick(now)

@@ -225,9 +225,10 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 		ec.PSK = cfg.PresharedKey
 		ec.Servers = c.Servers
 		for _, p := range c.Paths {
-			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr, Priority: p.Priority})
+			ec.LocalPaths = append(ec.LocalPaths, tunnel.LocalPath{Device: p.Interface, Addr: p.Addr, Priority: p.Priority, Budget: p.Budget})
 		}
 		ec.Subflows = c.SubflowsPerPath
+		ec.BudgetState = c.BudgetState
 		ec.Params = tunnel.Params{Scheduler: c.Scheduler, Weights: c.Weights, Reorder: c.Reorder, ReorderHold: c.ReorderHold, Congestion: c.Congestion, Recovery: c.Recovery}
 		if c.HandshakeTimeout > 0 {
 			ec.Tunables.HandshakeRetry = c.HandshakeTimeout
