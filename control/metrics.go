@@ -2,23 +2,17 @@ package control
 
 import (
 	"bytes"
-	"compress/gzip"
-	"context"
-	"errors"
 	"io"
 	"math"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The metrics endpoint writes the Prometheus text exposition format, version
 // 0.0.4, by hand: braid has one collector of constant metrics and no
 // histograms, and the client library (with protobuf and its registry) cost
-// about 2.6 MB of the daemon's binary. The output is byte for byte what
+// about 2.4 MB of the daemon's binary. The output is byte for byte what
 // client_golang's registry and promhttp wrote for the same collector:
 // families sorted by name, each with its HELP and TYPE lines; families with
 // no sample left out; labels sorted by name; samples sorted by label values;
@@ -120,7 +114,7 @@ var (
 	}
 )
 
-// sample is one series: label values in the order of the desc's sorted label
+// metricSample is one series: label values in the order of the desc's sorted label
 // names, and the value.
 type metricSample struct {
 	labels []string
@@ -322,83 +316,4 @@ func appendFloat(dst []byte, v float64) []byte {
 		return append(dst, "NaN"...)
 	}
 	return strconv.AppendFloat(dst, v, 'g', -1, 64)
-}
-
-// contentType is the text format's media type, as Prometheus expects it.
-const contentType = "text/plain; version=0.0.4; charset=utf-8"
-
-// ServeHTTP serves one scrape, gzipped when the client accepts it (the
-// Prometheus server does).
-func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var b bytes.Buffer
-	c.appendText(&b)
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Add("Vary", "Accept-Encoding")
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		h.Set("Content-Encoding", "gzip")
-		gz := gzip.NewWriter(w)
-		b.WriteTo(gz)
-		gz.Close()
-		return
-	}
-	h.Set("Content-Length", strconv.Itoa(b.Len()))
-	b.WriteTo(w)
-}
-
-// acceptsGzip reports whether an Accept-Encoding header lists gzip with a
-// non-zero quality.
-func acceptsGzip(header string) bool {
-	for part := range strings.SplitSeq(header, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
-			continue
-		}
-		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
-		if !ok {
-			return true
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(q), 64)
-		return err == nil && f > 0
-	}
-	return false
-}
-
-// ServeMetrics serves c at http://addr/metrics until ctx is done. It serves
-// anyone who can reach addr; bind it to loopback unless a firewall guards it.
-func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return ServeMetricsOn(ctx, ln, c)
-}
-
-// ServeMetricsOn is ServeMetrics on a listener the caller opened (tests use
-// 127.0.0.1:0 and need to know the port). It closes ln.
-//
-// The page holds c's metrics alone, without the Go runtime and process
-// metrics of client_golang's default registry, so the endpoint shows braid's
-// metrics and two instances in one process (as in tests) cannot collide.
-func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", c)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		case <-done:
-		}
-	}()
-	err := srv.Serve(ln)
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }
