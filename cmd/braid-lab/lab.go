@@ -38,7 +38,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabBenchCmd(), newLabMeshCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabBenchCmd(), newLabMeshCmd())
 	return lab
 }
 
@@ -97,12 +97,15 @@ func newLabFetchCmd() *cobra.Command {
 
 // labRunFlags are the options shared by `lab run` and `lab demo`.
 type labRunFlags struct {
-	reps int
-	size string
-	out  string
-	json bool
-	only []string
-	emu  string
+	reps  int
+	size  string
+	out   string
+	json  bool
+	only  []string
+	emu   string
+	seed  uint64
+	shard string
+	force bool
 }
 
 func (f *labRunFlags) register(cmd *cobra.Command) {
@@ -112,6 +115,42 @@ func (f *labRunFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
 	cmd.Flags().StringVar(&f.emu, "emulator", testbed.EmulatorAuto, "link emulator: userspace, netem (the kernel's, where it exists) or auto")
 	cmd.Flags().StringArrayVar(&f.only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
+	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "campaign seed of the emulators' loss and jitter, ≥ 1 (default: the scenario's experiment.seed, else random; printed and recorded)")
+	cmd.Flags().StringVar(&f.shard, "shard", "", `run only shard I of N: the points whose index is I mod N, e.g. "0/4" (merge the shards with lab merge)`)
+	registerForce(cmd, &f.force)
+}
+
+// registerForce adds --force: run even when another lab run holds the lock.
+func registerForce(cmd *cobra.Command, force *bool) {
+	cmd.Flags().BoolVar(force, "force", false, "run even when another lab run is active on this machine (the report then says so)")
+}
+
+// labLockPath is the machine's lab lock; tests point it elsewhere.
+var labLockPath = runner.DefaultLockPath
+
+// labArgs is the command line a run records.
+var labArgs = func() []string { return os.Args }
+
+// lockLab takes the machine's lab lock for the command being run, so that
+// two lab runs do not share the CPUs unknowingly. Another live run is an
+// error unless force; then the run goes on and warning says what it ran
+// beside (also printed to stderr). release lets the lock go.
+func lockLab(stderr io.Writer, force bool) (release func(), warning string, err error) {
+	lock, err := runner.AcquireLock(labLockPath(), strings.Join(labArgs(), " "))
+	if err == nil {
+		return func() { lock.Release() }, "", nil
+	}
+	if !force {
+		return nil, "", err
+	}
+	var busy *runner.BusyError
+	if errors.As(err, &busy) {
+		warning = fmt.Sprintf("started with --force while another lab run was active on the machine (pid %d: %s): the two shared the CPUs", busy.PID, busy.Command)
+	} else {
+		warning = fmt.Sprintf("started with --force without the lab lock (%v): another lab run may have shared the CPUs", err)
+	}
+	fmt.Fprintf(stderr, "braid: warning: %s\n", warning)
+	return func() {}, warning, nil
 }
 
 // labBraidCommand is how `lab run` starts the braid daemons; tests replace
@@ -169,13 +208,23 @@ func newLabDemoCmd() *cobra.Command {
 }
 
 func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
-	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu}
+	stderr := cmd.ErrOrStderr()
+	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu, Command: labArgs(),
+		Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
 	only, err := s.Select(f.only)
 	if err != nil {
 		return err
 	}
 	if len(f.only) > 0 {
 		opt.Only = only
+	}
+	if f.shard != "" {
+		if opt.Shard, err = scenario.ParseShard(f.shard); err != nil {
+			return err
+		}
+	}
+	if cmd.Flags().Changed("seed") && f.seed == 0 {
+		return errors.New("--seed: 0 is not a seed (leave --seed out for a random one)")
 	}
 	if f.size != "" {
 		n, err := scenario.ParseSize(f.size)
@@ -192,7 +241,23 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 			return err
 		}
 	}
-	stderr := cmd.ErrOrStderr()
+	release, lockWarning, err := lockLab(stderr, f.force)
+	if err != nil {
+		return err
+	}
+	defer release()
+	opt.Seed = f.seed
+	if opt.Seed == 0 {
+		opt.Seed = s.Experiment.Seed
+	}
+	if opt.Seed == 0 {
+		opt.Seed = runner.NewSeed()
+	}
+	where := ""
+	if !opt.Shard.Whole() {
+		where = ", shard " + opt.Shard.String()
+	}
+	fmt.Fprintf(stderr, "%s: seed %d%s (repeat with --seed %d)\n", s.Name, opt.Seed, where, opt.Seed)
 	tty := isTerminal(stderr)
 	lastDone := -1
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -229,10 +294,13 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		fmt.Fprintln(stderr)
 	}
 	if errors.Is(runErr, context.Canceled) && run != nil {
-		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(only.Points(s)))
+		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(only.Points(s))))
 	}
 	if run == nil || (runErr != nil && len(run.Points) == 0) {
 		return runErr
+	}
+	if lockWarning != "" {
+		run.Warnings = append(run.Warnings, lockWarning)
 	}
 	if f.out != "" {
 		if err := report.WriteAll(run, f.out); err != nil {
@@ -290,7 +358,55 @@ func printLabTable(w io.Writer, run *results.Run, demo bool) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator\n", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator)
+	fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator, seed %d", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator, run.Seed)
+	if run.Shard != "" {
+		fmt.Fprintf(w, ", shard %s", run.Shard)
+	}
+	fmt.Fprintln(w)
+	for _, warn := range run.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warn)
+	}
+}
+
+func newLabMergeCmd() *cobra.Command {
+	var out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "merge RESULTS...",
+		Short: "Merge the shards of a campaign (lab run --shard I/N) into one report",
+		Long: `merge reads the results.json of every shard (a file or the --out directory of
+a lab run --shard I/N) and joins them into one run, as if it had been made in
+one go: the points in the scenario file's order, each shard's host, commit, load
+and command in a table. The shards must come from one campaign (scenario, seed,
+size, repetitions, emulator and --only alike) and measure different points;
+missing shards and shards of different commits are warnings in the report.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var runs []*results.Run
+			for _, a := range args {
+				r, err := results.Read(a)
+				if err != nil {
+					return err
+				}
+				runs = append(runs, r)
+			}
+			run, err := results.Merge(runs)
+			if err != nil {
+				return err
+			}
+			run.Command = labArgs()
+			if out != "" {
+				if err := report.WriteAll(run, out); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "results, plots and report.md written to %s\n", out)
+			}
+			return writeResult(cmd.OutOrStdout(), asJSON, run, func(w io.Writer) { printLabTable(w, run, false) })
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory for the merged results.json, samples.csv, summary.csv, report.md and plots")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged results as one JSON document on stdout")
+	return cmd
 }
 
 func fmtNum(v float64, prec int) string {

@@ -27,7 +27,7 @@ func newLabBenchCmd() *cobra.Command {
 		reps                int
 		cases               []string
 		idle, timeout       time.Duration
-		asJSON              bool
+		asJSON, force       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -81,6 +81,11 @@ and wireguard-go. docs/lab.md explains each number.`,
 					return err
 				}
 			}
+			release, _, err := lockLab(stderr, force)
+			if err != nil {
+				return err
+			}
+			defer release()
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			rep, runErr := bench.Run(ctx, cfg)
@@ -112,6 +117,7 @@ and wireguard-go. docs/lab.md explains each number.`,
 	f.DurationVar(&timeout, "timeout", 0, "give up on a download after this long (default: size at 20 Mbit/s, at least 1m)")
 	f.BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout")
 	f.StringVar(&out, "out", "", "directory for results.json and report.md")
+	registerForce(cmd, &force)
 	return cmd
 }
 

@@ -46,7 +46,7 @@ func newLabMeshCmd() *cobra.Command {
 		algos                   []string
 		file, from, to          string
 		timeout                 time.Duration
-		asJSON                  bool
+		asJSON, force           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "mesh",
@@ -111,10 +111,15 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 					return err
 				}
 			}
+			stderr := cmd.ErrOrStderr()
+			release, _, err := lockLab(stderr, force)
+			if err != nil {
+				return err
+			}
+			defer release()
 			if _, err := netns.Cleanup(mesh.Prefix); err != nil {
 				return fmt.Errorf("removing stale namespaces: %w", err)
 			}
-			stderr := cmd.ErrOrStderr()
 			bar := progress.New(stderr, e.Steps(), isTerminal(stderr))
 			e.Progress = bar.Step
 			// SIGPIPE too: `braid lab mesh … | head` must not kill the run
@@ -159,6 +164,7 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 	f.StringVar(&to, "to", "", "destination node ID (with --graph)")
 	f.StringVar(&out, "out", "", "directory for results.json, samples.csv, summary.csv, tables.md and plots (PNG, SVG)")
 	f.BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout")
+	registerForce(cmd, &force)
 	return cmd
 }
 

@@ -309,6 +309,20 @@ func (l *Link) SetShape(d Direction, s Shape) error {
 	return nil
 }
 
+// Reseed restarts the loss and jitter streams of both directions from seed
+// (each direction draws its own, as at Start) and the loss chains in their
+// initial state, keeping the rest of the shape, the queues and the frames in
+// flight: from here on the link makes the decisions a fresh link with this
+// Seed would make for the same frames. The lab reseeds before every
+// repetition so that each transport meets the same loss sequence.
+func (l *Link) Reseed(seed uint64) {
+	for _, x := range l.dirs {
+		x.mu.Lock()
+		x.pipe.reseed(seed, x.d)
+		x.mu.Unlock()
+	}
+}
+
 // Shape returns the shape one direction currently applies.
 func (l *Link) Shape(d Direction) Shape {
 	x := l.dirs[d&1]

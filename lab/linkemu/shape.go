@@ -160,6 +160,28 @@ func newPipe(s Shape, dir Direction) *pipe {
 	}
 }
 
+// reseed restarts the loss and jitter streams from seed and the loss chain
+// in its initial state; the serializer and the frames in flight are kept.
+func (p *pipe) reseed(seed uint64, dir Direction) {
+	p.shape.Seed = seed
+	p.loss = p.shape.Loss.NewModel()
+	p.lossR = newRNG(seed, streamLoss, dir)
+	p.jitR = newRNG(seed, streamJitter, dir)
+}
+
+// Drops returns the first n loss decisions (true = lost) that direction dir
+// of a link with shape s makes from its start or from a Reseed with s.Seed:
+// the emulator's loss sequence, as the frames will meet it whatever they
+// carry. Loss is judged before the queue, so queue drops do not change it.
+func Drops(s Shape, dir Direction, n int) []bool {
+	p := newPipe(Shape{Loss: s.Loss, Seed: s.Seed}, dir)
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = p.loss.Drop(p.lossR)
+	}
+	return out
+}
+
 // admit decides the fate of a frame of size bytes received at now and, if
 // it is forwarded, when it is to be sent.
 func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdict) {

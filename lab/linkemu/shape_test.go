@@ -264,3 +264,41 @@ func TestHistogramStats(t *testing.T) {
 		t.Error("empty histogram has stats")
 	}
 }
+
+// TestPipeReseed: a reseeded direction makes, from then on, the loss and
+// jitter decisions of a fresh one with that seed, whatever it did before
+// (the Gilbert-Elliott chain restarts in the good state), and Drops is its
+// loss sequence.
+func TestPipeReseed(t *testing.T) {
+	for _, loss := range []Loss{UniformLoss(0.1), GELoss(0.05, 0.3, 0.8, 0.01)} {
+		s := Shape{Delay: 10 * ms, Jitter: 2 * ms, Loss: loss, Seed: 1}
+		decisions := func(p *pipe, n int) (drops []bool, at []time.Duration) {
+			for i := 0; i < n; i++ {
+				t, v := p.admit(0, 100)
+				drops = append(drops, v == dropLoss)
+				at = append(at, t)
+			}
+			return drops, at
+		}
+		used := newPipe(s, BtoA)
+		decisions(used, 777) // some history, maybe in the bad state
+		used.reseed(42, BtoA)
+		s.Seed = 42
+		fresh := newPipe(s, BtoA)
+		d1, a1 := decisions(used, 2000)
+		d2, a2 := decisions(fresh, 2000)
+		if !slices.Equal(d1, d2) || !slices.Equal(a1, a2) {
+			t.Errorf("%v: a reseeded pipe decides otherwise than a fresh one", loss.Kind)
+		}
+		if !slices.Equal(d1, Drops(s, BtoA, 2000)) {
+			t.Errorf("%v: Drops differs from the pipe's decisions", loss.Kind)
+		}
+		if slices.Equal(d1, Drops(s, AtoB, 2000)) {
+			t.Errorf("%v: both directions drop alike", loss.Kind)
+		}
+		s.Seed = 43
+		if slices.Equal(d1, Drops(s, BtoA, 2000)) {
+			t.Errorf("%v: seeds 42 and 43 drop alike", loss.Kind)
+		}
+	}
+}

@@ -32,6 +32,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	if run.Description != "" {
 		fmt.Fprintf(bw, "%s\n\n", mdText(run.Description))
 	}
+	for _, w := range run.Warnings {
+		fmt.Fprintf(bw, "> **⚠ WARNING:** %s\n\n", mdText(w))
+	}
 
 	failed := 0
 	for i := range run.Points {
@@ -52,6 +55,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Emulator", mdText(orUnknown(run.Emulator)))
 	row("Host", mdText(orUnknown(run.Host)))
 	row("Date", dateRange(run.Started, run.Finished))
+	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
 	if failed > 0 {
 		pts += fmt.Sprintf(" (%d failed)", failed)
@@ -74,6 +78,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
 	} else {
 		row("Sweep axes", "none")
+	}
+	if len(run.Parts) > 0 {
+		partsTable(bw, run.Parts)
 	}
 	fmt.Fprintf(bw, "\nGoodput is the download size divided by its duration, in Mbit/s; "+
 		"each cell is the mean of the point's downloads ± the half-width of its 95%% "+
@@ -140,6 +147,92 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// provenanceRows are the setup rows that tell how to repeat the run: seed,
+// shard, command, commit and the machine's load (absent from files written
+// before they were recorded).
+func provenanceRows(row func(k, v string), run *results.Run) {
+	if run.Seed != 0 {
+		v := fmt.Sprintf("%d (`--seed %d`): ", run.Seed, run.Seed)
+		if run.Emulator == "netem" {
+			v += "netem draws its loss from the kernel's random numbers, so the seed does not reproduce it (use `--emulator userspace`)"
+		} else {
+			v += "the emulators' loss and jitter in repetition r of a network draw from (seed, network, r), the same for every transport"
+		}
+		row("Seed", v)
+	}
+	if run.Shard != "" {
+		list, n, _ := strings.Cut(run.Shard, "/")
+		if strings.Contains(list, ",") {
+			row("Shards", fmt.Sprintf("%s of %s merged: the others' points are missing", mdText(list), mdText(n)))
+		} else {
+			row("Shard", fmt.Sprintf("`--shard %s`: the points whose index is %s mod %s", mdText(run.Shard), mdText(list), mdText(n)))
+		}
+	}
+	if len(run.Command) > 0 {
+		row("Command", mdCode(shellJoin(run.Command)))
+	}
+	if run.Commit != "" {
+		row("Commit", commitString(run.Commit, run.CommitFrom, run.Dirty))
+	}
+	if run.CPUs > 0 || run.LoadStart > 0 || run.LoadMax > 0 {
+		v := fmt.Sprintf("1-minute load average %.2f at the start, at most %.2f while it ran (the run's own processes included)", run.LoadStart, run.LoadMax)
+		if run.CPUs > 0 {
+			v += fmt.Sprintf("; %d CPUs", run.CPUs)
+		}
+		row("Machine load", v)
+	}
+}
+
+// partsTable lists the shards a merged run was made from.
+func partsTable(w io.Writer, parts []results.Part) {
+	fmt.Fprintf(w, "\n### Shards\n\n| Shard | Host | Points | Date | Load at start / max | CPUs | Commit | Command |\n|---|---|---|---|---|---|---|---|\n")
+	for _, p := range parts {
+		commit := "unknown"
+		if p.Commit != "" {
+			commit = commitString(p.Commit, p.CommitFrom, p.Dirty)
+		}
+		cmd := ""
+		if len(p.Command) > 0 {
+			cmd = mdCode(shellJoin(p.Command))
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f / %.2f | %d | %s | %s |\n", mdText(orUnknown(p.Shard)), mdText(orUnknown(p.Host)),
+			p.Points, dateRange(p.Started, p.Finished), p.LoadStart, p.LoadMax, p.CPUs, commit, cmd)
+	}
+}
+
+func commitString(commit, from string, dirty bool) string {
+	v := mdCode(commit)
+	if dirty {
+		v += " with uncommitted changes"
+	}
+	switch from {
+	case "build":
+		v += " (from the binary's build information)"
+	case "git":
+		v += " (git rev-parse HEAD in the working directory)"
+	}
+	return v
+}
+
+// mdCode is s as a code span in a table cell.
+func mdCode(s string) string {
+	s = strings.NewReplacer("`", "'", "|", "\\|", "\n", " ").Replace(s)
+	return "`" + s + "`"
+}
+
+// shellJoin writes args as a shell would need them typed.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 func figureTable(w io.Writer, f *figure, paths []string) {

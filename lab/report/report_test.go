@@ -465,3 +465,60 @@ func TestWriteAll(t *testing.T) {
 		t.Errorf("samples.csv has %d lines, want 25", n)
 	}
 }
+
+// TestMarkdownProvenance: the seed, shard, command, commit and load are in
+// the setup, a warning comes first and loud, and a merged run lists its
+// shards.
+func TestMarkdownProvenance(t *testing.T) {
+	run := sweepRun()
+	run.Seed, run.Shard = 4242, "1/3"
+	run.Command = []string{"braid-lab", "lab", "run", "x.toml", "--only", "loss=random 1%", "--seed", "4242"}
+	run.Commit, run.CommitFrom, run.Dirty = "0123abcd", "build", true
+	run.CPUs, run.LoadStart, run.LoadMax = 2, 1.25, 2.5
+	run.Warnings = []string{"THE MACHINE WAS BUSY: load 1.25"}
+	var b bytes.Buffer
+	if err := Markdown(&b, run, nil); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"> **⚠ WARNING:** THE MACHINE WAS BUSY: load 1.25",
+		"| Seed | 4242 (`--seed 4242`): ",
+		"| Shard | `--shard 1/3`: the points whose index is 1 mod 3 |",
+		"| Command | `braid-lab lab run x.toml --only 'loss=random 1%' --seed 4242` |",
+		"| Commit | `0123abcd` with uncommitted changes (from the binary's build information) |",
+		"| Machine load | 1-minute load average 1.25 at the start, at most 2.50 while it ran",
+		"; 2 CPUs |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q\n%s", want, md)
+		}
+	}
+	if i, j := strings.Index(md, "WARNING"), strings.Index(md, "## Setup"); i < 0 || i > j {
+		t.Error("the warning is not above the setup")
+	}
+
+	// A merged run: a table of its shards.
+	run.Shard, run.Warnings = "", nil
+	run.Parts = []results.Part{
+		{Provenance: results.Provenance{Shard: "0/2", Commit: "0123abcd", CPUs: 4, LoadStart: 0.5, LoadMax: 3, Command: []string{"a"}}, Host: "m1", Points: 4},
+		{Provenance: results.Provenance{Shard: "1/2", CPUs: 2}, Host: "m2", Points: 4},
+	}
+	b.Reset()
+	if err := Markdown(&b, run, nil); err != nil {
+		t.Fatal(err)
+	}
+	md = b.String()
+	for _, want := range []string{
+		"### Shards",
+		"| 0/2 | m1 | 4 | unknown | 0.50 / 3.00 | 4 | `0123abcd` | `a` |",
+		"| 1/2 | m2 | 4 | unknown | 0.00 / 0.00 | 2 | unknown |  |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("merged report lacks %q\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| Shard |") && !strings.Contains(md, "| Shard | Host |") {
+		t.Error("a merged run of every shard shows a Shard row")
+	}
+}

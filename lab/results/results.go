@@ -33,8 +33,54 @@ type Run struct {
 	LatencyIntervalMs float64 `json:"latency_interval_ms,omitempty"`
 	LatencyIdleMs     float64 `json:"latency_idle_ms,omitempty"`
 	// ECN tells whether the TCP endpoints requested ECN (net.ipv4.tcp_ecn = 1).
-	ECN    bool    `json:"ecn,omitempty"`
+	ECN bool `json:"ecn,omitempty"`
+	// Provenance is how to repeat the run and what the machine was doing
+	// (its fields are written at this level of the JSON).
+	Provenance
+	// Parts are the shard runs a merged run was made from (`braid lab
+	// merge`), in shard order; empty for a run made in one go.
+	Parts  []Part  `json:"parts,omitempty"`
 	Points []Point `json:"points"`
+}
+
+// Provenance records what is needed to repeat a run and to judge its
+// numbers: the seed, the command, the code and the machine's load.
+type Provenance struct {
+	// Seed is the campaign seed. The userspace emulator's loss and jitter
+	// in repetition r of network k draw from testbed.RepSeed(Seed, k, r),
+	// whatever the transport (Sample.Seed); 0 in files written before seeds
+	// were recorded.
+	Seed uint64 `json:"seed,omitempty"`
+	// Shard is "I/N" when the run measured only the points whose index is
+	// I mod N (`--shard`); empty for the whole campaign.
+	Shard string `json:"shard,omitempty"`
+	// Command is the command line as the process got it (os.Args); a
+	// merged run has the merge's.
+	Command []string `json:"command,omitempty"`
+	// Commit is the git commit of the code that ran (from the binary's
+	// build information, else `git rev-parse HEAD` in the working
+	// directory; CommitFrom says which); Dirty that the tree had changes.
+	Commit     string `json:"commit,omitempty"`
+	CommitFrom string `json:"commit_from,omitempty"` // "build" or "git"
+	Dirty      bool   `json:"dirty,omitempty"`
+	// CPUs is the machine's logical CPUs; LoadStart the 1-minute load
+	// average (/proc/loadavg) when the run started and LoadMax the highest
+	// sampled while it ran (the run's own processes count in it).
+	CPUs      int     `json:"cpus,omitempty"`
+	LoadStart float64 `json:"load_start"`
+	LoadMax   float64 `json:"load_max"`
+	// Warnings are what may have spoilt the measurements (a busy machine,
+	// another lab run forced alongside); the report shows them first.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Part is one shard of a merged run.
+type Part struct {
+	Provenance
+	Host     string    `json:"host,omitempty"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Points   int       `json:"points"` // how many of the merged points it measured
 }
 
 // RealtimeSetup is the real-time flow every repetition sent.
@@ -101,7 +147,11 @@ type RealtimeSummary struct {
 
 // Sample is one download.
 type Sample struct {
-	Rep         int     `json:"rep"`
+	Rep int `json:"rep"`
+	// Seed is what the emulators were reseeded with before this repetition
+	// (testbed.RepSeed): equal for every transport of one network in one
+	// repetition; 0 with netem, which cannot be seeded.
+	Seed        uint64  `json:"seed,omitempty"`
 	GoodputMbps float64 `json:"goodput_mbps"`
 	Seconds     float64 `json:"seconds"`
 	Bytes       int64   `json:"bytes"`

@@ -12,9 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +57,16 @@ type Options struct {
 	// Emulator is the link emulator backend: testbed.EmulatorUserspace,
 	// EmulatorNetem or EmulatorAuto ("" = auto).
 	Emulator string
+	// Seed is the campaign seed when > 0; else the scenario's, else a
+	// random one (NewSeed). The run records it.
+	Seed uint64
+	// Shard restricts the run to one shard of the (selected) points.
+	Shard scenario.Shard
+	// Command is the command line the run records (os.Args).
+	Command []string
+	// Warn, if set, is told at once what the run records as a warning
+	// (a busy machine).
+	Warn func(msg string)
 }
 
 // Run measures every point of s. On cancellation (Ctrl-C) it tears the
@@ -69,7 +79,11 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if opt.Only != nil {
 		points = opt.Only.Points(s)
 	}
+	points = opt.Shard.Filter(points)
 	if len(points) == 0 {
+		if !opt.Shard.Whole() {
+			return nil, fmt.Errorf("scenario %s: shard %s has no point to run", s.Name, opt.Shard)
+		}
 		return nil, fmt.Errorf("scenario %s: no point to run", s.Name)
 	}
 	if err := checkRunnable(points); err != nil {
@@ -90,14 +104,27 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if opt.Size > 0 {
 		exp.Size = opt.Size
 	}
+	if opt.Seed > 0 {
+		exp.Seed = opt.Seed
+	}
 	if exp.Seed == 0 {
-		exp.Seed = rand.Uint64() | 1
+		exp.Seed = NewSeed()
 	}
 	host, _ := os.Hostname()
 	run := &results.Run{
 		Scenario: s.Name, File: s.File, Description: s.Description,
 		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
 		Emulator: emu, Host: host, Only: opt.Only.Specs(), ECN: exp.ECN,
+	}
+	run.Seed, run.Shard, run.Command = exp.Seed, opt.Shard.String(), opt.Command
+	run.Commit, run.CommitFrom, run.Dirty = SourceCommit()
+	load := startLoadMonitor(LoadInterval)
+	run.CPUs, run.LoadStart = runtime.NumCPU(), load.start
+	if w := HighLoadWarning(run.LoadStart, run.CPUs); w != "" {
+		run.Warnings = append(run.Warnings, w)
+		if opt.Warn != nil {
+			opt.Warn(w)
+		}
 	}
 	if exp.Latency {
 		run.LatencyIntervalMs, run.LatencyIdleMs = ms(exp.LatencyInterval), ms(exp.LatencyIdle)
@@ -134,6 +161,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		}
 		run.Points = append(run.Points, rp)
 	}
+	run.LoadMax = load.finish()
 	run.Finished = time.Now()
 	return run, err
 }
@@ -262,12 +290,14 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		if r.exp.Workload == scenario.WorkloadRealtime {
 			run = r.realtime
 		}
+		seed := r.reseed(p, rep)
 		smp, err := run(ctx, sess, rep)
 		r.progress(1)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
 			continue
 		}
+		smp.Seed = seed
 		rp.Samples = append(rp.Samples, smp)
 		goodputs = append(goodputs, smp.GoodputMbps)
 		if smp.CompetingMbps != nil {
@@ -290,6 +320,19 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
 	}
 	return rp
+}
+
+// reseed restarts the emulators' loss and jitter for repetition rep of p
+// from testbed.RepSeed, which the transport does not enter: every transport
+// on p's network meets the same loss sequence in repetition rep. It returns
+// the seed, or 0 with netem (the kernel's loss cannot be seeded).
+func (r *runState) reseed(p *scenario.Point, rep int) uint64 {
+	if r.tb.Emulator != testbed.EmulatorUserspace {
+		return 0
+	}
+	seed := testbed.RepSeed(r.exp.Seed, p.Network, rep)
+	r.tb.Reseed(seed)
+	return seed
 }
 
 // Shares turns byte counts into fractions of their sum (nil when nothing

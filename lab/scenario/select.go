@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -92,4 +93,49 @@ func (sel *Selection) Specs() []string {
 		return nil
 	}
 	return slices.Clone(sel.specs)
+}
+
+// Shard is one of N parts of a campaign (`--shard I/N`): the points whose
+// Index (their position in the scenario file's order, Points) is I mod N.
+// Every shard can run on its own machine; `braid lab merge` joins their
+// results. The zero Shard is the whole campaign.
+type Shard struct{ I, N int }
+
+// ParseShard reads "I/N" with 0 ≤ I < N.
+func ParseShard(s string) (Shard, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(strings.TrimSpace(a))
+	n, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N, e.g. 0/4", s)
+	}
+	if n < 1 || i < 0 || i >= n {
+		return Shard{}, fmt.Errorf("--shard %q: want 0 ≤ I < N", s)
+	}
+	return Shard{I: i, N: n}, nil
+}
+
+// Whole reports whether sh is the whole campaign (no sharding).
+func (sh Shard) Whole() bool { return sh.N <= 1 }
+
+// String is "I/N", "" for the whole campaign.
+func (sh Shard) String() string {
+	if sh.Whole() {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", sh.I, sh.N)
+}
+
+// Match reports whether p belongs to the shard.
+func (sh Shard) Match(p *Point) bool { return sh.Whole() || p.Index%sh.N == sh.I }
+
+// Filter returns the points of ps that belong to the shard, in order.
+func (sh Shard) Filter(ps []Point) []Point {
+	var out []Point
+	for _, p := range ps {
+		if sh.Match(&p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -78,6 +78,9 @@ type Emulated struct {
 	// Spec is the scenario's shaping of each direction [A→B, B→A], which
 	// the netem backend passes to tc as it is.
 	Spec [2]scenario.Shaping
+	// Seq is the link's position in the topology: with the run seed it
+	// makes the link's own loss and jitter streams (see LinkSeed).
+	Seq int
 }
 
 // Shaped is a plain veth end rate-limited by the kernel's tbf.
@@ -162,9 +165,28 @@ func tbfFor(s scenario.Shaping) netns.TBF {
 	return t
 }
 
-// linkSeed gives every link its own loss and jitter streams from one run seed
-// (directions are already separated inside linkemu).
-func linkSeed(seed uint64, i int) uint64 { return seed ^ uint64(i+1)*0x9e3779b97f4a7c15 }
+// LinkSeed gives every link its own loss and jitter streams from one seed:
+// i is the link's position in the topology (Emulated.Seq). Directions are
+// already separated inside linkemu.
+func LinkSeed(seed uint64, i int) uint64 { return seed ^ uint64(i+1)*0x9e3779b97f4a7c15 }
+
+// RepSeed is the seed of the emulators during repetition rep of the points
+// of network (scenario.Point.Network) in a run with seed campaign. It does
+// not depend on the transport: every transport measured on one network meets
+// the same loss sequence in repetition rep (a paired comparison), and each
+// repetition draws a new one. Neither does it depend on which points were
+// selected (--only, --shard), since networks keep their numbers.
+func RepSeed(campaign uint64, network, rep int) uint64 {
+	return splitmix(splitmix(splitmix(campaign)^uint64(network)) ^ uint64(rep))
+}
+
+// splitmix is SplitMix64's finalizer: nearby inputs give unrelated outputs.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
 
 // NodeSysctls is what Build writes in every namespace: IPv4 forwarding on
 // the server, MPTCP on everywhere (the mptcp-direct transport needs it at
@@ -230,9 +252,9 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 		p.Veths = append(p.Veths,
 			Veth{NodeA: l.A, IfA: ia, AddrA: l.AddrA, NodeB: l.Via, IfB: la, NoOffloads: true},
 			Veth{NodeA: l.Via, IfA: lb, NodeB: l.B, IfB: ib, AddrB: l.AddrB, NoOffloads: true})
-		s := linkSeed(seed, i)
+		s := LinkSeed(seed, i)
 		p.Emulated = append(p.Emulated, Emulated{Link: l.Name, Node: l.Via, A: la, B: lb,
-			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium})
+			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium, Seq: i})
 	}
 
 	for i, l := range paths {

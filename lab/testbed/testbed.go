@@ -210,6 +210,18 @@ func (tb *Testbed) byRole(r scenario.Role) *netns.Namespace {
 	return nil
 }
 
+// Reseed restarts the loss and jitter of every userspace emulator from seed
+// (each link from LinkSeed(seed, its Seq), as a testbed built with this seed
+// starts). The netem backend draws from the kernel's random numbers and
+// cannot be reseeded: Reseed leaves it alone.
+func (tb *Testbed) Reseed(seed uint64) {
+	for _, e := range tb.Plan.Emulated {
+		if l := tb.links[e.Link]; l != nil {
+			l.Reseed(LinkSeed(seed, e.Seq))
+		}
+	}
+}
+
 // LinkEmulator returns the userspace emulator of link name (nil for a plain
 // link or with netem).
 func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
