@@ -2,6 +2,7 @@ package control
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -519,4 +520,21 @@ func TestServeMetricsShutdownIdle(t *testing.T) {
 	if _, err := br.ReadByte(); err == nil {
 		t.Errorf("connection still open after shutdown")
 	}
+}
+
+// FuzzReadRequest: any bytes a client sends on the metrics port give a request or
+// an error status, never a panic, and never more than the head limit is read.
+func FuzzReadRequest(f *testing.F) {
+	f.Add([]byte("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"))
+	f.Add([]byte("HEAD /metrics HTTP/1.0\r\n\r\n"))
+	f.Add([]byte("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"))
+	f.Add([]byte("GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
+	f.Add([]byte("\r\n\r\nGET"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		br := bufio.NewReader(bytes.NewReader(b))
+		req, status := readRequest(br)
+		if status == 0 && req.method == "" {
+			t.Fatalf("no status and no method for %q", b)
+		}
+	})
 }
