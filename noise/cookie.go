@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+	mrand "math/rand/v2"
 	"net/netip"
 	"sync"
 	"time"
@@ -67,6 +68,12 @@ type Cookie = [wire.CookieLen]byte
 type CookieJar struct {
 	aead cipher.AEAD // seals replies under cookieKey(our public key)
 
+	// nonces come from a ChaCha8 stream seeded from crypto/rand: reply nonces need
+	// to be unique and unpredictable, not a system call each (a flood's replies
+	// are the server's hot path under load).
+	nmu    sync.Mutex
+	nonces *mrand.ChaCha8
+
 	mu      sync.Mutex
 	secret  [32]byte
 	prev    [32]byte
@@ -81,7 +88,11 @@ func NewCookieJar(pub keys.Key) *CookieJar {
 	if err != nil {
 		panic("noise: chacha20poly1305.NewX: " + err.Error()) // only fails on a bad key length
 	}
-	return &CookieJar{aead: aead}
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		panic("noise: crypto/rand: " + err.Error())
+	}
+	return &CookieJar{aead: aead, nonces: mrand.NewChaCha8(seed)}
 }
 
 // secrets returns the current and previous secrets, rotating them when due.
@@ -115,8 +126,11 @@ func (j *CookieJar) CheckMAC2(msg []byte, src netip.AddrPort, now time.Time) boo
 	if len(msg) < wire.MinInitLen {
 		return false
 	}
-	cur, prev := j.secrets(now)
 	body, got := msg[:len(msg)-wire.MACLen], msg[len(msg)-wire.MACLen:]
+	if [wire.MACLen]byte(got) == ([wire.MACLen]byte{}) {
+		return false // no cookie: most of a flood, rejected without hashing
+	}
+	cur, prev := j.secrets(now)
 	for _, s := range []*[32]byte{&cur, &prev} {
 		c := cookieFor(s, src)
 		want := mac(c[:], body)
@@ -142,9 +156,9 @@ func (j *CookieJar) AppendReply(out, msg []byte, src netip.AddrPort, now time.Ti
 	r[0] = wire.TypeCookieReply
 	copy(r[4:8], msg[4:8]) // the initiator's sender index
 	nonce := r[8 : 8+chacha20poly1305.NonceSizeX]
-	if _, err := rand.Read(nonce); err != nil {
-		return out[:start], err
-	}
+	j.nmu.Lock()
+	j.nonces.Read(nonce)
+	j.nmu.Unlock()
 	j.aead.Seal(r[8+len(nonce):8+len(nonce)], nonce, c[:], initMAC1(msg))
 	return out, nil
 }
