@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -131,11 +132,23 @@ func Parse(s string) (Key, error) {
 	return k, nil
 }
 
+// maxKeyFile bounds what ReadFile reads: a key is 44 base64 characters, and a
+// file such as /dev/zero must not make the daemon read forever.
+const maxKeyFile = 4096
+
 // ReadFile reads a key file holding one base64 key.
 func ReadFile(name string) (Key, error) {
-	b, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		return Key{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return Key{}, err
+	}
+	if len(b) > maxKeyFile {
+		return Key{}, fmt.Errorf("%s: %w: larger than %d bytes", name, ErrBadKey, maxKeyFile)
 	}
 	k, err := Parse(string(b))
 	if err != nil {

@@ -448,7 +448,8 @@ func (s *Sender) rttSample(t, latest int64, ackDelay time.Duration) bool {
 	s.minRTT.update(t, float64(latest), int64(s.cfg.MinRTTWindow))
 	adj := latest
 	ad := int64(ackDelay)
-	if ad > 0 && adj >= int64(s.minRTT.get())+ad {
+	// Written as a difference: minRTT + ad overflows for a huge ack delay.
+	if ad > 0 && adj-ad >= int64(s.minRTT.get()) {
 		adj -= ad
 	}
 	d := s.srtt - adj

@@ -343,8 +343,18 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 		// "late" and delivered once, as after a given-up gap.
 		fs.started, fs.next = true, seq
 	}
+	// forced: the packet was ahead of the flow, and not held, when a give-up to
+	// make room moved the flow past it; it was never delivered.
+	forced := false
 	for {
 		if behind := fs.next - seq; behind != 0 && behind <= 1<<31 {
+			if forced {
+				if behind <= b.wbits {
+					b.testAndSet(fi, seq)
+				}
+				b.stats.Late++
+				return append(out, item), false
+			}
 			if behind > b.wbits {
 				b.stats.Stale++
 				return out, true
@@ -390,6 +400,7 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 			// Memory bound: the oldest gap anywhere is given up, which frees at least
 			// one slot; then look again (it may have been this flow's gap).
 			out = b.giveUp(b.oldest(), &b.stats.Overflows, out)
+			forced = true
 			continue
 		}
 		if fs.held == 0 {

@@ -25,15 +25,20 @@ func bitAt(b []byte, i int) int { return int(b[i/8]>>(7-uint(i%8))) & 1 }
 
 // insert adds prefix → p, replacing an existing entry for exactly that prefix.
 func (a *allowedIPs) insert(pfx netip.Prefix, p *peer) {
+	if !pfx.IsValid() || pfx.Addr().Is4In6() {
+		// The zero prefix is no prefix (not ::/0), and an IPv4-mapped one is
+		// refused by the config (write the IPv4 prefix): neither is routed.
+		return
+	}
 	pfx = pfx.Masked()
-	addr := pfx.Addr().Unmap()
+	addr, bits := pfx.Addr(), pfx.Bits()
 	n := a.root(addr)
 	if *n == nil {
 		*n = &trieNode{}
 	}
 	node := *n
 	raw := addr.AsSlice()
-	for i := 0; i < pfx.Bits(); i++ {
+	for i := 0; i < bits; i++ {
 		b := bitAt(raw, i)
 		if node.child[b] == nil {
 			node.child[b] = &trieNode{}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,19 +62,25 @@ func TestFloodGoodput(t *testing.T) {
 			}()
 			time.Sleep(500 * time.Millisecond) // the server is under load before the download starts
 		}
+		srv0, _ := procUsage(t, r.dSrv.cmd.Process.Pid)
+		cli0, _ := procUsage(t, r.dCli.cmd.Process.Pid)
 		res := r.fetch(t, "100.64.0.1:8080", size, nil)
 		cancel()
+		srv1, _ := procUsage(t, r.dSrv.cmd.Process.Pid)
+		cli1, _ := procUsage(t, r.dCli.cmd.Process.Pid)
+		cpu := fmt.Sprintf("server CPU %.0f %%, client %.0f %%", 100*(srv1-srv0).Seconds()/res.Duration.Seconds(), 100*(cli1-cli0).Seconds()/res.Duration.Seconds())
 		if flooding {
 			fr := <-done
 			with = append(with, res.GoodputMbps())
 			sentRate = append(sentRate, fr.PerSecond())
 			stallWith = max(stallWith, res.MaxStall)
-			t.Logf("rep %d with flood: %.2f Mbit/s (flood %.0f/s, %d send errors, longest stall %v)", i/2, res.GoodputMbps(), fr.PerSecond(), fr.Errors, res.MaxStall)
+			t.Logf("rep %d with flood: %.2f Mbit/s (flood %.0f/s, %d send errors, longest stall %v; %s)", i/2, res.GoodputMbps(), fr.PerSecond(), fr.Errors, res.MaxStall, cpu)
 		} else {
 			without = append(without, res.GoodputMbps())
-			t.Logf("rep %d without flood: %.2f Mbit/s", i/2, res.GoodputMbps())
+			t.Logf("rep %d without flood: %.2f Mbit/s (%s)", i/2, res.GoodputMbps(), cpu)
 		}
 	}
+	t.Logf("server namespace: %d UDP datagrams dropped for a full socket buffer (RcvbufErrors)", udpRcvbufErrors(t, r))
 	st := r.dSrv.status(t)
 	t.Logf("server counters: cookies %d, queue full %d, budget %d, replayed %d, rate limited %d",
 		st.Counters["drop_handshake_cookie_sent"], st.Counters["drop_handshake_queue_full"], st.Counters["drop_handshake_budget"],
@@ -86,4 +94,31 @@ func TestFloodGoodput(t *testing.T) {
 	if mw < 0.8*mo {
 		t.Errorf("goodput under the flood %.2f < 0.8 × %.2f", mw, mo)
 	}
+}
+
+// udpRcvbufErrors reads the server namespace's count of UDP datagrams the kernel
+// dropped because a socket's receive buffer was full.
+func udpRcvbufErrors(t *testing.T, r *e2eRig) int64 {
+	out, err := r.srv.Exec(context.Background(), "cat", "/proc/net/snmp")
+	if err != nil {
+		return -1
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "RcvbufErrors" && i < len(f) {
+				v, _ := strconv.ParseInt(f[i], 10, 64)
+				return v
+			}
+		}
+	}
+	return -1
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	toml "github.com/pelletier/go-toml/v2"
 )
@@ -43,10 +44,28 @@ func (e *Error) Error() string {
 	}
 	if e.Key != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Key)
+		b.WriteString(oneLine(e.Key))
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Msg)
+	b.WriteString(oneLine(e.Msg))
+	return b.String()
+}
+
+// oneLine escapes control characters (a quoted key or a file name may hold a
+// newline) so that an error stays one line.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
 	return b.String()
 }
 
