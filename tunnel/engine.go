@@ -150,6 +150,9 @@ type Engine struct {
 	cookies   *noise.CookieJar // server only
 	hsq       chan hsJob       // server only: initiations for the handshake worker
 	bootEpoch uint64           // server: random per start, sent in responses
+	// validated holds the remote endpoints of the server's validated paths
+	// (netip.AddrPort → struct{}), for the handshake worker (knownEndpoint).
+	validated sync.Map
 
 	// mu guards the engine's structure (peers, routing, sockets). Lock order: mu
 	// before any peer's mu; idxMu is a leaf lock that may be taken under either.

@@ -318,3 +318,40 @@ func TestEngineRelayedDatagramsKeepAcks(t *testing.T) {
 		t.Fatalf("client has %d usable paths; the relayed copies took its acks away", n)
 	}
 }
+
+// Under load an initiation from a validated path's endpoint (a client rekeying)
+// needs no cookie; the same initiation from an unknown endpoint gets a cookie reply
+// and no Diffie-Hellman.
+func TestHandshakeUnderLoadKnownEndpoint(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	e := r.srv
+	var known netip.AddrPort
+	for _, pa := range e.Status().Peers[0].Paths {
+		if pa.State == "active" {
+			known = netip.MustParseAddrPort(pa.Remote)
+			break
+		}
+	}
+	hw := &hsWorker{tokens: 100, cache: map[[wire.MACLen]byte]cachedResponse{}, loadUntil: time.Now().Add(time.Hour)}
+	try := func(from netip.AddrPort, ts time.Time) uint64 {
+		msg, _, err := noise.CreateInitiation(r.cfgA.PrivateKey, e.public, r.cfgA.PSK, 9, nil, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j hsJob
+		j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: from}, copy(j.msg[:], msg)
+		before := e.responder.DHCount()
+		e.handleQueued(hw, &j, time.Now())
+		return e.responder.DHCount() - before
+	}
+	if n := try(netip.MustParseAddrPort("198.19.1.1:4000"), time.Now()); n != 0 {
+		t.Fatalf("an unknown endpoint under load cost %d Diffie-Hellmans", n)
+	}
+	if hw.out == nil || len(hw.out) != 1 || len(hw.out[0].msg) != wire.CookieReplyLen {
+		t.Fatalf("no cookie reply for the unknown endpoint: %+v", hw.out)
+	}
+	if n := try(known, time.Now().Add(time.Second)); n != 1 {
+		t.Fatalf("the validated endpoint %v under load: %d Diffie-Hellmans, want 1 (no cookie needed)", known, n)
+	}
+}

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -42,6 +43,9 @@ type hsWorker struct {
 	tokens    float64 // global Diffie-Hellman budget
 	last      time.Time
 	cache     map[[wire.MACLen]byte]cachedResponse
+	// cookieTokens ration cookie replies (Tunables.CookieReplyRate).
+	cookieTokens float64
+	cookieLast   time.Time
 
 	// Cookie replies and cached responses of one batch of jobs, sent together
 	// (one sendmmsg per socket): under a flood the replies are most of the work.
@@ -151,7 +155,26 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 	if len(e.hsq) >= cap(e.hsq)/8 {
 		hw.loadUntil = now.Add(tn.HandshakeLoadHold)
 	}
-	if now.Before(hw.loadUntil) && !e.cookies.CheckMAC2(msg, j.ep.Remote, now) {
+	// Under load an initiation needs a valid mac2, unless it comes from the
+	// endpoint of a validated path: a client rekeying its session has proved
+	// it receives there, so its rekeys do not wait on rationed cookies.
+	if now.Before(hw.loadUntil) && !e.knownEndpoint(j.ep.Remote) && !e.cookies.CheckMAC2(msg, j.ep.Remote, now) {
+		// Replies are rationed too: under a flood most go to spoofed sources,
+		// and each costs a send; a client that gets none retries.
+		if r := float64(tn.CookieReplyRate); r > 0 {
+			// A tenth of a second's worth may go at once.
+			if hw.cookieLast.IsZero() {
+				hw.cookieTokens = r / 10
+			} else {
+				hw.cookieTokens = min(r/10, hw.cookieTokens+now.Sub(hw.cookieLast).Seconds()*r)
+			}
+			hw.cookieLast = now
+			if hw.cookieTokens < 1 {
+				e.counters.drop(dropHandshakeCookieRationed)
+				return
+			}
+			hw.cookieTokens--
+		}
 		reply, err := e.cookies.AppendReply(hw.replies[len(hw.out)%hsBatch][:0], msg, j.ep.Remote, now)
 		if err == nil {
 			hw.send(j.cs, reply, j.ep)
@@ -202,6 +225,13 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 // cacheSweepAt is the size of the response cache above which expired entries are
 // swept before adding one.
 const cacheSweepAt = 64
+
+// knownEndpoint reports whether addr is the remote end of a validated path of some
+// client (server).
+func (e *Engine) knownEndpoint(addr netip.AddrPort) bool {
+	_, ok := e.validated.Load(addr)
+	return ok
+}
 
 // sendHandshake sends one handshake message (a response or a cookie reply).
 func (e *Engine) sendHandshake(cs *connState, msg []byte, ep conn.Endpoint) {

@@ -292,6 +292,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		case wire.FrameResponse:
 			if !ps.validated && !ps.chalSent.IsZero() && f.Challenge == ps.chal {
 				ps.validated = true
+				e.validated.Store(ps.ep.Remote, struct{}{})
 				e.log.Info("path validated", "peer", p.name, "remote", ps.ep.Remote.String(), "path", ps.id)
 				ps = p.migratePath(ps, now, in.w)
 			}

@@ -235,6 +235,9 @@ func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
 
 func (p *peer) removePath(ps *pathState) {
 	delete(p.byKey, ps.key)
+	if ps.validated && !p.isSrv {
+		p.e.validated.Delete(ps.ep.Remote)
+	}
 	p.dropRetainedPath(ps)
 	if p.cc != nil && ps.cc != nil {
 		p.cc.RemovePath(ps.cc)
@@ -303,6 +306,8 @@ func (p *peer) migratePath(ps *pathState, now time.Time, w *writer) *pathState {
 	p.removePath(ps)
 	delete(p.byKey, old.key)
 	from := old.ep.Remote
+	p.e.validated.Delete(from)
+	p.e.validated.Store(ps.ep.Remote, struct{}{})
 	old.ep, old.key, old.validated = ps.ep, ps.key, true
 	p.attachMTU(old, now) // a new route may carry another size
 	p.byKey[old.key] = old

@@ -42,6 +42,10 @@ type Tunables struct {
 	// of this project's 2-core test machine at 1000. Spending it puts the server
 	// under load.
 	HandshakeBudget int
+	// CookieReplyRate bounds the cookie replies a second under load (0 = no
+	// bound): each costs a send, most go to spoofed sources, and a client that
+	// gets none retries its initiation.
+	CookieReplyRate int
 	// HandshakeMinInterval: a server accepts at most one new initiation per client
 	// this often (copies of one initiation on several paths are answered from a
 	// cache and do not count).
@@ -132,6 +136,7 @@ func DefaultTunables() Tunables {
 		HandshakeQueue:       1024,
 		HandshakeLoadHold:    time.Second,
 		HandshakeBudget:      1000,
+		CookieReplyRate:      10000,
 		HandshakeMinInterval: 20 * time.Millisecond,
 		ChallengeRetry:       250 * time.Millisecond,
 		ChallengeTries:       8,
