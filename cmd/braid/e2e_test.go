@@ -645,10 +645,11 @@ func TestE2EStartupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	cases := []struct {
-		name, cfg, want string
-	}{
-		{"unknown interface", fmt.Sprintf(`
+	// An interface that does not exist (yet) is not an error: the path waits for
+	// it (see TestE2EInterfaceComesAndGoes).
+	t.Run("unknown interface waits", func(t *testing.T) {
+		sock := filepath.Join(dir, "c.sock")
+		file := writeFile(t, dir, "c.toml", fmt.Sprintf(`
 role = "client"
 private_key_file = "k.key"
 [tun]
@@ -659,7 +660,32 @@ servers = ["198.18.1.2:7000"]
 paths = ["nope0"]
 [control]
 socket = %q
-`, srv.Public(), filepath.Join(dir, "c.sock")), `interface "nope0" not found`},
+`, srv.Public(), sock))
+		d := startDaemon(t, ns, "client", file, sock)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if st, err := control.Query(sock); err == nil && len(st.Peers) == 1 {
+				waiting := false
+				for _, pa := range st.Peers[0].Paths {
+					waiting = waiting || (pa.Device == "nope0" && pa.State == "waiting")
+				}
+				if !waiting {
+					t.Fatalf("no waiting path for nope0: %+v", st.Peers[0].Paths)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("braid up with a missing interface did not come up:\n%s", d.out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := d.stop(t); err != nil {
+			t.Fatal(err)
+		}
+	})
+	cases := []struct {
+		name, cfg, want string
+	}{
 		{"busy port", fmt.Sprintf(`
 role = "server"
 private_key_file = "k.key"
@@ -696,7 +722,16 @@ func upFails(t *testing.T, ns *netns.Namespace, file, want string) {
 	if err := ns.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("braid up did not fail within 15 s; output:\n%s", out.String())
+	}
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Fatalf("exit code %d (%v), want 1; output:\n%s", code, err, out.String())
 	}
