@@ -107,6 +107,19 @@ func (p *peer) sendInitiation(ps *pathState, now time.Time) {
 	}
 }
 
+// pendingPeer returns the peer whose pending initiation has session index idx
+// (client), or nil, counted as stale.
+func (e *Engine) pendingPeer(idx uint32) *peer {
+	e.idxMu.RLock()
+	ent, found := e.indices[idx]
+	e.idxMu.RUnlock()
+	if !found || ent.kp != nil {
+		e.counters.drop(dropHandshakeStale)
+		return nil
+	}
+	return ent.peer
+}
+
 // handleCookieReply takes a cookie from a server under load (client) and sends the
 // pending initiation again from that path, now with a mac2 the server accepts.
 func (e *Engine) handleCookieReply(cs *connState, d []byte, ep conn.Endpoint, now time.Time) {
@@ -115,14 +128,10 @@ func (e *Engine) handleCookieReply(cs *connState, d []byte, ep conn.Endpoint, no
 		e.counters.drop(dropMalformed)
 		return
 	}
-	e.idxMu.RLock()
-	ent, found := e.indices[idx]
-	e.idxMu.RUnlock()
-	if !found || ent.kp != nil {
-		e.counters.drop(dropHandshakeStale)
+	p := e.pendingPeer(idx)
+	if p == nil {
 		return
 	}
-	p := ent.peer
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ps := p.byKey[p.keyFor(cs, ep)]
@@ -187,14 +196,10 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 		e.counters.drop(dropMalformed)
 		return
 	}
-	e.idxMu.RLock()
-	ent, found := e.indices[recv]
-	e.idxMu.RUnlock()
-	if !found || ent.kp != nil {
-		e.counters.drop(dropHandshakeStale)
+	p := e.pendingPeer(recv)
+	if p == nil {
 		return
 	}
-	p := ent.peer
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.hs == nil || p.hsIndex != recv {

@@ -210,25 +210,14 @@ func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
 
 // hideTiers hides the usable paths above the lowest tier that has a usable path:
 // a backup tier carries traffic only while every path of the tiers below is down.
+// The lowest tier and whether usable paths span several are found once per
+// refreshInfos, not per packet.
 func (p *peer) hideTiers(hidden *[maxPaths]bool) bool {
-	lowest, spread := -1, false
-	for i := range p.infos {
-		if !p.infos[i].Usable {
-			continue
-		}
-		t := int(p.infoTier[i])
-		if lowest >= 0 && t != lowest {
-			spread = true
-		}
-		if lowest < 0 || t < lowest {
-			lowest = t
-		}
-	}
-	if !spread {
+	if !p.infoTiersSpread {
 		return false
 	}
 	for i := range p.infos {
-		if p.infos[i].Usable && int(p.infoTier[i]) > lowest {
+		if p.infos[i].Usable && int(p.infoTier[i]) > p.infoLowTier {
 			p.infos[i].Usable, hidden[i] = false, true
 		}
 	}

@@ -109,8 +109,12 @@ type peer struct {
 	infoMTU    [maxPaths]int
 	infoMinMTU int
 	infoTier   [maxPaths]uint8 // each entry's priority tier
-	mss4, mss6 uint16
-	mtuWarned  bool
+	// infoLowTier is the lowest tier with a usable entry; infoTiersSpread: usable
+	// entries are in more than one tier (refreshInfos, for hideTiers).
+	infoLowTier     int
+	infoTiersSpread bool
+	mss4, mss6      uint16
+	mtuWarned       bool
 
 	// meters: a client's budget meters by local path (budget.go).
 	meters                map[string]*budget.Meter
@@ -410,9 +414,18 @@ func (p *peer) refreshInfos(now time.Time) {
 		p.infoTier[len(p.infoP)-1] = p.tierOf(ps)
 	}
 	p.infoMinMTU = int(^uint(0) >> 1)
+	p.infoLowTier, p.infoTiersSpread = -1, false
 	for k := range p.infos {
-		if p.infos[k].Usable {
-			p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
+		if !p.infos[k].Usable {
+			continue
+		}
+		p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
+		t := int(p.infoTier[k])
+		if p.infoLowTier >= 0 && t != p.infoLowTier {
+			p.infoTiersSpread = true
+		}
+		if p.infoLowTier < 0 || t < p.infoLowTier {
+			p.infoLowTier = t
 		}
 	}
 	if haveRef {
