@@ -80,6 +80,19 @@ func New(cfg Config) *CoDel {
 	return &CoDel{target: cfg.Target, interval: cfg.Interval, minBytes: cfg.MinBytes}
 }
 
+// Retune sets Target and Interval (values ≤ 0 leave one as it is), keeping
+// the state: an owner whose flows' round-trip time changes retunes CoDel to it
+// (RFC 8289 §4.4: Interval on the order of the worst-case RTT through the
+// bottleneck, Target a fraction of it).
+func (c *CoDel) Retune(target, interval time.Duration) {
+	if target > 0 {
+		c.target = target
+	}
+	if interval > 0 {
+		c.interval = interval
+	}
+}
+
 // Dropping reports whether CoDel is in its dropping state, in which it drops
 // (or marks) packets at the rate of the control law for as long as the
 // sojourn time stays at or above Target.

@@ -460,7 +460,7 @@ func (p *Path) Stats() Stats {
 		st.BW = p.rs.bw
 		st.BWBound = p.rs.bound
 		st.MinRTT = time.Duration(p.rateMinRTT() * float64(time.Second))
-		st.Mode = p.rs.mode.String()
+		st.Mode = p.rs.modeName()
 		st.Phase = p.rs.phase
 	}
 	return st
@@ -567,7 +567,7 @@ func (p *Path) OnAck(a Ack) {
 		return
 	case algCubic:
 		if !limited {
-			p.cubicAppLimited(a.Now)
+			p.cub.appLimited(a.Now)
 			return
 		}
 	}
@@ -601,7 +601,7 @@ func (p *Path) avoid(n float64, now time.Time) {
 	case algReno:
 		p.cwnd += n / p.cwnd
 	case algCubic:
-		p.cubicAvoid(n, now)
+		p.cub.avoid(&p.c.cfg, &p.cwnd, n, p.srtt, now)
 	default:
 		p.cwnd += n * p.c.coupledIncrease(p)
 	}
@@ -696,7 +696,7 @@ func (c *Controller) decrease(p *Path) float64 {
 	var s float64
 	switch c.alg {
 	case algCubic:
-		s = p.cubicDecrease()
+		s = p.cub.decrease(&p.c.cfg, p.cwnd)
 	case algBALIA:
 		s = w - w/2*min(c.baliaAlpha(p), 1.5)
 	case algCoupled:

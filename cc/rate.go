@@ -35,6 +35,23 @@ const (
 	rateLossGrowth     = 1.25 // bound grows by this per clean window
 	rateLossWindow     = 100  // packets (acked + lost) a loss-rate window holds at least
 	ratePhases         = 8
+	rateReprobeGrowth  = 1.1 // a probe that raised bw by this much is followed by another
+
+	// Contention with buffer-filling flows (docs/congestion.md, "Contention").
+	rateQueueRTTs      = 10                     // detection window in min RTTs (a gain cycle and a bit) ...
+	rateQueueWindowMin = 250 * time.Millisecond // ... and at least this long
+	rateQueueWindows   = 2                      // consecutive windows with a standing queue enter contention
+	rateContendBeta    = 0.7                    // the contention window's decrease (CUBIC's β)
+	// rateContendAI is the contention window's increase per RTT in segments:
+	// 5/8 of 3(1−β)/(1+β), the increase that makes a β = 0.7 flow as
+	// aggressive as one Reno flow (RFC 9438 §4.3). Paced, the window loses
+	// fewer packets to a drop-tail queue than an unpaced competitor; with the
+	// whole 3(1−β)/(1+β) it took 1.3–1.4 × a Reno's share in the simulator,
+	// with 5/8 0.7–1.25 × a Reno's or a CUBIC's (docs/congestion.md).
+	rateContendAI       = 0.625 * 3 * (1 - rateContendBeta) / (1 + rateContendBeta)
+	rateContendPacing   = 1.2                    // pacing gain over window/SRTT in contention (Linux's, in CA)
+	rateDrainCheckEvery = 8 * time.Second        // contention: how often the model drains to look for an empty queue
+	rateDrainCheckMin   = 200 * time.Millisecond // ... for at least this long (BBR's ProbeRTT duration)
 )
 
 // rateGains is ProbeBW's pacing-gain cycle, one phase per min RTT.
@@ -56,6 +73,15 @@ func (m rateMode) String() string {
 		return "drain"
 	}
 	return "probe_bw"
+}
+
+// rateModeName is the mode shown in Stats: the state machine's, or "contend"
+// while a buffer-filling flow holds the bottleneck's queue.
+func (rs *rateState) modeName() string {
+	if rs.contend {
+		return "contend"
+	}
+	return rs.mode.String()
 }
 
 // rateState is the per-path state of the rate model. Bandwidths in bytes/s,
@@ -80,6 +106,7 @@ type rateState struct {
 	// ProbeBW's gain cycle.
 	phase      int
 	phaseStart time.Time
+	probeBw    float64 // bw when the last probing phase ended
 
 	// Loss response: bytes acked and lost in the current loss window, and the
 	// bandwidth bound (0 = none).
@@ -89,6 +116,23 @@ type rateState struct {
 
 	minRTT   float64 // the caller's windowed min RTT, seconds; 0 = unknown
 	inflight int     // bytes in flight as last reported
+
+	// Contention: a standing queue the model did not build. qMin is the
+	// smallest RTT sample (s) of the detection window that began at qStart,
+	// qHigh how many windows in a row had a standing queue.
+	qMin   float64
+	qStart time.Time
+	qHigh  int
+	// contend: a buffer-filling flow shares the bottleneck; cw (segments) is
+	// the AIMD window that then holds the path's share, last cut at cwCut.
+	contend bool
+	cw      float64
+	cwCut   time.Time
+	cwSlow  bool // slow start: cw grows by every acked segment until the first loss
+	// In contention the model drains to its own BDP every rateDrainCheckEvery
+	// (from drainAt) to see whether the queue empties without it.
+	drainAt    time.Time
+	drainUntil time.Time
 
 	// Pacing token bucket (bytes).
 	tokens   float64
@@ -159,7 +203,11 @@ func (p *Path) rateTarget() float64 {
 		// (on a 100 ms path, 5 % per cycle at most).
 		g = max(g, rateGains[p.rs.phase])
 	}
-	return max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
+	t := max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
+	if p.rs.contending() {
+		t = max(t, p.rs.cw)
+	}
+	return t
 }
 
 // rateShare is p's share of the session's bandwidth estimates (Σ over the
@@ -185,7 +233,11 @@ func (c *Controller) rateShare(p *Path) float64 {
 // nothing is known (the window alone limits).
 func (p *Path) ratePacingRate() float64 {
 	if bw := p.rateBw(); bw > 0 {
-		return p.ratePacingGain() * bw
+		r := p.ratePacingGain() * bw
+		if p.rs.contending() && p.srtt > 0 {
+			r = max(r, rateContendPacing*p.rs.cw*p.c.mss/p.srtt)
+		}
+		return r
 	}
 	if p.srtt > 0 {
 		return rateStartupGain * p.cwnd * p.c.mss / p.srtt
@@ -195,6 +247,9 @@ func (p *Path) ratePacingRate() float64 {
 
 func (p *Path) rateSent(bytes, inflight int, now time.Time) {
 	p.rs.inflight = inflight
+	if p.limitedBy(inflight) {
+		p.limitedAt, p.limitedSet = now, true
+	}
 	r := p.ratePacingRate()
 	if r <= 0 {
 		return
@@ -256,7 +311,149 @@ func (p *Path) rateAck(a *Ack) {
 	}
 
 	p.rateModes(a.Now)
+	if a.RTT > 0 {
+		p.rateQueue(a.Now, a.RTT.Seconds())
+	}
+	if rs := &p.rs; rs.contending() && a.Bytes > 0 {
+		p.contendGrow(a)
+	}
 	p.rateWindow(float64(a.Bytes) / p.c.mss)
+}
+
+// contendGrow grows the contention window for an ack: slow start until the
+// first loss, then as one Reno flow (rateContendAI per round trip); both are
+// coupled across the session's contending paths so that paths through one
+// bottleneck together grow as one flow — the slow start in proportion to the
+// path's share of the contention windows, the increase by RFC 6356's LIA. It
+// grows only while it limits the path (RFC 7661): an inner flow slower than
+// its share would otherwise let it grow without bound, and the first burst
+// after would flood the shared queue.
+func (p *Path) contendGrow(a *Ack) {
+	rs := &p.rs
+	if !p.cwndLimited(a) {
+		return
+	}
+	n := float64(a.Bytes) / p.c.mss
+	if rs.cwSlow {
+		rs.cw += n * rs.cw / p.c.contendWindow()
+	} else {
+		rs.cw += rateContendAI * p.c.contendIncrease(p) * n
+	}
+	rs.cw = min(rs.cw, p.c.cfg.MaxWindow)
+}
+
+// contendIncrease is RFC 6356's LIA increase per acknowledged segment over
+// the session's contending paths: min(max_k(w_k/rtt_k²)/(Σ w_k/rtt_k)², 1/w_r).
+func (c *Controller) contendIncrease(p *Path) float64 {
+	best, sum := 0.0, 0.0
+	for _, q := range c.active {
+		if !q.rs.contending() || q.srtt <= 0 {
+			continue
+		}
+		x := q.rs.cw / q.srtt
+		sum += x
+		best = max(best, x/q.srtt)
+	}
+	if sum <= 0 {
+		return 1 / p.rs.cw
+	}
+	return min(best/(sum*sum), 1/p.rs.cw)
+}
+
+// contending reports whether the contention window holds the path now (in
+// contention and not draining to look for an empty queue).
+func (rs *rateState) contending() bool { return rs.contend && rs.drainUntil.IsZero() }
+
+// queueSlack is how far above the min RTT the smallest RTT of a detection
+// window may be without a standing queue: a quarter of the min RTT, at least
+// 5 ms, plus the receiver's ack delay (AckAllowance).
+func (p *Path) queueSlack(minRTT float64) float64 {
+	return max(minRTT/4, 0.005) + p.c.cfg.AckAllowance.Seconds()
+}
+
+// rateQueue looks for a standing queue the model did not build. The model
+// keeps at most a few milliseconds queued and its 0.75 phase drains them once
+// a gain cycle, so in a window of rateQueueRTTs min RTTs some packet crosses an
+// empty queue; when none did in rateQueueWindows windows in a row, a
+// buffer-filling flow (a loss-based TCP) holds the bottleneck's queue, and a
+// cap near one BDP would give it nearly all the link. The path then contends:
+// a window that slow-starts from what the path carries to the first loss, then
+// grows as one Reno flow would, coupled across the session's contending paths,
+// and is cut by 0.7 per loss event, holds its share (a newcomer's slow start
+// is how a TCP flow takes its share from a running one; without it the
+// coupled increase alone took longer than a download to get there). Every rateDrainCheckEvery it
+// drains to its own BDP for a while; if the queue then empties, the
+// competitor is gone and the model takes over again.
+func (p *Path) rateQueue(now time.Time, rtt float64) {
+	rs := &p.rs
+	mr := p.rateMinRTT()
+	if rs.mode != rateProbeBW || mr <= 0 {
+		rs.qStart, rs.qHigh = time.Time{}, 0
+		return
+	}
+	if rs.contend {
+		p.rateDrainCheck(now, rtt, mr)
+		return
+	}
+	if rs.qStart.IsZero() {
+		rs.qStart, rs.qMin = now, rtt
+	}
+	rs.qMin = min(rs.qMin, rtt)
+	win := max(rateQueueRTTs*mr, rateQueueWindowMin.Seconds())
+	if now.Sub(rs.qStart).Seconds() < win {
+		return
+	}
+	if rs.qMin > mr+p.queueSlack(mr) {
+		rs.qHigh++
+	} else {
+		rs.qHigh = 0
+	}
+	rs.qStart, rs.qMin = now, rtt
+	if rs.qHigh >= rateQueueWindows {
+		rs.contend, rs.qHigh = true, 0
+		// Start from what the path carries now: the bandwidth estimate over the
+		// RTT the queue makes.
+		rs.cw = max(p.cwnd, p.rateBw()*p.srtt/p.c.mss)
+		rs.cwCut, rs.cwSlow = now, true
+		rs.drainAt = now.Add(rateDrainCheckEvery)
+		rs.drainUntil = time.Time{}
+	}
+}
+
+// rateDrainCheck runs contention's periodic check: for max(rateDrainCheckMin,
+// 2 SRTT) the cap falls back to the model's own; an RTT sample within the
+// slack of the min RTT during it ends contention.
+func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
+	rs := &p.rs
+	if rs.drainUntil.IsZero() {
+		if now.Before(rs.drainAt) {
+			return
+		}
+		d := max(rateDrainCheckMin, time.Duration(2*p.srtt*float64(time.Second)))
+		rs.drainUntil = now.Add(d)
+		return
+	}
+	if rtt <= mr+p.queueSlack(mr) {
+		rs.contend = false
+		rs.drainUntil = time.Time{}
+		rs.qStart = time.Time{}
+		return
+	}
+	if !now.Before(rs.drainUntil) {
+		rs.drainUntil = time.Time{}
+		rs.drainAt = now.Add(rateDrainCheckEvery)
+	}
+}
+
+// contendWindow is Σ cw over the session's contending paths.
+func (c *Controller) contendWindow() float64 {
+	sum := 0.0
+	for _, q := range c.active {
+		if q.rs.contending() {
+			sum += q.rs.cw
+		}
+	}
+	return sum
 }
 
 // rateRoundEnd closes a round: Startup's growth check, the loss window, and the
@@ -335,7 +532,20 @@ func (p *Path) rateModes(now time.Time) {
 	if d <= 0 || now.Sub(rs.phaseStart).Seconds() < d {
 		return
 	}
-	rs.phase = (rs.phase + 1) % ratePhases
+	switch {
+	case rs.phase == 0:
+		rs.probeBw = rs.bw
+		rs.phase = 1
+	case rs.phase == 1 && rs.bw >= rs.probeBw*rateReprobeGrowth:
+		// The last probe found more: probe again at once rather than cruise
+		// six min RTTs first. Without it the estimate could grow by at most
+		// a quarter per eight min RTTs — 6 s from 2 to 10 Mbit/s on a 100 ms
+		// path whose model left Startup early (an inner flow still in slow
+		// start looks app-limited), most of a 16 MiB download.
+		rs.phase = 0
+	default:
+		rs.phase = (rs.phase + 1) % ratePhases
+	}
 	rs.phaseStart = now
 }
 
@@ -355,8 +565,24 @@ func (p *Path) rateWindow(n float64) {
 }
 
 func (p *Path) rateLoss(l *Loss) {
-	p.rs.winLost += float64(l.Bytes)
-	p.rs.inflight = max(p.rs.inflight-l.Bytes, 0)
+	rs := &p.rs
+	rs.winLost += float64(l.Bytes)
+	rs.inflight = max(rs.inflight-l.Bytes, 0)
+	if !rs.contend {
+		return
+	}
+	// In contention a loss is the shared queue overflowing: cut the window
+	// once per round trip, as a loss-based flow does, never below the model's
+	// own cap.
+	sent := l.LargestSent
+	if sent.IsZero() {
+		sent = l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
+	}
+	if sent.After(rs.cwCut) {
+		rs.cw = max(rs.cw*rateContendBeta, rateMinCap)
+		rs.cwCut, rs.cwSlow = l.Now, false
+		rs.lossEvents++
+	}
 }
 
 func (p *Path) rateRTO(now time.Time) {
@@ -364,6 +590,13 @@ func (p *Path) rateRTO(now time.Time) {
 	p.rateReset(now)
 	p.rs.minRTT = minRTT
 	p.cwnd = 1
+}
+
+// StartingUp reports whether the "rate" model is in Startup: it has not yet
+// found what the path carries, so a queue in front of it is its own doing, not
+// a sign that the traffic is too much (false for every other algorithm).
+func (p *Path) StartingUp() bool {
+	return p != nil && p.c.alg == algRate && p.rs.mode == rateStartup
 }
 
 // PacingRate returns the rate in bytes/s at which the path should send, 0 when

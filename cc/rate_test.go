@@ -407,3 +407,116 @@ func TestRateCapProbe(t *testing.T) {
 		t.Errorf("probing: cap %d bytes, want 64500", w)
 	}
 }
+
+// rttAck delivers an RTT sample (and bytes acked) at t, with the window full
+// before it; no bandwidth sample, no round end (nothing was sent after the
+// round began).
+func rttAck(p *Path, t time.Time, rtt time.Duration, bytes int) {
+	p.OnAck(Ack{Now: t, Bytes: bytes, PriorInFlight: int(p.cwnd * rmss), RTT: rtt, SRTT: rtt, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+}
+
+// Contention, hand-computed: bw 1e6 B/s, min RTT 40 ms, so the detection window
+// is max(10 × 40 ms, 250 ms) = 400 ms and the slack max(40/4, 5) = 10 ms: a
+// window whose smallest RTT is above 50 ms has a standing queue.
+func TestRateContention(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 1e6)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+	// A queue that empties once a window (one 45 ms sample) is the model's own.
+	for ms := 40; ms <= 2000; ms += 40 {
+		r := 80 * time.Millisecond
+		if ms%400 == 200 {
+			r = 45 * time.Millisecond
+		}
+		rttAck(p, at(ms), r, 0)
+	}
+	if p.Stats().Mode != "probe_bw" {
+		t.Fatalf("a queue that empties every window: mode %q, want probe_bw", p.Stats().Mode)
+	}
+
+	// 80 ms throughout: the window starting at 2040 ms closes at 2440 (first
+	// standing window), the next at 2840: contention.
+	for ms := 2040; ms < 2840; ms += 40 {
+		rttAck(p, at(ms), 80*time.Millisecond, 0)
+		if p.Stats().Mode != "probe_bw" {
+			t.Fatalf("contention at %d ms, want it at 2840 (two standing windows)", ms)
+		}
+	}
+	rttAck(p, at(2840), 80*time.Millisecond, 0)
+	if p.Stats().Mode != "contend" {
+		t.Fatalf("after two standing windows: mode %q, want contend", p.Stats().Mode)
+	}
+	// cw = max(cwnd, bw × SRTT) = 1e6 × 0.08 / 1000 = 80 segments, above the
+	// model's cap 1.25 × 40 + 2 = 52.
+	near(t, "contention window", p.rs.cw, 80)
+	// An ack of one segment: cw += 0.75 · 3(0.3)/1.7 · 1/80; the cap grows by
+	// the acked segment toward it; pacing 1.2 × cw / SRTT beats gain × bw.
+	// It slow-starts: an ack of one segment adds one; the cap grows by the
+	// acked segment toward it; pacing 1.2 × cw / SRTT beats gain × bw.
+	p.cwnd = 60 // as if grown past the model's cap already
+	rttAck(p, at(2850), 80*time.Millisecond, rmss)
+	near(t, "cw after one ack in slow start", p.rs.cw, 81)
+	near(t, "cap after one ack", p.cwnd, 61)
+	near(t, "contention pacing", p.PacingRate(), max(1.2*81*rmss/0.080, rateGains[p.rs.phase]*1e6))
+
+	// A loss ends the slow start and cuts cw by 0.7 once per round trip: a
+	// second loss of a packet sent before the cut changes nothing.
+	p.OnLoss(Loss{Now: at(2900), Bytes: rmss, LargestSent: at(2890)})
+	near(t, "cw after a loss", p.rs.cw, 0.7*81)
+	p.OnLoss(Loss{Now: at(2910), Bytes: rmss, LargestSent: at(2895)})
+	near(t, "cw after a loss of the same round", p.rs.cw, 0.7*81)
+	// Then it grows by 0.625 · 3(0.3)/1.7 / cw per acked segment (alone in the
+	// coupling set: Reno's 1/cw).
+	rttAck(p, at(2920), 80*time.Millisecond, rmss)
+	ai := 0.625 * 3 * 0.3 / 1.7
+	near(t, "cw after one ack in avoidance", p.rs.cw, 0.7*81+ai/(0.7*81))
+	// An ack while the path is not window-limited (5 segments in flight of a
+	// larger cap, none sent limited lately) does not grow it.
+	cw := p.rs.cw
+	p.limitedSet = false
+	p.OnAck(Ack{Now: at(2930), Bytes: rmss, PriorInFlight: 5 * rmss, RTT: 80 * time.Millisecond, SRTT: 80 * time.Millisecond, MinRTT: rtt40, LargestSent: t0})
+	near(t, "cw after an ack that was not window-limited", p.rs.cw, cw)
+
+	// 8 s after entering, the drain check: for max(200 ms, 2 × 80 ms) the cap
+	// is the model's own (52). The queue stays (80 ms): contention goes on.
+	rttAck(p, at(10840), 80*time.Millisecond, 0)
+	rttAck(p, at(10900), 80*time.Millisecond, rmss)
+	if p.Stats().Mode != "contend" || p.cwnd != 52 {
+		t.Fatalf("during the drain check: mode %q cap %v, want contend and the model's 52", p.Stats().Mode, p.cwnd)
+	}
+	rttAck(p, at(11040), 80*time.Millisecond, 0)
+	if !p.rs.contending() {
+		t.Fatalf("after the drain check found a queue: cw not in force")
+	}
+	// The next check (8 s later) sees the queue empty: the model takes over.
+	rttAck(p, at(19040), 80*time.Millisecond, 0)
+	rttAck(p, at(19100), 45*time.Millisecond, 0)
+	if p.Stats().Mode != "probe_bw" {
+		t.Fatalf("the drain check saw 45 ms: mode %q, want probe_bw", p.Stats().Mode)
+	}
+}
+
+// A probe that raised the estimate by 10 % or more is followed by another
+// right after its drain phase; one that found nothing goes on to cruise.
+func TestRateReprobesWhileGrowing(t *testing.T) {
+	for _, tc := range []struct {
+		sample float64
+		want   int
+	}{{1.2e6, 0}, {1.05e6, 2}} {
+		_, p := newRatePath(t, Config{})
+		inProbeBW(p, 1e6)
+		p.rs.phase = 0
+		at := func(k int) time.Time { return t0.Add(time.Duration(k)*rtt40 + time.Millisecond) }
+		p.OnAck(Ack{Now: at(1), RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+		if p.rs.phase != 1 {
+			t.Fatalf("one min RTT into the probe: phase %d, want 1", p.rs.phase)
+		}
+		p.OnAck(Ack{Now: at(1).Add(time.Millisecond), Bytes: rmss, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40,
+			LargestSent: t0.Add(-time.Second), DeliveryRate: tc.sample})
+		p.OnAck(Ack{Now: at(2), RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+		if p.rs.phase != tc.want {
+			t.Errorf("sample %.2g after a probe at bw 1e6: phase %d, want %d", tc.sample, p.rs.phase, tc.want)
+		}
+	}
+}

@@ -230,6 +230,12 @@ type PathCC struct {
 	// PacingRateBps is the path's pacing rate in bits per second (0: not
 	// paced, as every window-based algorithm).
 	PacingRateBps float64 `json:"pacing_rate_bps"`
+	// Mode is the "rate" model's state: "startup", "drain", "probe_bw", or
+	// "contend" while a loss-based flow holds a shared bottleneck's queue
+	// (docs/congestion.md); empty for the window algorithms.
+	Mode string `json:"mode,omitempty"`
+	// BandwidthBps is the "rate" model's bandwidth estimate in bits per second.
+	BandwidthBps float64 `json:"bandwidth_bps,omitempty"`
 }
 
 // StreamStatus describes the connection a path of a tcp or mptcp tunnel runs over.

@@ -77,6 +77,7 @@ type Sender struct {
 	haveRTT              bool
 	srtt, rttvar, latest int64 // ns
 	minRTT               winFilter
+	baseRTT              int64 // smallest RTT sample since the path came up (ns)
 
 	lossTime    int64
 	lossTimeSet bool
@@ -438,6 +439,9 @@ func (s *Sender) rttSample(t, latest int64, ackDelay time.Duration) bool {
 		return false
 	}
 	s.latest = latest
+	if !s.haveRTT || latest < s.baseRTT {
+		s.baseRTT = latest
+	}
 	if !s.haveRTT {
 		s.haveRTT = true
 		s.minRTT.reset(t, float64(latest))
@@ -791,6 +795,17 @@ func (s *Sender) TakeLoss() (packets, bytes int, newestSent time.Time) {
 // InFlight returns the bytes of ack-eliciting packets sent, not acked and not
 // declared lost (the same as Stats().InFlight, without the snapshot).
 func (s *Sender) InFlight() int { return s.inflight }
+
+// BaseRTT returns the smallest RTT sample since the path came up (or came back
+// from Down), 0 before the first: unlike MinRTT it does not forget, so a queue
+// that other traffic keeps standing for longer than the window does not show
+// in it.
+func (s *Sender) BaseRTT() time.Duration {
+	if !s.haveRTT {
+		return 0
+	}
+	return time.Duration(s.baseRTT)
+}
 
 // MinRTT returns the windowed minimum RTT (0 before the first sample).
 func (s *Sender) MinRTT() time.Duration {

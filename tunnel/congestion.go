@@ -178,12 +178,16 @@ func (p *peer) roomOf(ps *pathState, inflight int, now time.Time) int {
 
 // electLeads picks each access link's lead (see roomOf) once per refresh of
 // the scheduler's view, not per packet. The lead is a usable path of the link,
-// healthy (not Degraded) if one is, with the lowest min RTT within a margin:
+// healthy (not Degraded) if one is, with the lowest base RTT within a margin:
 // another path takes over when the lead is unusable, when it is Degraded and
-// the other is not, or when the other's min RTT is lower by more than 1/4 (at
-// least leadMinMargin) — paths of one link with about the same delay must not
-// take turns (a standby path's min RTT comes from small probes, the lead's
-// from full-sized data). A path that takes the lead starts its model afresh:
+// the other is not, or when the other's base RTT (path.Sender.BaseRTT, the
+// smallest sample since the path came up) is lower by more than 1/4 (at least
+// leadMinMargin) — paths of one link with about the same delay must not take
+// turns (a standby path's RTT comes from small probes, the lead's from
+// full-sized data). The windowed min RTT would make them: with a competitor's
+// queue standing for longer than its window, a probe that crossed a dip of
+// that queue took the lead, and the new lead started its model afresh, every
+// few seconds. A path that takes the lead starts its model afresh:
 // what it learnt from probes alone (no bandwidth, a window grown by their
 // acks) is no estimate.
 func (p *peer) electLeads(now time.Time) {
@@ -236,7 +240,7 @@ func betterLead(o, cur *pathState) bool {
 	if od != cd {
 		return cd
 	}
-	ro, rc := o.sender.MinRTT(), cur.sender.MinRTT()
+	ro, rc := o.sender.BaseRTT(), cur.sender.BaseRTT()
 	switch {
 	case ro == 0:
 		return false
@@ -348,9 +352,9 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 		p.flushQueue(dropNoSession)
 		return
 	}
-	maxAge := p.e.tn.CCQueueDelay
 	refreshed := !refresh
 	q := &p.ccq
+	maxAge, judge := p.retuneQueue()
 	for r := q.next(); r != nil; r = q.next() {
 		e := r.front()
 		wait := now.Sub(e.at)
@@ -369,7 +373,9 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 		if !p.canOffer() {
 			return
 		}
-		if r == &q.bulk && q.codel.OnDequeue(wait, r.bytes-(e.pb.end-e.pb.start), now) {
+		if r == &q.bulk && !judge {
+			q.codel.OnEmpty(now)
+		} else if r == &q.bulk && q.codel.OnDequeue(wait, r.bytes-(e.pb.end-e.pb.start), now) {
 			if !aqm.MarkCE(e.pb.b[e.pb.start:e.pb.end]) {
 				q.drops++
 				p.e.counters.drop(dropCoDel)
@@ -386,6 +392,39 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 		q.pop(r)
 	}
 	q.codel.OnEmpty(now)
+}
+
+// retuneQueue fits the queue's CoDel to the inner flows' round trip, the
+// largest SRTT of the usable paths, and returns the age at which a waiting
+// packet expires and whether CoDel may judge now: not while a usable path's
+// model is in Startup — the queue is then the model's, still finding what the
+// path carries, and one drop in an inner flow's slow start set its ssthresh to
+// 19 segments on a 100 ms path, 4 s of a 16 MiB download spent growing back. CoDel's interval must be on the order of the flows' RTT
+// (RFC 8289 §4.4): with the tunables' 100 ms an inner flow over a 150 ms path
+// (a competitor's standing queue, a long route) was dropped more than once a
+// round trip and fell to a fraction of its share. So the interval is at least
+// that SRTT, the target at least 3/10 of it (a flow cut by CUBIC's 0.7 then
+// keeps most of the path busy), and the expiry age (CCQueueDelay) grows in
+// proportion to the interval. Paths under 67 ms keep the tunables' values.
+// Caller holds p.mu.
+func (p *peer) retuneQueue() (maxAge time.Duration, judge bool) {
+	var srtt time.Duration
+	judge = true
+	for i := range p.infos {
+		if p.infos[i].Usable {
+			srtt = max(srtt, p.infos[i].SRTT)
+			if p.infoP[i].cc.StartingUp() && !p.standby(p.infoP[i]) {
+				judge = false
+			}
+		}
+	}
+	cfg := p.e.tn.CoDel
+	if cfg.Interval <= 0 {
+		cfg.Interval = aqm.DefaultInterval
+	}
+	interval := max(cfg.Interval, srtt)
+	p.ccq.codel.Retune(max(cfg.Target, srtt*3/10), interval)
+	return p.e.tn.CCQueueDelay * interval / cfg.Interval, judge
 }
 
 // canOffer reports whether some usable path has room now.

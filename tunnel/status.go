@@ -140,6 +140,8 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 				InRecovery:       cs.InRecovery,
 				CongestionEvents: cs.CongestionEvents + cs.RTOs,
 				PacingRateBps:    pa.cc.PacingRate() * 8,
+				Mode:             cs.Mode,
+				BandwidthBps:     cs.BW * 8,
 			}
 		}
 		if p.store != nil {

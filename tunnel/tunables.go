@@ -92,11 +92,14 @@ type Tunables struct {
 	// CCQueuePackets and CCQueueDelay bound the packets that wait for window room
 	// when every usable path's congestion window is full: at most CCQueuePackets
 	// per peer (more are dropped on arrival, counted as drop_cc_queue_full), each
-	// for at most CCQueueDelay (older ones are dropped, drop_cc_queue_expired). The
-	// queue is the tunnel's bottleneck buffer as the inner TCP sees it: 100 ms is
-	// about one BDP for typical paths, so the inner flows keep the tunnel busy
-	// without a standing queue much longer than that. 1024 packets of 1380 bytes
-	// cover 100 ms at 113 Mbit/s.
+	// for at most CCQueueDelay (older ones are dropped, drop_cc_queue_expired;
+	// scaled up with CoDel's interval on paths of more than 100 ms). CoDel keeps
+	// the standing queue short; the expiry is for what it cannot answer in time.
+	// CoDel needs an interval to answer an inner slow start, whose last round
+	// can overshoot by a whole round trip of queue: an expiry of 100 ms (the
+	// interval) dropped that overshoot's tail at once, 100–160 packets, which
+	// cost a 100 ms inner flow a third of its goodput; 250 ms leaves CoDel 2.5
+	// intervals. 1024 packets of 1380 bytes cover 100 ms at 113 Mbit/s.
 	CCQueuePackets int
 	CCQueueDelay   time.Duration
 	// CoDel manages the queue's bulk ring (target 20 ms, interval 100 ms): once
@@ -151,7 +154,7 @@ func DefaultTunables() Tunables {
 		ReorderMargin:        3 * time.Millisecond,
 		OuterMTU:             1500,
 		CCQueuePackets:       1024,
-		CCQueueDelay:         100 * time.Millisecond,
+		CCQueueDelay:         250 * time.Millisecond,
 		CoDel:                aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes},
 	}
 }
