@@ -5,6 +5,8 @@
 #   SET main (default): the first campaign, into OUTDIR (default docs/results/recovery);
 #   SET rate: the re-run after the rate model's fixes (docs/results/recovery/rate),
 #   a subset that fits about 50 minutes.
+#   SET contend: the re-run after contention and the queue's retuning
+#   (docs/results/recovery/contend), about 75 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -16,6 +18,18 @@ run() { # name scenario [--only ...]
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
+if [ "$set" = contend ]; then
+	# After contention, re-probing and the queue's retuning (2026-11-26): the
+	# starvation point first, then the targets' points; one seed for all.
+	seed=20261126
+	run shared recovery-shared.toml --seed $seed
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	run noloss recovery-noloss.toml --seed $seed
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run realtime recovery-realtime.toml --seed $seed
+	exit 0
+fi
 if [ "$set" = rate ]; then
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery"
 	run noloss recovery-noloss.toml
