@@ -45,7 +45,8 @@
 //	coupled  fully coupled (Kelly–Voice): +1/w_total, cut w_total/2 (floor 1 segment)
 //	ewtcp    Honda et al.:              +a/w_r with a = 1/N² (N = active paths), halve on loss
 //	rate     loss-tolerant BBR-like rate model with pacing (rate.go): max-filtered delivery
-//	         rate × min RTT, Startup/Drain/ProbeBW, in-flight cap 1.25 BDP, loss above 5 % lowers a bound
+//	         rate × min RTT, Startup/Drain/ProbeBW, in-flight cap 1.25 BDP, loss above 5 % lowers a bound;
+//	         contends with a coupled Reno-like window beside a buffer-filling flow
 //	none     no window at all
 //
 // Sums run over the active set: paths that are usable and have an RTT sample.

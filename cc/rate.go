@@ -20,6 +20,11 @@ import (
 // active paths of the Controller in proportion to their bandwidth estimates, so
 // a session's paths through one bottleneck together hold what one path would
 // (rateShare).
+//
+// Contention: beside a loss-based flow that keeps the bottleneck's queue
+// standing, a cap near one BDP of the true min RTT would starve; the model then
+// contends with a coupled, Reno-like window until a periodic drain finds the
+// queue empty without it (rateQueue).
 
 // Model constants (documented in docs/congestion.md).
 const (

@@ -436,9 +436,10 @@ braid_info{interface="braid0",public_key="CLIENTKEY=",role="client"} 1
 	}
 	// Instance: info, uptime, 3 drop reasons, 1 event = 6. Peer: established,
 	// handshake, 4 traffic counters, hold, held, 5 reorder outcomes = 13.
-	// Path: state, 9 gauges, 5 counters = 15.
-	if n := countSamples(c); n != 6+13+2*15 {
-		t.Errorf("collected %d metrics, want %d", n, 6+13+2*15)
+	// Path: state, 9 gauges, 5 counters, priority = 16, and the MTU of the
+	// path that has one (path 1 is still probing).
+	if n := countSamples(c); n != 6+13+2*16+1 {
+		t.Errorf("collected %d metrics, want %d", n, 6+13+2*16+1)
 	}
 	for _, p := range lintMetrics(c) {
 		// The one deliberate exception: delivery rate is in bits per second,
@@ -529,6 +530,8 @@ func recoverySample() Status {
 	p.Recovery = "retransmit"
 	p.RecoveryStats = &RecoveryStatus{HoldMs: 61.5, Retained: 12, GiveUps: 3, BudgetOut: 1, Abandoned: 2, FEC: "32+2", Rebuilt: 9}
 	p.Paths[0].CC.PacingRateBps = 12.5e6
+	p.Paths[0].CC.Mode, p.Paths[0].CC.BandwidthBps = "contend", 9.6e6
+	p.Paths[1].Priority, p.Paths[1].Budget, p.Paths[1].BudgetUsed = 1, "10GiB/month", 123456
 	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3, RepairSent: 70, RepairUsed: 11}
 	p.Paths[1].Recovery = &PathRecovery{Retransmitted: 38}
 	return s
@@ -638,9 +641,9 @@ braid_peer_cc_queued_packets{name="server",peer="SERVERKEY="} 3
 		"braid_path_in_flight_bytes", "braid_path_congestion_events_total", "braid_peer_cc_queued_packets"); err != nil {
 		t.Error(err)
 	}
-	// 49 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
-	if n := countSamples(c); n != 6+13+2*15+6 {
-		t.Errorf("collected %d metrics, want %d", n, 6+13+2*15+6)
+	// 52 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
+	if n := countSamples(c); n != 6+13+2*16+1+6 {
+		t.Errorf("collected %d metrics, want %d", n, 6+13+2*16+1+6)
 	}
 	if err := checkExposition(c); err != nil {
 		t.Errorf("pedantic check: %v", err)

@@ -100,6 +100,11 @@ var (
 	descPeerRecHold    = gaugeDesc("braid_peer_recovery_hold_seconds", "How long a gap in a TCP flow is waited for a resend.", peerLabels...)
 	descPeerGiveUps    = counterDesc("braid_peer_give_ups_total", "Lost packets given up and announced to the peer.", peerLabels...)
 	descPathPacing     = gaugeDesc("braid_path_pacing_rate_bps", "Pacing rate in bits per second (absent when the path is not paced).", pathLabels...)
+	descPathMTU        = gaugeDesc("braid_path_mtu_bytes", "Largest datagram (UDP payload) the path is known to carry, found by probing (absent before the search).", pathLabels...)
+	descPathPriority   = gaugeDesc("braid_path_priority", "The path's tier: traffic uses the lowest tier with a usable path (8: backup-only, over its budget).", pathLabels...)
+	descPathBudgetUsed = gaugeDesc("braid_path_budget_used_bytes", "Bytes used in the current period of the path's budget (absent without a budget).", pathLabels...)
+	descPathCCMode     = gaugeDesc("braid_path_cc_mode", "1 for the rate model's current mode (the mode label: startup, drain, probe_bw, contend); absent for the window algorithms.", with(pathLabels, "mode")...)
+	descPathBandwidth  = gaugeDesc("braid_path_bandwidth_estimate_bps", "The rate model's bandwidth estimate in bits per second (absent for the window algorithms).", pathLabels...)
 	descPathRecovery   = counterDesc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), repair_sent, repair_used.", with(pathLabels, "kind")...)
 
 	allDescs = []*metricDesc{
@@ -111,6 +116,7 @@ var (
 		descPathTxBytes, descPathRxBytes, descPathTxPackets, descPathRxPackets, descPathLost,
 		descPathCwnd, descPathSsthresh, descPathCongEvents, descPeerCCQueued,
 		descPeerQueueDelay, descPeerCoDel, descPeerRecHold, descPeerGiveUps, descPathPacing, descPathRecovery,
+		descPathMTU, descPathPriority, descPathBudgetUsed, descPathCCMode, descPathBandwidth,
 	}
 )
 
@@ -219,6 +225,13 @@ func (c *Collector) collect() map[*metricDesc][]metricSample {
 			counter(descPathTxPackets, ps.TxPackets, l...)
 			counter(descPathRxPackets, ps.RxPackets, l...)
 			counter(descPathLost, ps.LostPackets, l...)
+			if ps.MTU > 0 {
+				gauge(descPathMTU, float64(ps.MTU), l...)
+			}
+			gauge(descPathPriority, float64(ps.Priority), l...)
+			if ps.Budget != "" {
+				gauge(descPathBudgetUsed, float64(ps.BudgetUsed), l...)
+			}
 			if c := ps.CC; c != nil {
 				gauge(descPathCwnd, float64(c.CwndBytes), l...)
 				if c.SsthreshBytes >= 0 {
@@ -227,6 +240,10 @@ func (c *Collector) collect() map[*metricDesc][]metricSample {
 				counter(descPathCongEvents, c.CongestionEvents, l...)
 				if c.PacingRateBps > 0 {
 					gauge(descPathPacing, c.PacingRateBps, l...)
+				}
+				if c.Mode != "" {
+					gauge(descPathCCMode, 1, append(l[:len(l):len(l)], c.Mode)...)
+					gauge(descPathBandwidth, c.BandwidthBps, l...)
 				}
 			}
 			if r := ps.Recovery; r != nil {

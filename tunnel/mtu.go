@@ -208,16 +208,17 @@ func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
 	return masked
 }
 
-// hideTiers hides the usable paths above the lowest tier that has a usable path:
-// a backup tier carries traffic only while every path of the tiers below is down.
-// The lowest tier and whether usable paths span several are found once per
-// refreshInfos, not per packet.
+// hideTiers hides the usable paths above the tiers that carry traffic now: the
+// lowest tier that has a usable path, and those that joined while it was
+// saturated (tiers.go). A backup tier carries traffic only while the tiers
+// below are down or full. The tiers are found once per refreshInfos, not per
+// packet.
 func (p *peer) hideTiers(hidden *[maxPaths]bool) bool {
 	if !p.infoTiersSpread {
 		return false
 	}
 	for i := range p.infos {
-		if p.infos[i].Usable && int(p.infoTier[i]) > p.infoLowTier {
+		if p.infos[i].Usable && int(p.infoTier[i]) > p.infoTierCeil {
 			p.infos[i].Usable, hidden[i] = false, true
 		}
 	}

@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,18 +18,9 @@ func TestEngineBlackHoleMidSession(t *testing.T) {
 	r.net.SetFilter(func(from, to netip.AddrPort, b []byte) bool {
 		return !(from.Addr() == srvAddr2.Addr() && to.Addr() == cliAddr2 && len(b) > 1300)
 	})
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, make([]byte, 1320)))
-		}
-	}()
+	var gap atomic.Int64
+	gap.Store(int64(time.Millisecond))
+	r.streamDown(t, 1320, &gap)
 	go func() {
 		for range r.cliATun.Outbound() {
 		}

@@ -3,6 +3,9 @@ package tunnel
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
 )
 
 // ipv4 builds an IPv4 packet of protocol proto with an l4-byte transport
@@ -53,4 +56,21 @@ func tcp4(src, dst netip.Addr, sport, dport uint16, seq uint32, payload []byte) 
 	binary.BigEndian.PutUint32(p[24:], seq)
 	p[32] = 5 << 4 // data offset
 	return p
+}
+
+// streamDown injects UDP packets of size payload bytes from the server's side to
+// client a, one every *gap (read before each), until the test ends.
+func (r *rig) streamDown(t *testing.T, size int, gap *atomic.Int64) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(gap.Load())):
+			}
+			r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, make([]byte, size)))
+		}
+	}()
 }

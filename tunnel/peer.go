@@ -113,8 +113,12 @@ type peer struct {
 	// entries are in more than one tier (refreshInfos, for hideTiers).
 	infoLowTier     int
 	infoTiersSpread bool
-	mss4, mss6      uint16
-	mtuWarned       bool
+	// infoTierCeil is the highest tier carrying traffic now: infoLowTier, or
+	// above while the tiers below are saturated (tiers.go).
+	infoTierCeil int
+	tiers        tierJoin
+	mss4, mss6   uint16
+	mtuWarned    bool
 
 	// meters: a client's budget meters by local path (budget.go).
 	meters                map[string]*budget.Meter
@@ -428,6 +432,7 @@ func (p *peer) refreshInfos(now time.Time) {
 			p.infoLowTier = t
 		}
 	}
+	p.joinTiers(now)
 	if haveRef {
 		for k := range p.infos {
 			if p.owdKnown[k] {

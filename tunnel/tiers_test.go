@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn/conntest"
 )
 
@@ -83,5 +84,62 @@ func TestEngineBackupTier(t *testing.T) {
 	time.Sleep(window)
 	if b := txOn(r.srv, "a", 2) - s1; b > 1024 {
 		t.Fatalf("after the primary returned the backup still carried %d B/s", b)
+	}
+}
+
+// A secondary tier (1) joins while the primary is saturated (its window full,
+// packets waiting in the queue for a second) and leaves once the queue has stayed
+// short for tierLeaveAfter; a load the primary carries never wakes it. A backup
+// tier (4) does not join for saturation.
+func TestEngineTierJoinsWhenSaturated(t *testing.T) {
+	for _, tier := range []int{1, 4} {
+		t.Run(fmt.Sprintf("tier%d", tier), func(t *testing.T) { tierUnderLoad(t, tier) })
+	}
+}
+
+func tierUnderLoad(t *testing.T, tier int) {
+	r := newRig(t, rigOpts{tiers: [2]int{0, tier}, params: Params{Congestion: "reno"}, tunables: func(tn *Tunables) {
+		tn.CC = cc.Config{InitialWindow: 4, MaxWindow: 4}
+	}})
+	// 100 ms round trips: the primary's window of 4 moves 40 packets a second.
+	r.setDelays(50*time.Millisecond, 50*time.Millisecond)
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	go func() {
+		for range r.cliATun.Outbound() {
+		}
+	}()
+	var gap atomic.Int64                    // between injected packets, ns
+	gap.Store(int64(50 * time.Millisecond)) // 20 packets a second: the primary carries it
+	r.streamDown(t, 1000, &gap)
+	backup := func(d time.Duration) uint64 {
+		b0 := txOn(r.srv, "a", 2)
+		time.Sleep(d)
+		return txOn(r.srv, "a", 2) - b0
+	}
+
+	time.Sleep(500 * time.Millisecond)
+	if b := backup(1500 * time.Millisecond); b > 1536 {
+		t.Fatalf("a load the primary carries: the backup sent %d B in 1.5 s, want only keepalives", b)
+	}
+
+	gap.Store(int64(2 * time.Millisecond)) // 500 a second: the primary is saturated
+	time.Sleep(tierJoinAfter + 500*time.Millisecond)
+	b := backup(time.Second)
+	t.Logf("tier %d beside a saturated primary: %d B/s", tier, b)
+	if tier >= backupTier {
+		if b > 1536 {
+			t.Fatalf("backup tier %d joined for saturation: %d B in 1 s", tier, b)
+		}
+		return
+	}
+	if b < 20000 {
+		t.Fatalf("saturated primary: tier %d sent %d B in 1 s, want it joined (≥ 20 kB)", tier, b)
+	}
+
+	gap.Store(int64(time.Second)) // light again: the tier leaves after tierLeaveAfter
+	time.Sleep(tierLeaveAfter + time.Second)
+	if b := backup(time.Second); b > 1536 {
+		t.Fatalf("%v after the load fell tier %d still sent %d B/s", tierLeaveAfter+time.Second, tier, b)
 	}
 }

@@ -1,0 +1,101 @@
+package tunnel
+
+import "time"
+
+// Priority tiers (client.priorities, docs/config.md): traffic goes to the lowest
+// tier that has a usable path. Tiers 1 to 3 are *secondary*: the next of them
+// joins when the tiers in use are saturated — their windows full and packets
+// waiting in the per-peer queue for tierJoinAfter — one tier per tierJoinAfter,
+// and leaves again once the queue has stayed short for tierLeaveAfter. Tiers 4
+// to 7, and the tier of paths over their budget (overBudgetTier), are *backup*:
+// they carry traffic only while every path below them is down (Speedify's
+// primary, secondary and backup: a secondary link adds capacity while the
+// primary cannot carry the load, a backup one, often metered, stands by).
+// Saturation is seen only with a congestion controller (without one nothing
+// ever waits).
+
+const (
+	// backupTier is the lowest tier that never joins for saturation.
+	backupTier = 4
+	// tierJoinAfter: how long the tiers in use must stay saturated before the
+	// next one joins (long enough that a burst does not wake a metered link).
+	tierJoinAfter = time.Second
+	// tierLeaveAfter: how long the queue must stay short before the highest
+	// joined tier leaves.
+	tierLeaveAfter = 5 * time.Second
+	// tierGap: a short queue for less than this does not end a saturated
+	// stretch (the queue empties for a moment between an inner flow's bursts).
+	tierGap = 100 * time.Millisecond
+)
+
+// tierJoin is a peer's record of joined tiers.
+type tierJoin struct {
+	extra    int       // tiers above the lowest usable one that carry traffic now
+	satStart time.Time // start of the current saturated stretch (zero: none)
+	lastSat  time.Time // last refresh that found the tiers saturated
+	changed  time.Time // last join or leave
+}
+
+// saturated reports whether packets wait in the per-peer queue for the paths
+// in use: some are queued and the smoothed wait is at least half CoDel's target.
+func (p *peer) saturated() bool {
+	return p.cc != nil && p.ccq.len() > 0 && p.ccq.sojourn >= p.e.tn.CoDel.Target/2
+}
+
+// joinTiers updates the joined tiers and sets p.infoTierCeil, the highest tier
+// that carries traffic now. Called by refreshInfos once infoLowTier is known.
+// Caller holds p.mu.
+func (p *peer) joinTiers(now time.Time) {
+	tj := &p.tiers
+	if !p.infoTiersSpread {
+		*tj = tierJoin{}
+		p.infoTierCeil = p.infoLowTier
+		return
+	}
+	if p.saturated() {
+		if tj.satStart.IsZero() || now.Sub(tj.lastSat) > tierGap {
+			tj.satStart = now
+		}
+		tj.lastSat = now
+	}
+	var present [backupTier]bool
+	for k := range p.infos {
+		if t := p.infoTier[k]; p.infos[k].Usable && t < backupTier {
+			present[t] = true
+		}
+	}
+	next := func(above int) int { // the next usable secondary tier above, -1 for none
+		for t := above + 1; t < backupTier; t++ {
+			if present[t] {
+				return t
+			}
+		}
+		return -1
+	}
+	ceil := p.infoLowTier
+	for n := 0; n < tj.extra; n++ {
+		t := next(ceil)
+		if t < 0 {
+			tj.extra = n
+			break
+		}
+		ceil = t
+	}
+	switch {
+	case !tj.satStart.IsZero() && now.Sub(tj.lastSat) <= tierGap &&
+		now.Sub(tj.satStart) >= tierJoinAfter && now.Sub(tj.changed) >= tierJoinAfter && next(ceil) >= 0:
+		tj.extra++
+		tj.changed = now
+		ceil = next(ceil)
+		p.e.log.Info("tier joins: the tiers below are saturated", "peer", p.name, "tier", ceil)
+	case tj.extra > 0 && now.Sub(tj.lastSat) >= tierLeaveAfter && now.Sub(tj.changed) >= tierLeaveAfter:
+		tj.extra--
+		tj.changed = now
+		p.e.log.Info("tier leaves: the queue stayed short", "peer", p.name, "tier", ceil)
+		ceil = p.infoLowTier
+		for n := 0; n < tj.extra; n++ {
+			ceil = next(ceil)
+		}
+	}
+	p.infoTierCeil = ceil
+}
