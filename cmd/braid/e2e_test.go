@@ -335,6 +335,20 @@ socket = %q
 	return r
 }
 
+// shapeLink shapes both ends of the rig's link n (s<n> and c<n>) to rate
+// bits/s with a queue of limit bytes (0: the default); rate 8 with limit 1
+// drops every packet, a silent cut.
+func (r *e2eRig) shapeLink(t testing.TB, n int, rate uint64, limit uint32) {
+	for _, l := range []struct {
+		ns   *netns.Namespace
+		link string
+	}{{r.srv, fmt.Sprintf("s%d", n)}, {r.cli, fmt.Sprintf("c%d", n)}} {
+		if err := l.ns.Shape(l.link, netns.TBF{Rate: rate, Limit: limit}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // e2eCongestion is braid's own per-path congestion control for client a: braid's
 // default ("auto": the rate model, with loss recovery on), or $E2E_CONGESTION to
 // run the same checks with another controller.

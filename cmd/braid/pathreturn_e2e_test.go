@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/httpbench"
-	"github.com/braid-vpn/braid/netns"
 )
 
 // A path cut inside the network for 3 s during a download, then restored: the
@@ -27,16 +26,7 @@ func TestE2EPathReturns(t *testing.T) {
 
 func pathReturns(t *testing.T, silent bool) {
 	r := newE2ERig(t, true)
-	shape := func(rate uint64, limit uint32) {
-		for _, l := range []struct {
-			ns   interface{ Shape(string, netns.TBF) error }
-			link string
-		}{{r.srv, "s2"}, {r.cli, "c2"}} {
-			if err := l.ns.Shape(l.link, netns.TBF{Rate: rate, Limit: limit}); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	shape := func(rate uint64, limit uint32) { r.shapeLink(t, 2, rate, limit) }
 	cutLink := func() error {
 		if silent {
 			shape(8, 1) // nothing fits: every packet is dropped
