@@ -51,30 +51,35 @@ func sendTCPFlow(t *testing.T, r *rig, n int) []uint32 {
 	return got
 }
 
-// With 4 % loss on both paths, recovery delivers every segment of a TCP flow, in
+// With 4 % loss on both paths, recovery delivers the segments of a TCP flow in
 // order, and the status shows the resends; without it segments go missing.
+// Recovery is bounded in time (a resend that cannot arrive before the receiver
+// stops waiting is given up and announced), so with random loss a segment
+// whose resend is lost too may be given up: at most 1 % may be missing, and
+// only as many as the sender counts as given up (residual).
 func TestEngineRecoversLoss(t *testing.T) {
 	const n = 600
 	r := lossyRig(t, Params{}, 0.04)
 	got := sendTCPFlow(t, r, n)
-	if len(got) != n {
-		t.Errorf("recovery on: %d of %d segments delivered", len(got), n)
-	}
-	for i, s := range got {
-		if s != uint32(i) {
-			t.Fatalf("recovery on: delivery %d is segment %d (out of order or missing)", i, s)
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("recovery on: delivery %d is segment %d after %d (out of order)", i, got[i], got[i-1])
 		}
 	}
 	st := r.cliA.Status().Peers[0]
 	if st.Recovery != "retransmit+fec" || st.RecoveryStats == nil {
 		t.Fatalf("status: recovery %q %+v", st.Recovery, st.RecoveryStats)
 	}
-	var resent, recovered uint64
+	var resent, recovered, residual uint64
 	for _, pa := range st.Paths {
 		if pa.Recovery != nil {
 			resent += pa.Recovery.Retransmitted
 			recovered += pa.Recovery.Recovered
+			residual += pa.Recovery.Residual
 		}
+	}
+	if missing := n - len(got); missing > n/100 || uint64(missing) > residual {
+		t.Errorf("recovery on: %d of %d segments missing, %d given up by the sender (want ≤ %d, each one given up)", missing, n, residual, n/100)
 	}
 	// About 4 % of 600 data datagrams are lost on the way out.
 	if resent < 5 || recovered < 5 {
