@@ -567,7 +567,7 @@ func (p *Path) OnAck(a Ack) {
 		return
 	case algCubic:
 		if !limited {
-			p.cub.appLimited(a.Now)
+			p.cubicAppLimited(a.Now)
 			return
 		}
 	}
@@ -601,7 +601,7 @@ func (p *Path) avoid(n float64, now time.Time) {
 	case algReno:
 		p.cwnd += n / p.cwnd
 	case algCubic:
-		p.cub.avoid(&p.c.cfg, &p.cwnd, n, p.srtt, now)
+		p.cubicAvoid(n, now)
 	default:
 		p.cwnd += n * p.c.coupledIncrease(p)
 	}
@@ -635,11 +635,7 @@ func (p *Path) OnLoss(l Loss) {
 		p.rateLoss(&l)
 		return
 	}
-	sent := l.LargestSent
-	if sent.IsZero() {
-		sent = l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
-	}
-	if !p.recoveryStart.IsZero() && !sent.After(p.recoveryStart) {
+	if !p.recoveryStart.IsZero() && !p.lossSent(&l).After(p.recoveryStart) {
 		return
 	}
 	p.congestionEvents++
@@ -648,6 +644,15 @@ func (p *Path) OnLoss(l Loss) {
 	p.inRecovery = true
 	p.recoveryStart = l.Now
 	p.afterCongestion()
+}
+
+// lossSent is when the newest packet of l was sent (Now − SRTT when unknown):
+// a loss of a packet sent before the last reduction does not reduce again.
+func (p *Path) lossSent(l *Loss) time.Time {
+	if l.LargestSent.IsZero() {
+		return l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
+	}
+	return l.LargestSent
 }
 
 // afterCongestion updates the per-algorithm state a congestion event or an RTO
@@ -696,7 +701,7 @@ func (c *Controller) decrease(p *Path) float64 {
 	var s float64
 	switch c.alg {
 	case algCubic:
-		s = p.cub.decrease(&p.c.cfg, p.cwnd)
+		s = p.cubicDecrease()
 	case algBALIA:
 		s = w - w/2*min(c.baliaAlpha(p), 1.5)
 	case algCoupled:

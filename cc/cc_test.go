@@ -222,14 +222,14 @@ func TestCubicVectors(t *testing.T) {
 	p2.OnAck(Ack{Now: loss, Bytes: mss, PriorInFlight: p2.Window(), RTT: rtt, SRTT: rtt, LargestSent: loss.Add(time.Microsecond)})
 	near(t, "K", p2.cub.k, 2.466212074)
 	for _, v := range []struct{ t, w float64 }{{1, 18.739188}, {2, 19.959467}, {2.466212074, 20}, {3, 20.060837}} {
-		near(t, "W_cubic", math.Round(p2.cub.w(&p2.c.cfg, v.t)*1e6)/1e6, v.w)
+		near(t, "W_cubic", math.Round(p2.cubicW(v.t)*1e6)/1e6, v.w)
 	}
 	// At t = 0 with RTT 0.1 s: target = W_cubic(0.1) = 14.700670 ⇒ the concave step is
 	// (14.700670−14)/14 = +0.050048 per segment, faster than W_est's 0.529412/14 =
 	// 0.037815: the cubic region governs path 2 (first ack below).
 	p2.cwnd = 14
-	near(t, "target(0)", p2.cub.target(&p2.c.cfg, p2.cwnd, p2.srtt, 0), 14.7006698)
-	near(t, "concave step", (p2.cub.target(&p2.c.cfg, p2.cwnd, p2.srtt, 0)-14)/14, 0.0500478)
+	near(t, "target(0)", p2.cubicTarget(0), 14.7006698)
+	near(t, "concave step", (p2.cubicTarget(0)-14)/14, 0.0500478)
 	// RFC 9438 §4.3 literally: at the very first ack (t = 0) W_cubic(0) = 14 < W_est =
 	// 14 + 0.037815, so that one ack is Reno-friendly; 50 ms later W_cubic has passed
 	// W_est and the concave step applies.

@@ -56,13 +56,27 @@ func (c *Controller) totalWindow() float64 {
 // alpha = w_total · max_k(w_k/rtt_k²) / (Σ_k w_k/rtt_k)² (eq. 2), so
 // alpha/w_total = max_k(w_k/rtt_k²) / (Σ_k w_k/rtt_k)².
 func (c *Controller) liaIncrease(p *Path) float64 {
+	return c.lia(p, func(q *Path) float64 { return q.cwnd })
+}
+
+// lia is liaIncrease over the windows w returns: the active paths for which w
+// is positive take part (the "rate" model's contention windows, 0 on paths not
+// contending, use it too); 1/w(p) when none has an RTT.
+func (c *Controller) lia(p *Path, w func(*Path) float64) float64 {
 	best, sum := 0.0, 0.0
 	for _, q := range c.active {
-		x := q.cwnd / q.srtt
+		wq := w(q)
+		if wq <= 0 || q.srtt <= 0 {
+			continue
+		}
+		x := wq / q.srtt
 		sum += x
 		best = max(best, x/q.srtt)
 	}
-	return min(best/(sum*sum), 1/p.cwnd)
+	if sum <= 0 {
+		return 1 / w(p)
+	}
+	return min(best/(sum*sum), 1/w(p))
 }
 
 // oliaIncrease is OLIA's per-segment increase

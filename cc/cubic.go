@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// cubicState is RFC 9438 CUBIC's per-window state (windows in segments, times
-// in seconds).
+// cubicState is RFC 9438 CUBIC's per-path state (windows in segments, times in
+// seconds).
 type cubicState struct {
 	wMax       float64 // window before the last reduction (after fast convergence)
 	k          float64 // time from the epoch start to W_cubic = wMax
@@ -19,60 +19,65 @@ type cubicState struct {
 	lastAck    time.Time
 }
 
-// w is W_cubic(t) = C (t-K)^3 + W_max.
-func (s *cubicState) w(cfg *Config, t float64) float64 {
-	d := t - s.k
-	return cfg.CubicC*d*d*d + s.wMax
+// cubicW is W_cubic(t) = C (t-K)^3 + W_max.
+func (p *Path) cubicW(t float64) float64 {
+	d := t - p.cub.k
+	return p.c.cfg.CubicC*d*d*d + p.cub.wMax
 }
 
-// avoid is RFC 9438 §4.2–4.4 for n acknowledged segments on window *w with
-// smoothed RTT srtt (seconds).
-func (s *cubicState) avoid(cfg *Config, w *float64, n, srtt float64, now time.Time) {
+// cubicAvoid is RFC 9438 §4.2–4.4 for n acknowledged segments.
+func (p *Path) cubicAvoid(n float64, now time.Time) {
+	cfg := &p.c.cfg
+	s := &p.cub
 	if !s.epochValid {
 		s.epochStart, s.epochValid = now, true
-		s.cwndEpoch = *w
-		s.wEst = *w
+		s.cwndEpoch = p.cwnd
+		s.wEst = p.cwnd
 		s.alpha = 3 * (1 - cfg.CubicBeta) / (1 + cfg.CubicBeta)
-		if s.wMax > *w {
-			s.k = math.Cbrt((s.wMax - *w) / cfg.CubicC)
+		if s.wMax > p.cwnd {
+			s.k = math.Cbrt((s.wMax - p.cwnd) / cfg.CubicC)
 		} else {
 			s.k = 0
-			s.wMax = *w
+			s.wMax = p.cwnd
 		}
 	}
 	t := now.Sub(s.epochStart).Seconds()
-	target := s.target(cfg, *w, srtt, t)
-	s.wEst += s.alpha * n / *w
+	target := p.cubicTarget(t)
+	s.wEst += s.alpha * n / p.cwnd
 	if s.wEst >= s.cwndPrior {
 		s.alpha = 1
 	}
-	if s.w(cfg, t) < s.wEst {
+	if p.cubicW(t) < s.wEst {
 		// Reno-friendly region: at least as fast as Reno would be.
-		*w = s.wEst
+		p.cwnd = s.wEst
 		return
 	}
 	// Concave below W_max, convex above.
-	*w += n * (target - *w) / *w
+	p.cwnd += n * (target - p.cwnd) / p.cwnd
 }
 
-// target is the window CUBIC aims at one RTT after t seconds into the epoch,
-// clamped to [w, 1.5·w] (RFC 9438 §4.2).
-func (s *cubicState) target(cfg *Config, w, srtt, t float64) float64 {
-	return min(max(s.w(cfg, t+srtt), w), 1.5*w)
+// cubicTarget is the window CUBIC aims at one RTT after t seconds into the
+// epoch, clamped to [cwnd, 1.5·cwnd] (RFC 9438 §4.2).
+func (p *Path) cubicTarget(t float64) float64 {
+	return min(max(p.cubicW(t+p.srtt), p.cwnd), 1.5*p.cwnd)
 }
 
-// appLimited keeps the epoch clock still while the window does not limit the
-// path: RFC 9438 excludes such periods from t, otherwise W_cubic(t) would run
-// ahead and the window would jump when traffic resumes.
-func (s *cubicState) appLimited(now time.Time) {
+// cubicAppLimited keeps the epoch clock still while the path is not limited by
+// its window: RFC 9438 excludes such periods from t, otherwise W_cubic(t) would
+// run ahead and the window would jump when traffic resumes.
+func (p *Path) cubicAppLimited(now time.Time) {
+	s := &p.cub
 	if s.epochValid && !s.lastAck.IsZero() && now.After(s.lastAck) {
 		s.epochStart = s.epochStart.Add(now.Sub(s.lastAck))
 	}
 	s.lastAck = now
 }
 
-// decrease is RFC 9438 §4.6–4.7 for window w: fast convergence, then β·w.
-func (s *cubicState) decrease(cfg *Config, w float64) float64 {
+// cubicDecrease is RFC 9438 §4.6–4.7: fast convergence, then β·cwnd.
+func (p *Path) cubicDecrease() float64 {
+	cfg := &p.c.cfg
+	s := &p.cub
+	w := p.cwnd
 	if w < s.wMax {
 		s.wMax = w * (1 + cfg.CubicBeta) / 2
 	} else {

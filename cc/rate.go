@@ -80,7 +80,7 @@ func (m rateMode) String() string {
 	return "probe_bw"
 }
 
-// rateModeName is the mode shown in Stats: the state machine's, or "contend"
+// modeName is the mode shown in Stats: the state machine's, or "contend"
 // while a buffer-filling flow holds the bottleneck's queue.
 func (rs *rateState) modeName() string {
 	if rs.contend {
@@ -319,7 +319,7 @@ func (p *Path) rateAck(a *Ack) {
 	if a.RTT > 0 {
 		p.rateQueue(a.Now, a.RTT.Seconds())
 	}
-	if rs := &p.rs; rs.contending() && a.Bytes > 0 {
+	if p.rs.contending() && a.Bytes > 0 {
 		p.contendGrow(a)
 	}
 	p.rateWindow(float64(a.Bytes) / p.c.mss)
@@ -340,29 +340,23 @@ func (p *Path) contendGrow(a *Ack) {
 	}
 	n := float64(a.Bytes) / p.c.mss
 	if rs.cwSlow {
-		rs.cw += n * rs.cw / p.c.contendWindow()
+		sum := 0.0
+		for _, q := range p.c.active {
+			sum += contendWin(q)
+		}
+		rs.cw += n * rs.cw / max(sum, rs.cw) // p itself may be outside the active set
 	} else {
-		rs.cw += rateContendAI * p.c.contendIncrease(p) * n
+		rs.cw += rateContendAI * p.c.lia(p, contendWin) * n
 	}
 	rs.cw = min(rs.cw, p.c.cfg.MaxWindow)
 }
 
-// contendIncrease is RFC 6356's LIA increase per acknowledged segment over
-// the session's contending paths: min(max_k(w_k/rtt_k²)/(Σ w_k/rtt_k)², 1/w_r).
-func (c *Controller) contendIncrease(p *Path) float64 {
-	best, sum := 0.0, 0.0
-	for _, q := range c.active {
-		if !q.rs.contending() || q.srtt <= 0 {
-			continue
-		}
-		x := q.rs.cw / q.srtt
-		sum += x
-		best = max(best, x/q.srtt)
+// contendWin is the contention window of a path that contends now, else 0.
+func contendWin(q *Path) float64 {
+	if q.rs.contending() {
+		return q.rs.cw
 	}
-	if sum <= 0 {
-		return 1 / p.rs.cw
-	}
-	return min(best/(sum*sum), 1/p.rs.cw)
+	return 0
 }
 
 // contending reports whether the contention window holds the path now (in
@@ -386,9 +380,9 @@ func (p *Path) queueSlack(minRTT float64) float64 {
 // grows as one Reno flow would, coupled across the session's contending paths,
 // and is cut by 0.7 per loss event, holds its share (a newcomer's slow start
 // is how a TCP flow takes its share from a running one; without it the
-// coupled increase alone took longer than a download to get there). Every rateDrainCheckEvery it
-// drains to its own BDP for a while; if the queue then empties, the
-// competitor is gone and the model takes over again.
+// coupled increase alone took longer than a download to get there). Every
+// rateDrainCheckEvery it drains to its own BDP for a while; if the queue then
+// empties, the competitor is gone and the model takes over again.
 func (p *Path) rateQueue(now time.Time, rtt float64) {
 	rs := &p.rs
 	mr := p.rateMinRTT()
@@ -448,17 +442,6 @@ func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
 		rs.drainUntil = time.Time{}
 		rs.drainAt = now.Add(rateDrainCheckEvery)
 	}
-}
-
-// contendWindow is Σ cw over the session's contending paths.
-func (c *Controller) contendWindow() float64 {
-	sum := 0.0
-	for _, q := range c.active {
-		if q.rs.contending() {
-			sum += q.rs.cw
-		}
-	}
-	return sum
 }
 
 // rateRoundEnd closes a round: Startup's growth check, the loss window, and the
@@ -577,13 +560,9 @@ func (p *Path) rateLoss(l *Loss) {
 		return
 	}
 	// In contention a loss is the shared queue overflowing: cut the window
-	// once per round trip, as a loss-based flow does, never below the model's
-	// own cap.
-	sent := l.LargestSent
-	if sent.IsZero() {
-		sent = l.Now.Add(-time.Duration(p.srtt * float64(time.Second)))
-	}
-	if sent.After(rs.cwCut) {
+	// once per round trip, as a loss-based flow does (the cap stays at least
+	// the model's own, rateTarget).
+	if p.lossSent(l).After(rs.cwCut) {
 		rs.cw = max(rs.cw*rateContendBeta, rateMinCap)
 		rs.cwCut, rs.cwSlow = l.Now, false
 		rs.lossEvents++

@@ -79,6 +79,7 @@ func (p *peer) setCongestion(name string, now time.Time) error {
 	p.cc = ctl
 	if p.ccq.codel == nil {
 		p.ccq.init(p.e.tn.CCQueuePackets, len(p.flowSq), p.e.tn.CoDel)
+		p.queueMaxAge, p.queueJudge = p.e.tn.CCQueueDelay, true // until the next refreshInfos
 	}
 	for _, ps := range p.paths {
 		if ps != nil {
@@ -354,7 +355,7 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 	}
 	refreshed := !refresh
 	q := &p.ccq
-	maxAge, judge := p.retuneQueue()
+	maxAge, judge := p.queueMaxAge, p.queueJudge
 	for r := q.next(); r != nil; r = q.next() {
 		e := r.front()
 		wait := now.Sub(e.at)
@@ -394,29 +395,23 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 	q.codel.OnEmpty(now)
 }
 
-// retuneQueue fits the queue's CoDel to the inner flows' round trip, the
-// largest SRTT of the usable paths, and returns the age at which a waiting
-// packet expires and whether CoDel may judge now: not while a usable path's
-// model is in Startup — the queue is then the model's, still finding what the
+// retuneQueue fits the queue's CoDel to the inner flows' round trip, srtt (the
+// largest SRTT of the usable paths), and sets the age at which a waiting packet
+// expires and whether CoDel may judge: not while a usable path's model is in
+// Startup (startup) — the queue is then the model's, still finding what the
 // path carries, and one drop in an inner flow's slow start set its ssthresh to
-// 19 segments on a 100 ms path, 4 s of a 16 MiB download spent growing back. CoDel's interval must be on the order of the flows' RTT
-// (RFC 8289 §4.4): with the tunables' 100 ms an inner flow over a 150 ms path
-// (a competitor's standing queue, a long route) was dropped more than once a
-// round trip and fell to a fraction of its share. So the interval is at least
-// that SRTT, the target at least 3/10 of it (a flow cut by CUBIC's 0.7 then
-// keeps most of the path busy), and the expiry age (CCQueueDelay) grows in
-// proportion to the interval. Paths under 67 ms keep the tunables' values.
-// Caller holds p.mu.
-func (p *peer) retuneQueue() (maxAge time.Duration, judge bool) {
-	var srtt time.Duration
-	judge = true
-	for i := range p.infos {
-		if p.infos[i].Usable {
-			srtt = max(srtt, p.infos[i].SRTT)
-			if p.infoP[i].cc.StartingUp() && !p.standby(p.infoP[i]) {
-				judge = false
-			}
-		}
+// 19 segments on a 100 ms path, 4 s of a 16 MiB download spent growing back.
+// CoDel's interval must be on the order of the flows' RTT (RFC 8289 §4.4):
+// with the tunables' 100 ms an inner flow over a 150 ms path (a competitor's
+// standing queue, a long route) was dropped more than once a round trip and
+// fell to a fraction of its share. So the interval is at least that SRTT, the
+// target at least 3/10 of it (a flow cut by CUBIC's 0.7 then keeps most of the
+// path busy), and the expiry age (CCQueueDelay) grows in proportion to the
+// interval. Paths under 67 ms keep the tunables' values. Called once per
+// refreshInfos, not per packet. Caller holds p.mu.
+func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
+	if p.ccq.codel == nil {
+		return
 	}
 	cfg := p.e.tn.CoDel
 	if cfg.Interval <= 0 {
@@ -424,7 +419,8 @@ func (p *peer) retuneQueue() (maxAge time.Duration, judge bool) {
 	}
 	interval := max(cfg.Interval, srtt)
 	p.ccq.codel.Retune(max(cfg.Target, srtt*3/10), interval)
-	return p.e.tn.CCQueueDelay * interval / cfg.Interval, judge
+	p.queueMaxAge = p.e.tn.CCQueueDelay * interval / cfg.Interval
+	p.queueJudge = !startup
 }
 
 // canOffer reports whether some usable path has room now.

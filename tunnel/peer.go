@@ -117,8 +117,12 @@ type peer struct {
 	// above while the tiers below are saturated (tiers.go).
 	infoTierCeil int
 	tiers        tierJoin
-	mss4, mss6   uint16
-	mtuWarned    bool
+	// queueMaxAge and queueJudge: the per-peer queue's expiry age and whether
+	// CoDel judges now (retuneQueue, once per refreshInfos).
+	queueMaxAge time.Duration
+	queueJudge  bool
+	mss4, mss6  uint16
+	mtuWarned   bool
 
 	// meters: a client's budget meters by local path (budget.go).
 	meters                map[string]*budget.Meter
@@ -419,11 +423,15 @@ func (p *peer) refreshInfos(now time.Time) {
 	}
 	p.infoMinMTU = int(^uint(0) >> 1)
 	p.infoLowTier, p.infoTiersSpread = -1, false
+	var maxSRTT time.Duration
+	startup := false
 	for k := range p.infos {
 		if !p.infos[k].Usable {
 			continue
 		}
 		p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
+		maxSRTT = max(maxSRTT, p.infos[k].SRTT)
+		startup = startup || p.infoP[k].cc.StartingUp() && !p.standby(p.infoP[k])
 		t := int(p.infoTier[k])
 		if p.infoLowTier >= 0 && t != p.infoLowTier {
 			p.infoTiersSpread = true
@@ -433,6 +441,7 @@ func (p *peer) refreshInfos(now time.Time) {
 		}
 	}
 	p.joinTiers(now)
+	p.retuneQueue(maxSRTT, startup)
 	if haveRef {
 		for k := range p.infos {
 			if p.owdKnown[k] {

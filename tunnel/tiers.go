@@ -31,8 +31,8 @@ const (
 // tierJoin is a peer's record of joined tiers.
 type tierJoin struct {
 	extra    int       // tiers above the lowest usable one that carry traffic now
-	satStart time.Time // start of the current saturated stretch (zero: none)
-	lastSat  time.Time // last refresh that found the tiers saturated
+	satStart time.Time // start of the current saturated stretch
+	lastSat  time.Time // last refresh that found the tiers saturated (zero: never)
 	changed  time.Time // last join or leave
 }
 
@@ -53,49 +53,36 @@ func (p *peer) joinTiers(now time.Time) {
 		return
 	}
 	if p.saturated() {
-		if tj.satStart.IsZero() || now.Sub(tj.lastSat) > tierGap {
+		if now.Sub(tj.lastSat) > tierGap {
 			tj.satStart = now
 		}
 		tj.lastSat = now
 	}
+	// up[0] is the lowest usable tier, up[1:n] the usable secondary tiers
+	// above it, in order: the tiers that can join.
 	var present [backupTier]bool
 	for k := range p.infos {
 		if t := p.infoTier[k]; p.infos[k].Usable && t < backupTier {
 			present[t] = true
 		}
 	}
-	next := func(above int) int { // the next usable secondary tier above, -1 for none
-		for t := above + 1; t < backupTier; t++ {
-			if present[t] {
-				return t
-			}
+	up, n := [backupTier + 1]int{p.infoLowTier}, 1
+	for t := p.infoLowTier + 1; t < backupTier; t++ {
+		if present[t] {
+			up[n], n = t, n+1
 		}
-		return -1
 	}
-	ceil := p.infoLowTier
-	for n := 0; n < tj.extra; n++ {
-		t := next(ceil)
-		if t < 0 {
-			tj.extra = n
-			break
-		}
-		ceil = t
-	}
+	tj.extra = min(tj.extra, n-1)
 	switch {
-	case !tj.satStart.IsZero() && now.Sub(tj.lastSat) <= tierGap &&
-		now.Sub(tj.satStart) >= tierJoinAfter && now.Sub(tj.changed) >= tierJoinAfter && next(ceil) >= 0:
+	case tj.extra+1 < n && now.Sub(tj.lastSat) <= tierGap &&
+		now.Sub(tj.satStart) >= tierJoinAfter && now.Sub(tj.changed) >= tierJoinAfter:
 		tj.extra++
 		tj.changed = now
-		ceil = next(ceil)
-		p.e.log.Info("tier joins: the tiers below are saturated", "peer", p.name, "tier", ceil)
+		p.e.log.Info("tier joins: the tiers below are saturated", "peer", p.name, "tier", up[tj.extra])
 	case tj.extra > 0 && now.Sub(tj.lastSat) >= tierLeaveAfter && now.Sub(tj.changed) >= tierLeaveAfter:
+		p.e.log.Info("tier leaves: the queue stayed short", "peer", p.name, "tier", up[tj.extra])
 		tj.extra--
 		tj.changed = now
-		p.e.log.Info("tier leaves: the queue stayed short", "peer", p.name, "tier", ceil)
-		ceil = p.infoLowTier
-		for n := 0; n < tj.extra; n++ {
-			ceil = next(ceil)
-		}
 	}
-	p.infoTierCeil = ceil
+	p.infoTierCeil = up[tj.extra]
 }
