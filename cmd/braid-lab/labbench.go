@@ -24,20 +24,22 @@ import (
 func newLabBenchCmd() *cobra.Command {
 	var (
 		size, wgGo, out, cc string
-		reps                int
+		reps, parallel      int
 		cases               []string
 		idle, timeout       time.Duration
 		asJSON, force       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Throughput and CPU per GB: kernel TCP vs braid on 1 and 2 paths vs wireguard-go, on unshaped veths (root)",
-		Long: `bench joins a client and a server namespace with two unshaped veth pairs and
-times bulk HTTP downloads (cubic) over plain kernel TCP, braid on one path, braid on
-two paths and wireguard-go (when wireguard-go and wg are installed), round-robin,
---reps times each. It prints Mbit/s and CPU seconds per GB of the tunnel daemons, of
-the HTTP client and server, and of the whole machine, with ratios against kernel TCP
-and wireguard-go. docs/lab.md explains each number.`,
+		Short: "Throughput and CPU per GB: kernel TCP vs braid on 1, 2 and 4 paths vs wireguard-go, on unshaped veths (root)",
+		Long: `bench joins a client and a server namespace with unshaped veth pairs (two, or
+four when braid-4paths runs) and times bulk HTTP downloads (cubic) over plain kernel
+TCP, braid on one, two and four paths and wireguard-go (when wireguard-go and wg are
+installed), round-robin, --reps times each; --parallel K splits each download into K
+concurrent ones of size/K. It prints Mbit/s, CPU seconds per GB of the tunnel
+daemons, of the HTTP client and server and of the whole machine, and the daemons'
+peak RSS, with ratios against kernel TCP, wireguard-go and braid on one path.
+docs/lab.md explains each number.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
@@ -50,12 +52,15 @@ and wireguard-go. docs/lab.md explains each number.`,
 			if reps < 1 || reps > scenario.MaxReps {
 				return fmt.Errorf("--reps: %d is outside 1..%d", reps, scenario.MaxReps)
 			}
+			if err := bench.CheckParallel(parallel, n); err != nil {
+				return fmt.Errorf("--parallel: %w", err)
+			}
 			if err := bench.CheckCases(cases); err != nil {
 				return fmt.Errorf("--cases: %w", err)
 			}
 			stderr := cmd.ErrOrStderr()
 			cfg := bench.Config{
-				Size: n, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
+				Size: n, Parallel: parallel, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
 				Braid:    labBraidCommand(),
 				Progress: func(line string) { fmt.Fprintln(stderr, line) },
 			}
@@ -110,6 +115,7 @@ and wireguard-go. docs/lab.md explains each number.`,
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "1GiB", `bytes per download, e.g. "1GiB", "64MiB"`)
 	f.IntVar(&reps, "reps", bench.DefaultReps, "downloads per case")
+	f.IntVar(&parallel, "parallel", 1, "concurrent HTTP downloads (TCP connections) per download, of size/K bytes each")
 	f.StringSliceVar(&cases, "cases", bench.AllCases, "cases to run, comma-separated")
 	f.StringVar(&wgGo, "wireguard-go", "", "wireguard-go program (default: wireguard-go, or go install's wireguard, on PATH)")
 	f.StringVar(&cc, "cc", bench.DefaultCC, "TCP congestion control of the downloads")

@@ -22,24 +22,13 @@ func TestLabBench(t *testing.T) {
 	labTestBraid(t, "needs root: builds network namespaces and veth pairs and starts braid daemons")
 	const size = 64 << 20
 	out := filepath.Join(t.TempDir(), "out")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := run(ctx, []string{"lab", "bench", "--size", "64MiB", "--reps", "1", "--cases", "kernel,braid-1path", "--idle", "200ms", "--json", "--out", out}, nil, &stdout, &stderr)
+	rep, stderr := runBench(t, "--size", "64MiB", "--reps", "1", "--cases", "kernel,braid-1path", "--idle", "200ms", "--out", out)
 	took := time.Since(start)
-	t.Logf("stderr:\n%s", stderr.String())
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("stdout is not a bench.Report: %v\n%s", err, stdout.String())
-	}
 	if len(rep.Cases) != 2 || rep.Cases[0].Name != bench.CaseKernel || rep.Cases[1].Name != bench.CaseBraid1 {
 		t.Fatalf("cases %+v", rep.Cases)
 	}
-	if strings.Contains(stderr.String(), "wireguard-go not found") {
+	if strings.Contains(stderr, "wireguard-go not found") {
 		t.Error("hinted at wireguard-go although the case was not asked for")
 	}
 	const slack = 0.03 // CPU-s: two readings of 1/100 s ticks, and some
@@ -95,6 +84,12 @@ func TestLabBench(t *testing.T) {
 	if !(b.TunnelClient > 0 && b.TunnelServer > 0) {
 		t.Errorf("braid daemons' CPU %v / %v, want > 0", b.TunnelClient, b.TunnelServer)
 	}
+	// Each daemon has a peak RSS (a Go program: some MB, far below a GB);
+	// kernel TCP has no daemon.
+	checkRSS(t, rep.Cases[1])
+	if k := rep.Cases[0].TunnelRSSMB; k.Client.Valid() || k.Server.Valid() {
+		t.Errorf("kernel TCP has a peak RSS %+v", k)
+	}
 	if len(rep.Ratios) != 1 || rep.Ratios[0].Case != bench.CaseBraid1 || rep.Ratios[0].Ref != bench.CaseKernel || !(rep.Ratios[0].Throughput > 0) || !rep.Ratios[0].SystemCPU.Valid() {
 		t.Errorf("ratios %+v", rep.Ratios)
 	}
@@ -120,21 +115,73 @@ func TestLabBench(t *testing.T) {
 	}
 }
 
-// TestLabBenchArgs: a bad case list (or, without root, the lack of it) is
-// one line and exit code 1.
-func TestLabBenchArgs(t *testing.T) {
+// runBench runs `braid lab bench --json args…` and returns its report and
+// stderr; a failure ends the test.
+func runBench(t *testing.T, args ...string) (bench.Report, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"lab", "bench", "--cases", "kernel,nope"}, nil, &stdout, &stderr)
-	msg := stderr.String()
-	if code != 1 || strings.Count(msg, "\n") != 1 {
-		t.Fatalf("exit %d, stderr %q", code, msg)
+	code := run(ctx, append([]string{"lab", "bench", "--json"}, args...), nil, &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
 	}
-	want := `--cases: unknown case "nope"`
-	if os.Geteuid() != 0 {
-		want = "the lab needs root"
+	var rep bench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not a bench.Report: %v\n%s", err, stdout.String())
 	}
-	if !strings.Contains(msg, want) {
-		t.Errorf("stderr %q, want it to contain %q", msg, want)
+	return rep, stderr.String()
+}
+
+func checkRSS(t *testing.T, c bench.CaseResult) {
+	t.Helper()
+	r := c.TunnelRSSMB
+	t.Logf("%s: peak RSS %v / %v MB", c.Name, r.Client, r.Server)
+	for _, v := range []bench.Num{r.Client, r.Server} {
+		if !v.Valid() || v < 1 || v > 1000 {
+			t.Errorf("%s: peak RSS %+v, want 1..1000 MB each", c.Name, r)
+		}
+	}
+}
+
+// TestLabBenchParallel splits a small braid download into two concurrent
+// ones: the bytes still add up to --size, all over the tunnel's veth.
+func TestLabBenchParallel(t *testing.T) {
+	labTestBraid(t, "needs root: builds network namespaces and veth pairs and starts braid daemons")
+	const size = 32 << 20
+	rep, _ := runBench(t, "--size", "32MiB", "--reps", "1", "--cases", "braid-1path", "--parallel", "2", "--idle", "0")
+	if rep.Parallel != 2 || len(rep.Cases) != 1 || len(rep.Cases[0].Samples) != 1 {
+		t.Fatalf("parallel %d, cases %+v", rep.Parallel, rep.Cases)
+	}
+	s := rep.Cases[0].Samples[0]
+	if s.Bytes != size || !(s.Mbps > 0) || len(s.PathBytes) != 2 || s.PathBytes[0] < size {
+		t.Errorf("%d bytes at %v Mbit/s, veth RX %v; want %d bytes on the first veth", s.Bytes, s.Mbps, s.PathBytes, size)
+	}
+	checkRSS(t, rep.Cases[0])
+}
+
+// TestLabBenchArgs: a bad case list or parallel count (or, without root,
+// the lack of it) is one line and exit code 1.
+func TestLabBenchArgs(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--cases kernel,nope", `--cases: unknown case "nope"`},
+		{"--parallel 0", "--parallel: 0 parallel downloads"},
+		{"--size 2B --parallel 3", "--parallel: 3 parallel downloads of 2 bytes"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"lab", "bench"}, strings.Fields(c.args)...), nil, &stdout, &stderr)
+		msg := stderr.String()
+		if code != 1 || strings.Count(msg, "\n") != 1 {
+			t.Fatalf("%s: exit %d, stderr %q", c.args, code, msg)
+		}
+		want := c.want
+		if os.Geteuid() != 0 {
+			want = "the lab needs root"
+		}
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s: stderr %q, want it to contain %q", c.args, msg, want)
+		}
 	}
 }
 

@@ -1,10 +1,10 @@
 // Package bench is `braid lab bench`: bulk TCP throughput and its CPU cost
-// through braid on one and two paths, measured in the same run as plain
+// through braid on one, two and four paths, measured in the same run as plain
 // kernel TCP (the ceiling) and wireguard-go (the single-path userspace
 // tunnel braid is built from and compared with).
 //
 // The network is as plain as it gets: a client and a server namespace
-// joined by two unshaped veth pairs (no link emulator, no tbf), so that the
+// joined by two to four unshaped veth pairs (no link emulator, no tbf), so that the
 // tunnels' own cost, not a link, limits the rate. The HTTP server is a child
 // process (`braid lab serve`) in the server namespace; the client is this
 // process. Cases run round-robin, one repetition of each in turn, so that
@@ -38,17 +38,34 @@ const (
 	CaseKernel      = "kernel"
 	CaseBraid1      = "braid-1path"
 	CaseBraid2      = "braid-2paths"
+	CaseBraid4      = "braid-4paths"
 	CaseWireGuardGo = "wireguard-go"
 )
 
 // AllCases is every case, in run order.
-var AllCases = []string{CaseKernel, CaseBraid1, CaseBraid2, CaseWireGuardGo}
+var AllCases = []string{CaseKernel, CaseBraid1, CaseBraid2, CaseBraid4, CaseWireGuardGo}
 
 var caseLabels = map[string]string{
 	CaseKernel:      "kernel TCP, 1 veth",
 	CaseBraid1:      "braid, 1 path",
 	CaseBraid2:      "braid, 2 paths",
+	CaseBraid4:      "braid, 4 paths",
 	CaseWireGuardGo: "wireguard-go, 1 veth",
+}
+
+// braidPaths is the number of client paths (veths) of each braid case;
+// the other cases use the first veth only.
+var braidPaths = map[string]int{CaseBraid1: 1, CaseBraid2: 2, CaseBraid4: 4}
+
+// vethsFor is how many veth pairs the cases need: always the first two,
+// so that the second shows a single-veth case keeping off it, and more
+// only for a braid case with more paths.
+func vethsFor(cases []string) int {
+	n := 2
+	for _, c := range cases {
+		n = max(n, braidPaths[c])
+	}
+	return n
 }
 
 // Defaults of Config.
@@ -66,6 +83,9 @@ const (
 	// MinTimeoutRate sizes the default download timeout: a transfer slower
 	// than this (bit/s) on an unshaped veth is broken, not slow.
 	MinTimeoutRate = 20e6
+	// MaxParallel bounds Config.Parallel, as a guard against typos: a few
+	// streams already fill every CPU of a test machine.
+	MaxParallel = 64
 	// MinTimeout is the least default download timeout.
 	MinTimeout = time.Minute
 	// WarmupSize is the untimed download before each timed one: it makes
@@ -83,9 +103,12 @@ const (
 
 // Config of a bench run. Zero fields take the defaults above.
 type Config struct {
-	Size int64
-	Reps int
-	CC   string
+	// Size is the bytes of one timed download, split over Parallel
+	// concurrent HTTP downloads (of Size/Parallel bytes each).
+	Size     int64
+	Parallel int
+	Reps     int
+	CC       string
 	// Cases to run, a subset of AllCases (nil = all of them; wireguard-go
 	// is left out with a note when WireGuardGo or Wg is missing).
 	Cases []string
@@ -109,6 +132,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Size <= 0 {
 		c.Size = DefaultSize
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = 1
 	}
 	if c.Reps <= 0 {
 		c.Reps = DefaultReps
@@ -141,6 +167,15 @@ func CheckCases(names []string) error {
 	return nil
 }
 
+// CheckParallel reports whether k concurrent downloads of size bytes in
+// all are possible: each needs a byte.
+func CheckParallel(k int, size int64) error {
+	if k < 1 || k > MaxParallel || int64(k) > size {
+		return fmt.Errorf("%d parallel downloads of %d bytes in all: want 1..%d, at most one per byte", k, size, MaxParallel)
+	}
+	return nil
+}
+
 func kernelRelease() string {
 	var u unix.Utsname
 	if unix.Uname(&u) != nil {
@@ -160,10 +195,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := CheckCases(cfg.Cases); err != nil {
 		return nil, err
 	}
+	if err := CheckParallel(cfg.Parallel, cfg.Size); err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	rep := &Report{
 		Started: time.Now(), Host: host, Kernel: kernelRelease(),
-		Size: cfg.Size, Reps: cfg.Reps, CC: cfg.CC, IdleSeconds: max(cfg.Idle, 0).Seconds(),
+		Size: cfg.Size, Parallel: cfg.Parallel, Reps: cfg.Reps, CC: cfg.CC, IdleSeconds: max(cfg.Idle, 0).Seconds(),
 		Tools: map[string]Tool{},
 	}
 	if sys, err := ReadSystemCPU(); err == nil {
@@ -193,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.ComputeRatios()
 	}
 
-	l, err := newLab(cfg)
+	l, err := newLab(cfg, vethsFor(cases))
 	if err != nil {
 		return nil, err
 	}

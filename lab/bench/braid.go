@@ -60,7 +60,7 @@ type braidTunnel struct {
 }
 
 func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
-	t := &braidTunnel{l: l, paths: benchPaths[:n]}
+	t := &braidTunnel{l: l, paths: l.paths[:n]}
 	dir, err := os.MkdirTemp(l.dir, "braid-")
 	if err != nil {
 		return nil, err
@@ -82,9 +82,11 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 	return t, nil
 }
 
-// braidDetail names the scheduler and counts the usable subflows.
+// braidDetail names the scheduler and counts the subflows: the client
+// opens one from each path to each server address it lists (see
+// BraidClientConfig), and the daemon lists each with its state.
 func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
-	sched, subflows := "", 0
+	sched, usable := "", 0
 	for _, p := range st.Peers {
 		if !p.Established {
 			continue
@@ -92,7 +94,7 @@ func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
 		sched = p.Scheduler
 		for _, ps := range p.Paths {
 			if ps.State == "active" || ps.State == "degraded" {
-				subflows++
+				usable++
 			}
 		}
 	}
@@ -100,7 +102,9 @@ func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
 	for i, p := range paths {
 		veths[i] = p.ClientIf
 	}
-	s := fmt.Sprintf("braid scheduler %s, %d usable subflow(s) over veth %s", sched, subflows, strings.Join(veths, "+"))
+	n := len(paths)
+	s := fmt.Sprintf("braid scheduler %s, %d path(s) over veth %s to %d server address(es): %d of %d subflows usable",
+		sched, n, strings.Join(veths, "+"), n, usable, n*n)
 	if mtu > 0 {
 		s += fmt.Sprintf(", inner MTU %d", mtu)
 	}

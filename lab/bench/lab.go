@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/httpbench"
@@ -15,30 +16,35 @@ import (
 	"github.com/braid-vpn/braid/netns"
 )
 
-// The two veth pairs: path i joins a-pI (client, 198.18.I.1/24) and b-pI
-// (server, 198.18.I.2/24).
-var benchPaths = []testbed.Path{
-	{Name: "p1", Index: 0, ClientIf: "a-p1", ServerIf: "b-p1",
-		ClientAddr: netip.MustParseAddr("198.18.1.1"), ServerAddr: netip.MustParseAddr("198.18.1.2"),
-		Subnet: netip.MustParsePrefix("198.18.1.0/24")},
-	{Name: "p2", Index: 1, ClientIf: "a-p2", ServerIf: "b-p2",
-		ClientAddr: netip.MustParseAddr("198.18.2.1"), ServerAddr: netip.MustParseAddr("198.18.2.2"),
-		Subnet: netip.MustParsePrefix("198.18.2.0/24")},
-}
+// benchPaths are the veth pairs: path i joins a-pI (client, 198.18.I.1/24)
+// and b-pI (server, 198.18.I.2/24).
+var benchPaths = func() []testbed.Path {
+	var ps []testbed.Path
+	for i := range 4 {
+		n := byte(i + 1)
+		ps = append(ps, testbed.Path{Name: fmt.Sprintf("p%d", n), Index: i,
+			ClientIf: fmt.Sprintf("a-p%d", n), ServerIf: fmt.Sprintf("b-p%d", n),
+			ClientAddr: netip.AddrFrom4([4]byte{198, 18, n, 1}), ServerAddr: netip.AddrFrom4([4]byte{198, 18, n, 2}),
+			Subnet: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, n, 0}), 24)})
+	}
+	return ps
+}()
 
 // lab is the two namespaces, their veth pairs and the HTTP server.
 type lab struct {
 	cfg      Config
+	paths    []testbed.Path // the veth pairs built, a prefix of benchPaths
 	cli, srv *netns.Namespace
 	dir      string
 	web      *proc.Child
 }
 
-func newLab(cfg Config) (_ *lab, err error) {
+// newLab builds the first veths of benchPaths.
+func newLab(cfg Config, veths int) (_ *lab, err error) {
 	if _, err := netns.Cleanup(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("removing stale namespaces: %w", err)
 	}
-	l := &lab{cfg: cfg}
+	l := &lab{cfg: cfg, paths: benchPaths[:veths]}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -53,7 +59,7 @@ func newLab(cfg Config) (_ *lab, err error) {
 	if l.srv, err = netns.New(cfg.Prefix); err != nil {
 		return nil, err
 	}
-	for _, p := range benchPaths {
+	for _, p := range l.paths {
 		a := netns.VethEnd{NS: l.cli, Name: p.ClientIf, Addrs: []netip.Prefix{netip.PrefixFrom(p.ClientAddr, p.Subnet.Bits())}}
 		b := netns.VethEnd{NS: l.srv, Name: p.ServerIf, Addrs: []netip.Prefix{netip.PrefixFrom(p.ServerAddr, p.Subnet.Bits())}}
 		if err := netns.AddVeth(a, b); err != nil {
@@ -127,10 +133,8 @@ func (l *lab) start(ctx context.Context, name string) (tunnel, error) {
 			target: netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String(),
 			dial:   dialIn(l.cli, l.cfg.CC, benchPaths[0].Subnet),
 		}, nil
-	case CaseBraid1:
-		return startBraid(ctx, l, 1)
-	case CaseBraid2:
-		return startBraid(ctx, l, 2)
+	case CaseBraid1, CaseBraid2, CaseBraid4:
+		return startBraid(ctx, l, braidPaths[name])
 	case CaseWireGuardGo:
 		return startWireGuard(ctx, l)
 	}
@@ -163,16 +167,7 @@ type snap struct {
 
 func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 	var s snap
-	cpuOf := func(pid int, who string) (Num, error) {
-		if pid < 0 {
-			return NaN(), nil
-		}
-		v, err := ProcessCPU(pid)
-		if err != nil {
-			return NaN(), fmt.Errorf("CPU time of the %s: %w", who, err)
-		}
-		return Num(v), nil
-	}
+	cpuOf := func(pid int, who string) (Num, error) { return perProcess(pid, who, "CPU time", ProcessCPU) }
 	var err error
 	var errs []error
 	s.cpu.TunnelClient, err = cpuOf(cliPID, "client daemon")
@@ -186,7 +181,7 @@ func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 	sys, err := ReadSystemCPU()
 	errs = append(errs, err)
 	s.cpu.System = Num(sys.Busy)
-	for _, p := range benchPaths {
+	for _, p := range l.paths {
 		lk, err := l.cli.Netlink().LinkByName(p.ClientIf)
 		if err != nil || lk.Attrs().Statistics == nil {
 			errs = append(errs, fmt.Errorf("RX bytes of %s: %v", p.ClientIf, err))
@@ -195,6 +190,19 @@ func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 		s.rx = append(s.rx, lk.Attrs().Statistics.RxBytes)
 	}
 	return s, errors.Join(errs...)
+}
+
+// perProcess reads what of process pid (0: this one, < 0: none, giving
+// NaN), naming who in an error.
+func perProcess(pid int, who, what string, read func(pid int) (float64, error)) (Num, error) {
+	if pid < 0 {
+		return NaN(), nil
+	}
+	v, err := read(pid)
+	if err != nil {
+		return NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
+	}
+	return Num(v), nil
 }
 
 // idleLoad returns the CPUs busy on average over the idle window.
@@ -236,7 +244,7 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 		return Sample{}, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-	res, err := httpbench.Fetch(dctx, httpbench.URL(t.Target(), l.cfg.Size), httpbench.Options{Dial: t.Dial})
+	res, err := download(dctx, t, l.cfg.Size, l.cfg.Parallel)
 	cancel()
 	if err != nil {
 		return Sample{}, err
@@ -245,14 +253,87 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
+	// VmHWM is the peak since the daemon started, so reading it now, while
+	// the daemons still run, covers the warm-up and the timed download.
+	rssOf := func(pid int, who string) (Num, error) {
+		b, err := perProcess(pid, who, "peak RSS", ProcessPeakRSS)
+		return b / 1e6, err
+	}
+	var rss PeakRSS
+	var errC, errS error
+	rss.Client, errC = rssOf(cli, "client daemon")
+	rss.Server, errS = rssOf(srv, "server daemon")
+	if err := errors.Join(errC, errS); err != nil {
+		return Sample{}, err
+	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg,
+		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg, TunnelRSSMB: rss,
 	}
 	for i := range after.rx {
 		s.PathBytes = append(s.PathBytes, after.rx[i]-before.rx[i])
 	}
 	return s, nil
+}
+
+// download fetches size bytes from t as k concurrent HTTP downloads of
+// size/k bytes (the first size%k one byte more, so that they add up to
+// size), each on a connection of its own that t.Dial opens and checks. The
+// time runs from the first request to the last byte of any of them, as
+// httpbench times one; MaxStall is the longest of any. The first error
+// cancels the others.
+func download(ctx context.Context, t tunnel, size int64, k int) (httpbench.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type part struct {
+		start time.Time
+		res   httpbench.Result
+		err   error
+	}
+	parts := make([]part, k)
+	var wg sync.WaitGroup
+	for i := range parts {
+		n := size / int64(k)
+		if int64(i) < size%int64(k) {
+			n++
+		}
+		wg.Go(func() {
+			p := &parts[i]
+			p.start = time.Now()
+			if p.res, p.err = httpbench.Fetch(ctx, httpbench.URL(t.Target(), n), httpbench.Options{Dial: t.Dial}); p.err != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var sum httpbench.Result
+	var first, last time.Time
+	var errs []error
+	canceled := false
+	for i, p := range parts {
+		if errors.Is(p.err, context.Canceled) {
+			// Cut short by another's failure (or by Ctrl-C): nothing new.
+			canceled = true
+		} else if p.err != nil {
+			errs = append(errs, fmt.Errorf("download %d of %d: %w", i+1, k, p.err))
+		}
+		sum.Bytes += p.res.Bytes
+		sum.MaxStall = max(sum.MaxStall, p.res.MaxStall)
+		if first.IsZero() || p.start.Before(first) {
+			first = p.start
+		}
+		if end := p.start.Add(p.res.Duration); end.After(last) {
+			last = end
+		}
+	}
+	if len(errs) > 0 {
+		return httpbench.Result{}, errors.Join(errs...)
+	}
+	if canceled {
+		return httpbench.Result{}, context.Canceled
+	}
+	sum.Duration = last.Sub(first)
+	return sum, nil
 }
 
 // dialIn returns a dialer that opens TCP connections inside ns with

@@ -108,18 +108,57 @@ func ParsePidStat(data []byte, tck float64) (float64, error) {
 	return float64(u+s) / tck, nil
 }
 
+// readProc reads /proc/PID/name (0 = this process).
+func readProc(pid int, name string) ([]byte, error) {
+	dir := "self"
+	if pid != 0 {
+		dir = strconv.Itoa(pid)
+	}
+	return os.ReadFile("/proc/" + dir + "/" + name)
+}
+
 // ProcessCPU returns the CPU seconds process pid has used so far (0 = this
 // process).
 func ProcessCPU(pid int) (float64, error) {
-	p := "/proc/self/stat"
-	if pid != 0 {
-		p = "/proc/" + strconv.Itoa(pid) + "/stat"
-	}
-	data, err := os.ReadFile(p)
+	data, err := readProc(pid, "stat")
 	if err != nil {
 		return 0, err
 	}
 	return ParsePidStat(data, ClockTicks())
+}
+
+// ParseVmHWM returns the peak resident set size in bytes from the text of
+// /proc/PID/status: its "VmHWM:" line, which the kernel writes in kB
+// meaning KiB.
+func ParseVmHWM(data []byte) (float64, error) {
+	for _, line := range strings.Split(string(data), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("status: VmHWM line %q, want a number of kB", line)
+		}
+		kib, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("status: VmHWM: %w", err)
+		}
+		return float64(kib) * 1024, nil
+	}
+	// Kernel threads and zombies have no memory lines.
+	return 0, fmt.Errorf("status: no VmHWM line")
+}
+
+// ProcessPeakRSS returns the largest resident set size process pid has had
+// so far, in bytes (0 = this process). It is gone once the process exits,
+// so read it before stopping the process.
+func ProcessPeakRSS(pid int) (float64, error) {
+	data, err := readProc(pid, "status")
+	if err != nil {
+		return 0, err
+	}
+	return ParseVmHWM(data)
 }
 
 var clockTicks = sync.OnceValue(func() float64 {

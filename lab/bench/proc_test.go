@@ -67,6 +67,22 @@ func TestParsePidStat(t *testing.T) {
 	}
 }
 
+func TestParseVmHWM(t *testing.T) {
+	status := "Name:\tbraid\nVmPeak:\t 1250000 kB\nVmHWM:\t   20480 kB\nVmRSS:\t   10240 kB\n"
+	if got, err := ParseVmHWM([]byte(status)); err != nil || got != 20480*1024 {
+		t.Errorf("got %v, %v; want %d bytes (kB in status are KiB)", got, err, 20480*1024)
+	}
+	for name, bad := range map[string]string{
+		"kernel thread": "Name:\tkthreadd\nState:\tS (sleeping)\n",
+		"no unit":       "VmHWM:\t20480\n",
+		"garbage":       "VmHWM:\tx kB\n",
+	} {
+		if _, err := ParseVmHWM([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted %q", name, bad)
+		}
+	}
+}
+
 func TestParseAuxvClockTicks(t *testing.T) {
 	vec := func(size int, order binary.AppendByteOrder, kv ...uint64) []byte {
 		var b []byte
@@ -116,5 +132,8 @@ func TestReadLiveProc(t *testing.T) {
 	}
 	if _, err := ProcessCPU(1 << 30); err == nil {
 		t.Error("CPU of a nonexistent process")
+	}
+	if rss, err := ProcessPeakRSS(0); err != nil || rss < 1<<20 {
+		t.Errorf("own peak RSS %v bytes, %v", rss, err)
 	}
 }

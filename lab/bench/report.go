@@ -88,10 +88,28 @@ func (c CPU) scale(k float64) CPU {
 	return CPU{c.TunnelClient * f, c.TunnelServer * f, c.AppClient * f, c.AppServer * f, c.System * f}
 }
 
-// Sample is one timed download.
+// PeakRSS is the tunnel daemons' peak resident set size (VmHWM from
+// /proc/PID/status) in MB (10^6 bytes); NaN for kernel TCP.
+type PeakRSS struct {
+	Client Num `json:"client"`
+	Server Num `json:"server"`
+}
+
+// maxNum is the larger of two numbers, ignoring an invalid one.
+func maxNum(a, b Num) Num {
+	if !a.Valid() || b > a {
+		return b
+	}
+	return a
+}
+
+// Sample is one timed download: Report.Parallel concurrent HTTP downloads
+// that add up to Report.Size bytes.
 type Sample struct {
 	// Rep counts from 1.
-	Rep     int     `json:"rep"`
+	Rep int `json:"rep"`
+	// Bytes, Seconds and Mbps are all the downloads' together: their bytes,
+	// the time from the first request to the last byte, and the two's rate.
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`
 	Mbps    float64 `json:"mbps"`
@@ -102,6 +120,9 @@ type Sample struct {
 	// window just before the download, with the tunnel up and idle: the
 	// share of System that this machine's other work may account for.
 	BackgroundCores float64 `json:"background_cores"`
+	// TunnelRSSMB is the daemons' peak RSS, read just after the download
+	// (the peak of their life so far: start, warm-up and download).
+	TunnelRSSMB PeakRSS `json:"tunnel_peak_rss_mb"`
 	// PathBytes is what each veth delivered to the client during the
 	// download (its RX bytes, headers included), in path order.
 	PathBytes []uint64 `json:"path_rx_bytes"`
@@ -119,9 +140,11 @@ type CaseResult struct {
 	// weigh as much as a long one).
 	CPUPerGB CPU `json:"cpu_s_per_gb"`
 	// BackgroundCores is the samples' mean.
-	BackgroundCores Num      `json:"background_cores"`
-	Samples         []Sample `json:"samples"`
-	Errors          []string `json:"errors,omitempty"`
+	BackgroundCores Num `json:"background_cores"`
+	// TunnelRSSMB is the samples' largest, each side on its own.
+	TunnelRSSMB PeakRSS  `json:"tunnel_peak_rss_mb"`
+	Samples     []Sample `json:"samples"`
+	Errors      []string `json:"errors,omitempty"`
 }
 
 // Ratio compares a case with a reference case of the same run: case ÷ ref.
@@ -147,8 +170,11 @@ type Report struct {
 	Host     string    `json:"host,omitempty"`
 	Kernel   string    `json:"kernel,omitempty"`
 	CPUs     int       `json:"cpus"`
-	Size     int64     `json:"size_bytes"`
-	Reps     int       `json:"reps"`
+	// Size is the bytes of every sample, split over Parallel concurrent
+	// downloads of Size/Parallel bytes each.
+	Size     int64 `json:"size_bytes"`
+	Parallel int   `json:"parallel"`
+	Reps     int   `json:"reps"`
 	// CC is the congestion control of the download's TCP sockets.
 	CC string `json:"congestion_control"`
 	// IdleSeconds is the background window before every download.
@@ -176,7 +202,9 @@ func (c *CaseResult) Summarize() {
 	var cpu CPU
 	var bytes int64
 	var bg float64
+	c.TunnelRSSMB = PeakRSS{NaN(), NaN()}
 	for _, s := range c.Samples {
+		c.TunnelRSSMB = PeakRSS{maxNum(c.TunnelRSSMB.Client, s.TunnelRSSMB.Client), maxNum(c.TunnelRSSMB.Server, s.TunnelRSSMB.Server)}
 		mbps = append(mbps, s.Mbps)
 		cpu = cpu.add(s.CPU)
 		bytes += s.Bytes
@@ -210,18 +238,32 @@ func RatioOf(c, ref *CaseResult) Ratio {
 	}
 }
 
-// ComputeRatios compares every case with kernel TCP, and every braid case
-// with wireguard-go, when those references have samples.
+// ratioRefs are the references of the ratios, each with the cases
+// compared with it: every case with kernel TCP, the braid cases with
+// wireguard-go and, to show what more paths bring, with braid on one path.
+var ratioRefs = []struct {
+	ref string
+	of  func(name string) bool
+}{
+	{CaseKernel, func(string) bool { return true }},
+	{CaseWireGuardGo, isBraid},
+	{CaseBraid1, isBraid},
+}
+
+func isBraid(name string) bool { return braidPaths[name] > 0 }
+
+// ComputeRatios compares the cases with each reference of ratioRefs that
+// has samples.
 func (r *Report) ComputeRatios() {
 	r.Ratios = nil
-	for _, ref := range []string{CaseKernel, CaseWireGuardGo} {
-		rc := r.Case(ref)
+	for _, rr := range ratioRefs {
+		rc := r.Case(rr.ref)
 		if rc == nil || len(rc.Samples) == 0 {
 			continue
 		}
 		for i := range r.Cases {
 			c := &r.Cases[i]
-			if c.Name == ref || len(c.Samples) == 0 || (ref == CaseWireGuardGo && c.Name == CaseKernel) {
+			if c.Name == rr.ref || len(c.Samples) == 0 || !rr.of(c.Name) {
 				continue
 			}
 			r.Ratios = append(r.Ratios, RatioOf(c, rc))
@@ -259,7 +301,7 @@ func (r *Report) label(name string) string {
 
 // resultRows is the main table, header first.
 func (r *Report) resultRows() [][]string {
-	rows := [][]string{{"case", "Mbit/s", "min–max", "95% CI ±", "n", "tunnel s/GB cli / srv", "app s/GB cli / srv", "system s/GB", "bg cores"}}
+	rows := [][]string{{"case", "Mbit/s", "min–max", "95% CI ±", "n", "tunnel s/GB cli / srv", "app s/GB cli / srv", "system s/GB", "bg cores", "RSS MB cli / srv"}}
 	for _, c := range r.Cases {
 		m := c.Mbps
 		minMax := "—"
@@ -271,6 +313,7 @@ func (r *Report) resultRows() [][]string {
 			fpair(c.CPUPerGB.TunnelClient, c.CPUPerGB.TunnelServer, 2),
 			fpair(c.CPUPerGB.AppClient, c.CPUPerGB.AppServer, 2),
 			fnum(c.CPUPerGB.System, 2), fnum(c.BackgroundCores, 2),
+			fpair(c.TunnelRSSMB.Client, c.TunnelRSSMB.Server, 1),
 		})
 	}
 	return rows
@@ -288,13 +331,15 @@ func (r *Report) ratioRows() [][]string {
 // Legend explains the columns; the text and Markdown outputs both end
 // with it.
 var Legend = []string{
-	"Mbit/s: download size ÷ time (10^6 bit/s), mean over the repetitions; min–max and the 95% Student-t half-width beside it.",
+	"Mbit/s: download size ÷ time (10^6 bit/s), mean over the repetitions; min–max and the 95% Student-t half-width beside it. With parallel downloads, size is their sum and time runs from the first request to the last byte of any.",
 	"CPU s/GB: CPU seconds per 10^9 bytes downloaded (summed over the repetitions, then divided).",
 	"tunnel: the tunnel daemons' processes in the client and the server namespace, utime+stime from /proc/PID/stat (which add up to their scheduler run time).",
 	"app: the HTTP client (the bench process) and the HTTP server process; the same workload in every case, including the kernel's TCP work done in their system calls.",
 	"system: busy time of all CPUs from /proc/stat (user+nice+system+irq+softirq; idle, iowait and steal excluded), machine-wide: the only figure sure to hold all of the kernel's packet processing. Softirq work (veth, GRO, TUN, UDP and TCP receive) runs on the back of whichever process is on the CPU (charged to it on kernels without CONFIG_IRQ_TIME_ACCOUNTING, to no process with it) or in ksoftirqd (no other column); system also holds anything else the machine ran meanwhile.",
 	"Resolution: /proc counts in clock ticks (1/100 s), read just before and after each download, so a figure is good to about 0.01 CPU-s per process and download; kernel TCP, which moves 1 GiB in a fraction of a second, is the coarsest.",
 	"bg cores: CPUs busy on average during an idle window just before each download (tunnel up, no traffic): the machine's other load, part of what system counts.",
+	"RSS MB: the tunnel daemons' peak resident set size (VmHWM from /proc/PID/status, in 10^6 bytes) in the client and the server namespace, read just after each download and the largest over the repetitions.",
+	"Ratios: case ÷ reference, against kernel TCP, against wireguard-go (braid only) and against braid on one path (braid on more paths); a throughput ratio above 1 and a CPU ratio below 1 favour the case.",
 }
 
 func writeTable(w io.Writer, rows [][]string) {
@@ -306,7 +351,15 @@ func writeTable(w io.Writer, rows [][]string) {
 }
 
 func (r *Report) setupLine() string {
-	s := fmt.Sprintf("%s × %d per case, TCP %s, unshaped veth pairs (MTU 1500), %d CPUs", scenario.FormatSize(r.Size), r.Reps, r.CC, r.CPUs)
+	s := fmt.Sprintf("%s × %d per case", scenario.FormatSize(r.Size), r.Reps)
+	if r.Parallel > 1 {
+		part := scenario.FormatSize(r.Size / int64(r.Parallel))
+		if r.Size%int64(r.Parallel) != 0 {
+			part = "≈" + part
+		}
+		s += fmt.Sprintf(" (each %d parallel downloads of %s)", r.Parallel, part)
+	}
+	s += fmt.Sprintf(", TCP %s, unshaped veth pairs (MTU 1500), %d CPUs", r.CC, r.CPUs)
 	if r.Host != "" {
 		s += ", host " + r.Host
 	}

@@ -118,7 +118,8 @@ func TestWireGuardNamesAndArgs(t *testing.T) {
 }
 
 // The generated files pass braid's own strict parser: one path is one
-// subflow to the address on that path; two paths mesh with both addresses.
+// subflow to the address on that path; two and four paths mesh with all
+// the addresses.
 func TestBraidConfigs(t *testing.T) {
 	dir := t.TempDir()
 	sk, _ := keys.Generate()
@@ -133,6 +134,7 @@ func TestBraidConfigs(t *testing.T) {
 	}{
 		{1, []string{"198.18.1.2:7000"}, []string{"a-p1"}, 1},
 		{2, []string{"198.18.1.2:7000", "198.18.2.2:7000"}, []string{"a-p1", "a-p2"}, 4},
+		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
 	} {
 		cfg, err := config.Parse(filepath.Join(dir, "client.toml"), []byte(BraidClientConfig(benchPaths[:c.n], sk, filepath.Join(dir, "c.sock"))))
 		if err != nil {
