@@ -90,6 +90,9 @@ type Options struct {
 	// BatchSize is the most datagrams per ReadBatch/WriteBatch; 0 selects
 	// DefaultBatchSize.
 	BatchSize int
+	// NoOffload turns UDP segmentation (GSO) and receive (GRO) offload off:
+	// every datagram is its own message, as with a kernel that lacks them.
+	NoOffload bool
 }
 
 // Error is the error Listen returns: a one-line message for people, and the

@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"unsafe"
 
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,21 +23,15 @@ import (
 // the kernel adding another option we did not ask for.
 const oobSize = 64
 
-// batchWriter is the WriteBatch method shared by ipv4.PacketConn and
-// ipv6.PacketConn (both Message types are aliases of the same struct).
-type batchWriter interface {
-	WriteBatch(ms []ipv4.Message, flags int) (int, error)
-}
-
 type udpConn struct {
 	uc      *net.UDPConn
 	rc      syscall.RawConn
-	wpc     batchWriter
 	family  int  // unix.AF_INET or unix.AF_INET6
 	pktinfo bool // wildcard socket: report/choose the local address per datagram
 	local   netip.AddrPort
 	batch   int
 	closed  atomic.Bool
+	off     offload
 
 	rmu sync.Mutex
 	r   reader
@@ -54,20 +46,27 @@ type reader struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	oob   []byte
+	gro   *groRuns // with UDP_GRO: the runs received, cut on the way out
 	vlen  int
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // r.recv bound once: a method value allocates
 }
 
-// writer holds the preallocated x/net Messages and their addresses.
+// writer holds everything sendmmsg needs, allocated once per Conn. A message
+// carries one datagram, or with GSO a run of them, each in its own iovec.
 type writer struct {
-	msgs  []ipv4.Message
-	bufs  [][]byte // backing for msgs[i].Buffers, one slot each
-	addrs []net.UDPAddr
-	ips   [][16]byte
-	oob   []byte
-	idx   []int // msgs[j] carries the caller's datagram idx[j]
+	hs        []unix.Mmsghdr
+	iovs      []unix.Iovec // one per datagram
+	names     []unix.RawSockaddrInet6
+	oob       []byte
+	first     []int // message j carries the caller's datagrams first[j]..first[j]+count[j]-1
+	count     []int
+	pkt       []bool // message j selects its source address (IP_PKTINFO)
+	off, vlen int
+	n         int
+	errno     syscall.Errno
+	fn        func(fd uintptr) bool
 }
 
 // Listen opens a UDP path socket. See Options for the binding rules and Error
@@ -165,15 +164,16 @@ func Listen(opt Options) (Conn, error) {
 		pktinfo: wildcard,
 		batch:   batch,
 	}
+	if err := rc.Control(func(fd uintptr) { c.off.detect(int(fd), opt.NoOffload) }); err != nil {
+		uc.Close()
+		return nil, &Error{Msg: "listen udp " + hostport + ": " + err.Error(), Err: err}
+	}
 	local := uc.LocalAddr().(*net.UDPAddr).AddrPort()
 	if family == unix.AF_INET {
 		local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
-		c.wpc = ipv4.NewPacketConn(uc)
-	} else {
-		c.wpc = ipv6.NewPacketConn(uc)
 	}
 	c.local = local
-	c.r.init(batch, wildcard)
+	c.r.init(batch, wildcard || c.off.gro, c.off.gro)
 	c.w.init(batch)
 	return c, nil
 }
@@ -198,7 +198,12 @@ func alignedBytes(n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
 }
 
-func (r *reader) init(batch int, oob bool) {
+func (r *reader) init(batch int, oob, gro bool) {
+	if gro {
+		r.gro = new(groRuns)
+		r.gro.init()
+		batch = groSlots
+	}
 	r.hs = make([]unix.Mmsghdr, batch)
 	r.iovs = make([]unix.Iovec, batch)
 	r.names = make([]unix.RawSockaddrInet6, batch)
@@ -212,6 +217,10 @@ func (r *reader) init(batch int, oob bool) {
 		h.SetIovlen(1)
 		if oob {
 			h.Control = &r.oob[i*oobSize]
+		}
+		if gro {
+			r.iovs[i].Base = &r.gro.bufs[i][0]
+			r.iovs[i].SetLen(groBufSize)
 		}
 	}
 	r.fn = r.recv
@@ -233,17 +242,10 @@ func (r *reader) recv(fd uintptr) bool {
 	}
 }
 
-func (c *udpConn) ReadBatch(bufs [][]byte, sizes []int, eps []Endpoint) (int, error) {
-	n := min(len(bufs), len(sizes), len(eps), c.batch)
-	if n == 0 {
-		return 0, nil
-	}
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
+// recvmmsg receives up to vlen messages into the iovecs already set.
+func (c *udpConn) recvmmsg(vlen int) error {
 	r := &c.r
-	for i := 0; i < n; i++ {
-		r.iovs[i].Base = unsafe.SliceData(bufs[i])
-		r.iovs[i].SetLen(len(bufs[i]))
+	for i := 0; i < vlen; i++ {
 		h := &r.hs[i].Hdr
 		h.Namelen = unix.SizeofSockaddrInet6
 		if r.oob != nil {
@@ -252,24 +254,59 @@ func (c *udpConn) ReadBatch(bufs [][]byte, sizes []int, eps []Endpoint) (int, er
 		h.Flags = 0
 		r.hs[i].Len = 0
 	}
-	r.vlen = n
+	r.vlen = vlen
 	if err := c.rc.Read(r.fn); err != nil {
-		return 0, err
+		return err
 	}
 	if r.errno != 0 {
 		if c.closed.Load() {
-			return 0, &net.OpError{Op: "read", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: net.ErrClosed}
+			return &net.OpError{Op: "read", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: net.ErrClosed}
 		}
-		return 0, &net.OpError{Op: "read", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: os.NewSyscallError("recvmmsg", r.errno)}
+		return &net.OpError{Op: "read", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: os.NewSyscallError("recvmmsg", r.errno)}
+	}
+	return nil
+}
+
+// message returns the length, endpoint and GRO segment size of received
+// message i.
+func (r *reader) message(i int) (n int, ep Endpoint, seg int) {
+	ep.Remote = sockaddrAddrPort(&r.names[i])
+	if r.oob != nil {
+		cl := int(r.hs[i].Hdr.Controllen)
+		ep.Local, seg = parseControl(r.oob[i*oobSize : i*oobSize+min(cl, oobSize)])
+	}
+	return int(r.hs[i].Len), ep, seg
+}
+
+func (c *udpConn) ReadBatch(bufs [][]byte, sizes []int, eps []Endpoint) (int, error) {
+	n := min(len(bufs), len(sizes), len(eps), c.batch)
+	if n == 0 {
+		return 0, nil
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	r := &c.r
+	if g := r.gro; g != nil {
+		if g.empty() {
+			if err := c.recvmmsg(groSlots); err != nil {
+				return 0, err
+			}
+			for i := 0; i < r.n; i++ {
+				g.lens[i], g.eps[i], g.segs[i] = r.message(i)
+			}
+			g.n, g.m, g.off = r.n, 0, 0
+		}
+		return g.cut(bufs[:n], sizes, eps, &c.off), nil
+	}
+	for i := 0; i < n; i++ {
+		r.iovs[i].Base = unsafe.SliceData(bufs[i])
+		r.iovs[i].SetLen(len(bufs[i]))
+	}
+	if err := c.recvmmsg(n); err != nil {
+		return 0, err
 	}
 	for i := 0; i < r.n; i++ {
-		sizes[i] = int(r.hs[i].Len)
-		eps[i].Remote = sockaddrAddrPort(&r.names[i])
-		eps[i].Local = netip.Addr{}
-		if r.oob != nil {
-			cl := int(r.hs[i].Hdr.Controllen)
-			eps[i].Local = pktinfoAddr(r.oob[i*oobSize : i*oobSize+min(cl, oobSize)])
-		}
+		sizes[i], eps[i], _ = r.message(i)
 	}
 	return r.n, nil
 }
@@ -303,6 +340,23 @@ func ntohs(p uint16) uint16 {
 // first datagram from a zone pays for the lookup.
 var zones sync.Map // uint32 → string
 
+// zoneIndexes caches interface name → index for sending to link-local peers.
+var zoneIndexes sync.Map // string → uint32
+
+func zoneIndex(zone string) uint32 {
+	if i, ok := zoneIndexes.Load(zone); ok {
+		return i.(uint32)
+	}
+	var index uint32
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		index = uint32(ifi.Index)
+	} else if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		index = uint32(n)
+	}
+	zoneIndexes.Store(zone, index)
+	return index
+}
+
 func zoneName(index uint32) string {
 	if z, ok := zones.Load(index); ok {
 		return z.(string)
@@ -315,42 +369,53 @@ func zoneName(index uint32) string {
 	return name
 }
 
-// pktinfoAddr finds the local address in IP_PKTINFO / IPV6_PKTINFO control
-// messages. For IPv4 it takes ipi_spec_dst, the local address a reply should
-// use (equal to the header destination for unicast).
-func pktinfoAddr(b []byte) netip.Addr {
-	hdr := unix.CmsgLen(0)
-	for len(b) >= hdr {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
-		l := int(h.Len)
-		if l < hdr || l > len(b) {
-			break
-		}
-		data := b[hdr:l]
-		switch {
-		case h.Level == unix.IPPROTO_IP && h.Type == unix.IP_PKTINFO && len(data) >= unix.SizeofInet4Pktinfo:
-			pi := (*unix.Inet4Pktinfo)(unsafe.Pointer(&data[0]))
-			return netip.AddrFrom4(pi.Spec_dst)
-		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_PKTINFO && len(data) >= unix.SizeofInet6Pktinfo:
-			pi := (*unix.Inet6Pktinfo)(unsafe.Pointer(&data[0]))
-			return netip.AddrFrom16(pi.Addr).Unmap()
-		}
-		next := (l + 7) &^ 7
-		if next >= len(b) {
-			break
-		}
-		b = b[next:]
+func (w *writer) init(batch int) {
+	w.hs = make([]unix.Mmsghdr, batch)
+	w.iovs = make([]unix.Iovec, batch)
+	w.names = make([]unix.RawSockaddrInet6, batch)
+	w.oob = alignedBytes(batch * oobSize)
+	w.first = make([]int, batch)
+	w.count = make([]int, batch)
+	w.pkt = make([]bool, batch)
+	for i := range w.hs {
+		w.hs[i].Hdr.Name = (*byte)(unsafe.Pointer(&w.names[i]))
 	}
-	return netip.Addr{}
+	w.fn = w.send
 }
 
-func (w *writer) init(batch int) {
-	w.msgs = make([]ipv4.Message, batch)
-	w.bufs = make([][]byte, batch)
-	w.addrs = make([]net.UDPAddr, batch)
-	w.ips = make([][16]byte, batch)
-	w.oob = alignedBytes(batch * oobSize)
-	w.idx = make([]int, batch)
+// send runs inside RawConn.Write: returning false waits until the socket is
+// writable again.
+func (w *writer) send(fd uintptr) bool {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.hs[w.off])), uintptr(w.vlen), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		w.n, w.errno = int(n), e
+		return true
+	}
+}
+
+// putName writes ap as the socket family's sockaddr and returns its length,
+// or 0 when an IPv4 socket is asked to reach an IPv6 address.
+func (c *udpConn) putName(sa *unix.RawSockaddrInet6, ap netip.AddrPort) uint32 {
+	a := ap.Addr()
+	if c.family == unix.AF_INET {
+		if !a.Is4() && !a.Is4In6() {
+			return 0
+		}
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*sa4 = unix.RawSockaddrInet4{Family: unix.AF_INET, Port: ntohs(ap.Port()), Addr: a.Unmap().As4()}
+		return unix.SizeofSockaddrInet4
+	}
+	*sa = unix.RawSockaddrInet6{Family: unix.AF_INET6, Port: ntohs(ap.Port()), Addr: a.As16()}
+	if z := a.Zone(); z != "" {
+		sa.Scope_id = zoneIndex(z)
+	}
+	return unix.SizeofSockaddrInet6
 }
 
 // putPktinfo writes the control message that picks the source address of a
@@ -391,68 +456,137 @@ func (c *udpConn) WriteBatch(bufs [][]byte, eps []Endpoint) error {
 			first, firstIdx = err, i
 		}
 	}
+	single := 0 // datagrams before this index are sent one per message (a refused run)
 	for start := 0; start < len(bufs); {
-		end := min(start+c.batch, len(bufs))
-		nm := 0
-		for i := start; i < end; i++ {
-			ep := eps[i]
-			if !ep.Remote.Addr().IsValid() || ep.Remote.Port() == 0 {
-				fail(i, fmt.Errorf("write udp %v: invalid destination %v", c.local, ep.Remote))
-				continue
-			}
-			m := &w.msgs[nm]
-			w.bufs[nm] = bufs[i]
-			m.Buffers = w.bufs[nm : nm+1]
-			w.ips[nm] = ep.Remote.Addr().As16()
-			ua := &w.addrs[nm]
-			ua.IP = w.ips[nm][:]
-			ua.Port = int(ep.Remote.Port())
-			ua.Zone = ep.Remote.Addr().Zone()
-			m.Addr = ua
-			m.OOB = nil
-			if c.pktinfo && ep.Local.IsValid() {
-				o := w.oob[nm*oobSize : (nm+1)*oobSize]
-				if l := c.putPktinfo(o, ep.Local); l > 0 {
-					m.OOB = o[:l]
-				}
-			}
-			w.idx[nm] = i
-			nm++
-		}
-		ms := w.msgs[:nm]
-		for len(ms) > 0 {
-			k, err := c.wpc.WriteBatch(ms, 0)
-			if err == nil {
-				ms = ms[max(k, 1):]
-				continue
-			}
-			if c.closed.Load() || errors.Is(err, net.ErrClosed) {
+		nm, next := c.build(bufs, eps, start, single, fail)
+		start = next
+		for sent := 0; sent < nm; {
+			w.off, w.vlen = sent, nm-sent
+			if err := c.rc.Write(w.fn); err != nil || c.closed.Load() {
 				return &net.OpError{Op: "write", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: net.ErrClosed}
 			}
-			// sendmmsg reports the error of the first datagram it could not
-			// send: ms[0]. A source address that is no longer ours (IPv4
-			// says ENETUNREACH, IPv6 EINVAL) should not kill the path; let
-			// the kernel choose a source instead. A real routing failure
-			// just fails once more.
-			var errno syscall.Errno
-			if errors.As(err, &errno) {
-				err = errno
-			}
-			if ms[0].OOB != nil && (errno == syscall.EINVAL || errno == syscall.ENETUNREACH || errno == syscall.EADDRNOTAVAIL) {
-				ms[0].OOB = nil
+			if w.errno == 0 {
+				sent += max(w.n, 1)
 				continue
 			}
-			i := w.idx[nm-len(ms)]
-			fail(i, fmt.Errorf("write udp %v to %v: %w", c.local, eps[i].Remote, err))
-			ms = ms[1:]
+			// sendmmsg reports the error of the first message it could not send.
+			j, errno := sent, w.errno
+			if w.count[j] > 1 {
+				// A run the kernel refused: EIO when the route's device cannot
+				// segment UDP (GSO goes off for good), EINVAL when a datagram
+				// of it would need IP fragmentation. Resend it datagram by
+				// datagram, which gives each its own fate.
+				if errno == syscall.EIO && c.off.gso.CompareAndSwap(true, false) {
+					c.off.gsoOff.Store("device")
+				}
+				single, start = w.first[j]+w.count[j], w.first[j]
+				break
+			}
+			if w.pkt[j] && (errno == syscall.EINVAL || errno == syscall.ENETUNREACH || errno == syscall.EADDRNOTAVAIL) {
+				// A source address that is no longer ours (IPv4 says
+				// ENETUNREACH, IPv6 EINVAL) should not kill the path; let
+				// the kernel choose a source instead. A real routing
+				// failure just fails once more.
+				c.setControl(j, netip.Addr{}, 0)
+				continue
+			}
+			i := w.first[j]
+			fail(i, fmt.Errorf("write udp %v to %v: %w", c.local, eps[i].Remote, errno))
+			sent++
 		}
-		for j := 0; j < nm; j++ {
-			w.bufs[j] = nil // do not pin the caller's buffers
+		for i := range w.iovs {
+			w.iovs[i].Base = nil // do not pin the caller's buffers
 		}
-		start = end
 	}
 	return first
 }
+
+// build fills the writer's messages from bufs[start:] and returns how many it
+// filled and the index of the first datagram left for the next round. With GSO
+// a message takes a run of consecutive datagrams to the same endpoint, all of
+// the first one's size but the last, which may be shorter; datagrams below
+// single go alone.
+func (c *udpConn) build(bufs [][]byte, eps []Endpoint, start, single int, fail func(int, error)) (nm, next int) {
+	w := &c.w
+	gso := c.off.gso.Load()
+	ni, i := 0, start
+	for i < len(bufs) && nm < len(w.hs) && ni < len(w.iovs) {
+		ep := eps[i]
+		if !ep.Remote.Addr().IsValid() || ep.Remote.Port() == 0 {
+			fail(i, fmt.Errorf("write udp %v: invalid destination %v", c.local, ep.Remote))
+			i++
+			continue
+		}
+		h := &w.hs[nm].Hdr
+		h.Namelen = c.putName(&w.names[nm], ep.Remote)
+		if h.Namelen == 0 {
+			fail(i, fmt.Errorf("write udp %v: cannot reach %v from an IPv4 socket", c.local, ep.Remote))
+			i++
+			continue
+		}
+		w.first[nm] = i
+		seg, total, k := len(bufs[i]), len(bufs[i]), 1
+		w.iovs[ni] = iovec(bufs[i])
+		i++
+		if gso && i > single && seg > 0 {
+			for i < len(bufs) && ni+k < len(w.iovs) && k < maxSegments && eps[i] == ep &&
+				len(bufs[i]) > 0 && len(bufs[i]) <= seg && total+len(bufs[i]) <= maxGSOBytes {
+				w.iovs[ni+k] = iovec(bufs[i])
+				total += len(bufs[i])
+				k++
+				i++
+				if len(bufs[i-1]) < seg {
+					break // only the last datagram of a run may be shorter
+				}
+			}
+		}
+		h.Iov = &w.iovs[ni]
+		h.SetIovlen(k)
+		w.count[nm] = k
+		ni += k
+		gs := 0
+		if k > 1 {
+			gs = seg
+			c.off.gsoSends.Add(1)
+			c.off.gsoDgrams.Add(uint64(k))
+		}
+		c.setControl(nm, ep.Local, gs)
+		nm++
+	}
+	return nm, i
+}
+
+// setControl sets message j's control data: the source address (wildcard
+// sockets, when local is valid) and the GSO segment size (when seg > 0).
+func (c *udpConn) setControl(j int, local netip.Addr, seg int) {
+	w := &c.w
+	o := w.oob[j*oobSize : (j+1)*oobSize]
+	l := 0
+	w.pkt[j] = false
+	if c.pktinfo && local.IsValid() {
+		l = c.putPktinfo(o, local)
+		w.pkt[j] = l > 0
+	}
+	if seg > 0 {
+		l += putSegment(o[l:], seg)
+	}
+	h := &w.hs[j].Hdr
+	h.Control = nil
+	if l > 0 {
+		h.Control = &o[0]
+	}
+	h.SetControllen(l)
+}
+
+// iovec points at b.
+func iovec(b []byte) unix.Iovec {
+	v := unix.Iovec{Base: unsafe.SliceData(b)}
+	v.SetLen(len(b))
+	return v
+}
+
+// Offload reports the socket's offloads and their counters.
+func (c *udpConn) Offload() OffloadStats { return c.off.stats() }
 
 func (c *udpConn) LocalAddr() netip.AddrPort { return c.local }
 func (c *udpConn) BatchSize() int            { return c.batch }

@@ -10,6 +10,14 @@ import (
 	"time"
 )
 
+// perRun describes coalesced runs: " (N runs, D datagrams each)".
+func perRun(runs, dgrams uint64) string {
+	if runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d runs, %.1f datagrams each)", runs, float64(dgrams)/float64(runs))
+}
+
 // FormatStatus writes s as the human-readable report of `braid status`: the
 // instance, then per peer a few summary lines and one table row per path.
 func FormatStatus(w io.Writer, s Status) error {
@@ -23,6 +31,9 @@ func FormatStatus(w io.Writer, s Status) error {
 		ew.printf("  transport:   %s\n", s.Transport)
 	}
 	ew.printf("  uptime:      %s\n", s.Uptime.Round(time.Second))
+	if o := s.Offload; o != nil {
+		ew.printf("  offload:     gso %s%s, gro %s%s\n", o.GSO, perRun(o.GSORuns, o.GSODatagrams), o.GRO, perRun(o.GRORuns, o.GRODatagrams))
+	}
 
 	drops, events := splitCounters(s.Counters)
 	if len(drops) > 0 {

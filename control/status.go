@@ -41,7 +41,23 @@ type Status struct {
 	// braid_drops_total{reason="<reason>"}; any other key is exported as
 	// braid_events_total{event="<key>"}. Keys are snake_case.
 	Counters map[string]uint64 `json:"counters,omitempty"`
-	Peers    []PeerStatus      `json:"peers"`
+	// Offload is what the UDP path sockets do with the kernel's segmentation
+	// and receive offloads, summed over the sockets (absent for the stream
+	// transports).
+	Offload *OffloadStatus `json:"offload,omitempty"`
+	Peers   []PeerStatus   `json:"peers"`
+}
+
+// OffloadStatus: GSO is "on" or "off (reason)" — reason "kernel" (no
+// UDP_SEGMENT), "device" (a route's device refused a run), "disabled"; GRO is
+// "on" or "off". Runs and datagrams count coalesced sends and receives.
+type OffloadStatus struct {
+	GSO          string `json:"gso"`
+	GRO          string `json:"gro"`
+	GSORuns      uint64 `json:"gso_runs"`
+	GSODatagrams uint64 `json:"gso_datagrams"`
+	GRORuns      uint64 `json:"gro_runs"`
+	GRODatagrams uint64 `json:"gro_datagrams"`
 }
 
 // DropPrefix marks a Counters key as a drop reason.

@@ -123,8 +123,15 @@ type Config struct {
 	OWDWindow time.Duration
 
 	// AckEvery (default 4): a Receiver acks after this many ack-eliciting
-	// packets.
+	// packets, but no sooner than AckSpacing after its previous ack.
 	AckEvery int
+	// AckSpacing (default 1ms) spaces a Receiver's acks at high packet rates:
+	// AckEvery packets pending less than AckSpacing after the last ack wait
+	// until AckSpacing has passed or AckMaxPending are pending. Below about
+	// four packets per AckSpacing (45 Mbit/s of full datagrams) it changes
+	// nothing; at gigabit rates it makes one ack per 32 packets instead of
+	// one per 4, each a datagram through both hosts' stacks.
+	AckSpacing time.Duration
 	// AckDelay (default 5ms): a Receiver acks at most this long after the
 	// first unacknowledged ack-eliciting packet. Senders assume the peer
 	// uses the same value when they judge whether an ack is overdue.
@@ -162,6 +169,7 @@ func DefaultConfig() Config {
 		MinRTTWindow:     10 * time.Second,
 		OWDWindow:        10 * time.Second,
 		AckEvery:         4,
+		AckSpacing:       time.Millisecond,
 		AckDelay:         5 * time.Millisecond,
 		RingSize:         8192,
 	}
@@ -209,6 +217,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.MinRTTWindow, d.MinRTTWindow)
 	setD(&c.OWDWindow, d.OWDWindow)
 	setI(&c.AckEvery, d.AckEvery)
+	setD(&c.AckSpacing, d.AckSpacing)
 	setD(&c.AckDelay, d.AckDelay)
 	setI(&c.RingSize, d.RingSize)
 

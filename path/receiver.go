@@ -18,8 +18,10 @@ type RxStats struct {
 // Receiver is the receive-side state of one peer path: what to acknowledge
 // and when, and the one-way delay of packets arriving on it.
 type Receiver struct {
-	ackEvery int
-	ackDelay time.Duration
+	ackEvery   int
+	ackDelay   time.Duration
+	ackSpacing time.Duration
+	lastAck    time.Time // when BuildAck last ran
 
 	have      bool
 	largest   uint32
@@ -44,10 +46,15 @@ type Receiver struct {
 	owdDev  int64 // smoothed deviation, µs
 }
 
+// AckMaxPending is the most ack-eliciting packets a Receiver lets wait for an
+// ack: half the ack's 64-packet bitmap, so that one ack covers every packet it
+// answers even when some arrived out of order.
+const AckMaxPending = 32
+
 // NewReceiver returns an empty Receiver using cfg.AckEvery and cfg.AckDelay.
 func NewReceiver(cfg Config) *Receiver {
 	cfg = cfg.withDefaults()
-	return &Receiver{ackEvery: cfg.AckEvery, ackDelay: cfg.AckDelay}
+	return &Receiver{ackEvery: cfg.AckEvery, ackDelay: cfg.AckDelay, ackSpacing: cfg.AckSpacing}
 }
 
 // OnPacket records a received datagram and returns ackNow=true when an ACK
@@ -111,8 +118,17 @@ func (r *Receiver) OnPacket(seq uint32, size int, txUs uint32, rxUs uint32, ackE
 		r.deadline = now.Add(r.ackDelay)
 	}
 	r.unacked++
-	if r.unacked >= r.ackEvery || hole {
+	switch {
+	case hole || r.unacked >= AckMaxPending:
 		r.immediate = true
+	case r.unacked >= r.ackEvery:
+		if due := r.lastAck.Add(r.ackSpacing); now.Before(due) {
+			if due.Before(r.deadline) {
+				r.deadline = due // spaced: the ack timer sends it
+			}
+		} else {
+			r.immediate = true
+		}
 	}
 	return r.immediate
 }
@@ -155,6 +171,9 @@ func (r *Receiver) AckDue(now time.Time) bool {
 	return r.immediate || (r.unacked > 0 && !now.Before(r.deadline))
 }
 
+// Unacked is the number of ack-eliciting packets received since the last ack.
+func (r *Receiver) Unacked() int { return r.unacked }
+
 // Pending reports whether anything was received since the last BuildAck,
 // for an engine that piggybacks acks on outgoing data.
 func (r *Receiver) Pending() bool { return r.pending }
@@ -163,6 +182,7 @@ func (r *Receiver) Pending() bool { return r.pending }
 // pending state. Before the first packet it returns the zero Ack.
 func (r *Receiver) BuildAck(now time.Time) Ack {
 	r.pending, r.immediate, r.unacked = false, false, 0
+	r.lastAck = now
 	if !r.have {
 		return Ack{}
 	}

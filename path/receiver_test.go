@@ -185,3 +185,39 @@ func TestReceiverOWD(t *testing.T) {
 		t.Errorf("wrapped: owd %#x jitter %v, want 0xfffffff4 8µs", r.OWDRaw(), r.OWDJitter())
 	}
 }
+
+// AckSpacing (1 ms): AckEvery packets pending within 1 ms of the last ack wait
+// for the spacing (the ack timer sends them) or for AckMaxPending packets.
+func TestReceiverAckSpacing(t *testing.T) {
+	r := NewReceiver(Config{})
+	r.OnPacket(1, 100, 0, 0, true, ms(0))
+	r.BuildAck(ms(0))
+	seq := uint32(2)
+	for ; seq <= 5; seq++ { // the 4th arrives 0.4 ms after the ack
+		if r.OnPacket(seq, 100, 0, 0, true, ms(0.1*float64(seq-1))) {
+			t.Fatalf("seq %d: ackNow within AckSpacing", seq)
+		}
+	}
+	if r.AckDue(ms(0.99)) {
+		t.Error("ack due before AckSpacing")
+	}
+	if !r.AckDue(ms(1)) {
+		t.Error("ack not due once AckSpacing has passed with AckEvery pending")
+	}
+	for ; r.Unacked() < AckMaxPending-1; seq++ {
+		if r.OnPacket(seq, 100, 0, 0, true, ms(0.5)) {
+			t.Fatalf("seq %d: ackNow with %d pending", seq, r.Unacked())
+		}
+	}
+	if !r.OnPacket(seq, 100, 0, 0, true, ms(0.5)) {
+		t.Errorf("no ackNow at %d pending", AckMaxPending)
+	}
+	r.BuildAck(ms(0.5))
+	// Past the spacing, AckEvery acks at once as before.
+	for seq++; r.Unacked() < 3; seq++ {
+		r.OnPacket(seq, 100, 0, 0, true, ms(2))
+	}
+	if !r.OnPacket(seq, 100, 0, 0, true, ms(2)) {
+		t.Error("no ackNow at AckEvery 1.5 ms after the last ack")
+	}
+}

@@ -297,6 +297,9 @@ func (e *Engine) Start() {
 	for _, cs := range conns {
 		e.startReader(cs)
 	}
+	if o := offloadStatus(conns); o != nil {
+		e.log.Info("UDP offload", "gso", o.GSO, "gro", o.GRO)
+	}
 	e.wg.Add(2)
 	go e.routineInside()
 	go e.routineTimers()

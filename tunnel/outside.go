@@ -69,6 +69,12 @@ type inbound struct {
 	// rebuiltSeen is the peer's count of REBUILT reports when this goroutine
 	// last looked (only to skip needless scans).
 	rebuiltSeen int
+	// acks are the locked peer's paths owed an ack, sent when the peer is
+	// unlocked, at the latest at the end of the receive batch: one ack for a
+	// batch instead of one per AckEvery datagrams. At high rates that is most of
+	// the datagrams the receiver sends and a full stack traversal each.
+	acks  []*pathState
+	ackAt time.Time
 }
 
 func (in *inbound) lockPeer(p *peer) {
@@ -84,10 +90,40 @@ func (in *inbound) unlockPeer() {
 	if in.cur == nil {
 		return
 	}
+	in.sendAcks()
 	in.e.writeTUN(in.toTUN, &in.scratch)
 	in.toTUN = in.toTUN[:0]
 	in.cur.mu.Unlock()
 	in.cur = nil
+}
+
+// ackLater owes ps an ack at the end of the batch, or sends it now when the
+// ack could otherwise no longer cover every packet it answers.
+func (in *inbound) ackLater(p *peer, ps *pathState, rx *rxPath, now time.Time) {
+	if rx.r.Unacked() >= path.AckMaxPending { // an ack must cover all it answers
+		p.sendControl(in.w, ps, now, frameAckOnly, [wire.ChallengeLen]byte{})
+		return
+	}
+	for _, q := range in.acks {
+		if q == ps {
+			return
+		}
+	}
+	in.acks = append(in.acks, ps)
+	in.ackAt = now
+}
+
+// sendAcks sends the acks owed to the locked peer's paths; those that rode on
+// outgoing data meanwhile find nothing pending and send nothing.
+func (in *inbound) sendAcks() {
+	p := in.cur
+	for i, ps := range in.acks {
+		if p.live(ps) {
+			p.sendControl(in.w, ps, in.ackAt, frameAckOnly, [wire.ChallengeLen]byte{})
+		}
+		in.acks[i] = nil
+	}
+	in.acks = in.acks[:0]
 }
 
 func (in *inbound) flush() {
@@ -303,7 +339,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		}
 	}
 	if ackNow && ps.validated {
-		p.sendControl(in.w, ps, now, frameAckOnly, [wire.ChallengeLen]byte{})
+		in.ackLater(p, ps, rx, now)
 	}
 	// Resends first: they repair what the windows admitted already.
 	p.processLosses(in.w, now)

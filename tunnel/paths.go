@@ -233,6 +233,12 @@ func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
 	return k
 }
 
+// live reports whether ps is still one of p's paths and validated (a path may be
+// removed or replaced while a receive batch is being handled).
+func (p *peer) live(ps *pathState) bool {
+	return ps.validated && int(ps.id) < len(p.paths) && p.paths[ps.id] == ps && p.cur != nil
+}
+
 func (p *peer) removePath(ps *pathState) {
 	delete(p.byKey, ps.key)
 	if ps.validated && !p.isSrv {

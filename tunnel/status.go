@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/control"
 )
 
@@ -28,12 +29,39 @@ func (e *Engine) Status() control.Status {
 			st.Listen = append(st.Listen, cs.c.LocalAddr().String())
 		}
 	}
+	st.Offload = offloadStatus(e.conns)
 	peers := append([]*peer(nil), e.peers...)
 	e.mu.RUnlock()
 	for _, p := range peers {
 		st.Peers = append(st.Peers, p.status(now))
 	}
 	return st
+}
+
+// offloadStatus sums the UDP sockets' offload state; nil when none has any.
+func offloadStatus(conns []*connState) *control.OffloadStatus {
+	var o *control.OffloadStatus
+	for _, cs := range conns {
+		of, ok := cs.c.(conn.Offloader)
+		if !ok || cs.closed {
+			continue
+		}
+		s := of.Offload()
+		if o == nil {
+			o = &control.OffloadStatus{GSO: "on", GRO: "on"}
+		}
+		if !s.GSO {
+			o.GSO = "off (" + s.GSOOff + ")"
+		}
+		if !s.GRO {
+			o.GRO = "off"
+		}
+		o.GSORuns += s.GSOSends
+		o.GSODatagrams += s.GSODatagrams
+		o.GRORuns += s.GRORuns
+		o.GRODatagrams += s.GRODatagrams
+	}
+	return o
 }
 
 func (p *peer) status(now time.Time) control.PeerStatus {

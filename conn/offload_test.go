@@ -1,0 +1,139 @@
+//go:build linux
+
+package conn
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+)
+
+// offloadBatch builds a WriteBatch that exercises run building: runs of
+// equal-sized datagrams to b (one ending in a shorter datagram, one with a
+// longer datagram that must start a new run), datagrams to c interleaved, and
+// sizes that do not coalesce. Every payload is unique: its index, then filler.
+func offloadBatch(b, c netip.AddrPort) (out [][]byte, eps []Endpoint) {
+	add := func(to netip.AddrPort, size int) {
+		d := make([]byte, size)
+		binary.BigEndian.PutUint32(d, uint32(len(out)))
+		for i := 4; i < size; i++ {
+			d[i] = byte(len(out) + i)
+		}
+		out = append(out, d)
+		eps = append(eps, Endpoint{Remote: to})
+	}
+	for i := 0; i < 70; i++ { // more than maxSegments: two runs
+		add(b, 1200)
+	}
+	add(b, 300) // ends the run
+	add(b, 1200)
+	add(b, 1200)
+	add(b, 1400) // longer: a new run
+	add(b, 1400)
+	for i := 0; i < 10; i++ {
+		add(c, 900)
+		add(b, 1000)
+	}
+	for i := 0; i < 50; i++ { // 50 × 1300 > maxGSOBytes: split by size
+		add(c, 1300)
+	}
+	return out, eps
+}
+
+// TestOffloadRoundTrip: with GSO and GRO, and without, every datagram arrives
+// intact, in order per receiver, as its own datagram, read in batches smaller
+// than the runs; with offload on, runs were coalesced on send and on receive.
+func TestOffloadRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name, a, b string
+		noOffload bool
+	}{
+		{"v4", "127.0.0.1:0", "127.0.0.1:0", false},
+		{"v4-wildcard", "127.0.0.1:0", "0.0.0.0:0", false},
+		{"v6", "[::1]:0", "[::1]:0", false},
+		{"v4-off", "127.0.0.1:0", "127.0.0.1:0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := listen(t, Options{Addr: netip.MustParseAddrPort(tc.a), NoOffload: tc.noOffload})
+			b := listen(t, Options{Addr: netip.MustParseAddrPort(tc.b), NoOffload: tc.noOffload})
+			c := listen(t, Options{Addr: netip.MustParseAddrPort(tc.a), NoOffload: tc.noOffload})
+			toB := b.LocalAddr()
+			if toB.Addr().IsUnspecified() {
+				toB = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), toB.Port())
+			}
+			out, eps := offloadBatch(toB, c.LocalAddr())
+			if err := a.WriteBatch(out, eps); err != nil {
+				t.Fatal(err)
+			}
+			for _, rx := range []struct {
+				c  *udpConn
+				to netip.AddrPort
+			}{{b, toB}, {c, c.LocalAddr()}} {
+				var want [][]byte
+				for i := range out {
+					if eps[i].Remote == rx.to {
+						want = append(want, out[i])
+					}
+				}
+				got, _ := readN(t, rx.c, len(want), 7)
+				for i := range want {
+					if got[i].payload != string(want[i]) {
+						t.Fatalf("to %v: datagram %d: %d bytes starting %x, want %d bytes starting %x",
+							rx.to, i, len(got[i].payload), got[i].payload[:min(4, len(got[i].payload))], len(want[i]), want[i][:4])
+					}
+					if got[i].ep.Remote != a.LocalAddr() {
+						t.Fatalf("datagram %d from %v, want %v", i, got[i].ep.Remote, a.LocalAddr())
+					}
+					if rx.c.pktinfo && !got[i].ep.Local.IsValid() {
+						t.Fatalf("datagram %d: wildcard socket did not report Local", i)
+					}
+				}
+			}
+			sa, sb := a.Offload(), b.Offload()
+			if tc.noOffload {
+				if sa.GSO || sa.GRO || sa.GSOSends != 0 || sb.GRORuns != 0 || sa.GSOOff != "disabled" {
+					t.Fatalf("offload off: sender %+v, receiver %+v", sa, sb)
+				}
+				return
+			}
+			if !sa.GSO {
+				t.Skipf("kernel without UDP GSO (%s): only the fallback was tested", sa.GSOOff)
+			}
+			// Runs to b: 64+6 (size 1200, split at maxSegments), the two after
+			// the short one, the 1400s; the 10 interleaved 1000s go alone.
+			if sa.GSOSends < 4 || sa.GSODatagrams < 70 {
+				t.Errorf("sender coalesced %d runs of %d datagrams, want ≥ 4 runs, ≥ 70 datagrams", sa.GSOSends, sa.GSODatagrams)
+			}
+			if sb.GRO && sb.GRORuns == 0 {
+				t.Errorf("receiver with GRO got no coalesced run: %+v", sb)
+			}
+		})
+	}
+}
+
+// TestGROCutTruncates: a datagram of a run larger than the caller's buffer is
+// truncated to the buffer, as recvmmsg truncates, and the next one is intact.
+func TestGROCutTruncates(t *testing.T) {
+	var g groRuns
+	g.init()
+	for i := range 250 {
+		g.bufs[0][i] = byte(i)
+	}
+	g.lens[0], g.segs[0], g.n = 250, 100, 1
+	var o offload
+	bufs := [][]byte{make([]byte, 60), make([]byte, 200), make([]byte, 200)}
+	sizes := make([]int, 3)
+	eps := make([]Endpoint, 3)
+	if n := g.cut(bufs, sizes, eps, &o); n != 3 {
+		t.Fatalf("cut returned %d datagrams, want 3", n)
+	}
+	if sizes[0] != 60 || sizes[1] != 100 || sizes[2] != 50 {
+		t.Fatalf("sizes %v, want [60 100 50]", sizes)
+	}
+	if bufs[1][0] != 100 || bufs[2][0] != 200 || bufs[2][49] != 249 {
+		t.Fatalf("datagrams 2 and 3 start %d and %d, want 100 and 200", bufs[1][0], bufs[2][0])
+	}
+	if !g.empty() || o.groRuns.Load() != 1 || o.groDgrams.Load() != 3 {
+		t.Fatalf("after the run: empty %v, runs %d, datagrams %d", g.empty(), o.groRuns.Load(), o.groDgrams.Load())
+	}
+}
