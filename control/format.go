@@ -31,6 +31,9 @@ func FormatStatus(w io.Writer, s Status) error {
 		ew.printf("  transport:   %s\n", s.Transport)
 	}
 	ew.printf("  uptime:      %s\n", s.Uptime.Round(time.Second))
+	if m := s.Memory; m != nil {
+		ew.printf("  memory:      %.1f MB heap, %.1f MB mapped by Go, %d GCs\n", float64(m.HeapBytes)/1e6, float64(m.TotalBytes)/1e6, m.GCs)
+	}
 	if o := s.Offload; o != nil {
 		ew.printf("  offload:     gso %s%s, gro %s%s\n", o.GSO, perRun(o.GSORuns, o.GSODatagrams), o.GRO, perRun(o.GRORuns, o.GRODatagrams))
 	}

@@ -45,7 +45,20 @@ type Status struct {
 	// and receive offloads, summed over the sockets (absent for the stream
 	// transports).
 	Offload *OffloadStatus `json:"offload,omitempty"`
-	Peers   []PeerStatus   `json:"peers"`
+	// Memory is the daemon process's Go memory (absent when the provider does
+	// not say).
+	Memory *MemoryStatus `json:"memory,omitempty"`
+	Peers  []PeerStatus  `json:"peers"`
+}
+
+// MemoryStatus: HeapBytes is what the heap's objects hold (live, and dead
+// ones not yet swept), TotalBytes all memory the Go runtime has mapped (heap,
+// stacks, runtime structures; RSS is at most this plus the binary), GCs the
+// collections so far.
+type MemoryStatus struct {
+	HeapBytes  uint64 `json:"heap_bytes"`
+	TotalBytes uint64 `json:"total_bytes"`
+	GCs        uint64 `json:"gcs"`
 }
 
 // OffloadStatus: GSO is "on" or "off (reason)" — reason "kernel" (no

@@ -179,7 +179,10 @@ func (in *inbound) fecRepair(p *peer, r *fec.Repair, now time.Time) {
 		if !p.rec.Has(recovery.FEC) {
 			return
 		}
-		p.fecDec = fec.NewDecoder(fec.DecoderConfig{MaxPayload: wire.DataFrameHeaderLen + wire.MaxPacket})
+		// No DATA frame larger than a receive buffer gets here (larger
+		// datagrams are dropped as oversized), so the decoder's slots need not
+		// hold more: sized for wire.MaxPacket they took 81 MB of heap.
+		p.fecDec = fec.NewDecoder(fec.DecoderConfig{MaxPayload: p.e.pool.size})
 	}
 	if n := p.fecDec.AddRepair(r, now); n > 0 {
 		in.deliverRebuilt(p, n, now)

@@ -157,6 +157,7 @@ func (tt *tunnelTransport) status(eng func() control.Status) func() control.Stat
 	return func() control.Status {
 		st := eng()
 		st.Transport = tt.name
+		st.Memory = control.ReadMemory()
 		if tt.stream != nil {
 			if st.Counters == nil {
 				st.Counters = make(map[string]uint64)
