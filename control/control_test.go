@@ -532,7 +532,7 @@ func recoverySample() Status {
 	p.Paths[0].CC.PacingRateBps = 12.5e6
 	p.Paths[0].CC.Mode, p.Paths[0].CC.BandwidthBps = "contend", 9.6e6
 	p.Paths[1].Priority, p.Paths[1].Budget, p.Paths[1].BudgetUsed = 1, "10GiB/month", 123456
-	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3, RepairSent: 70, RepairUsed: 11}
+	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3, RepairSent: 70, RepairSentBytes: 96600, RepairUsed: 11}
 	p.Paths[1].Recovery = &PathRecovery{Retransmitted: 38}
 	return s
 }
@@ -561,7 +561,7 @@ func TestFormatStatusRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{`"queue":{"delay_ms":4.25,"codel_marks":7,"codel_drops":2}`, `"recovery":"retransmit"`,
-		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":70,"repair_used":11}`, `"pacing_rate_bps":12500000`} {
+		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":70,"repair_sent_bytes":96600,"repair_used":11}`, `"pacing_rate_bps":12500000`} {
 		if !strings.Contains(string(j), key) {
 			t.Errorf("JSON lacks %s:\n%s", key, j)
 		}

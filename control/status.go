@@ -173,10 +173,13 @@ type PathRecovery struct {
 	// Residual those given up, i.e. passed on to the inner traffic.
 	Recovered uint64 `json:"recovered"`
 	Residual  uint64 `json:"residual"`
-	// RepairSent counts repair packets this path carried; RepairUsed this
-	// path's losses that the receiver rebuilt from repairs (it reports them).
-	RepairSent uint64 `json:"repair_sent"`
-	RepairUsed uint64 `json:"repair_used"`
+	// RepairSent counts repair packets this path carried (RepairSentBytes
+	// their frames' bytes, comparable with RetransmittedBytes); RepairUsed
+	// this path's losses that the receiver rebuilt from repairs (it reports
+	// them).
+	RepairSent      uint64 `json:"repair_sent"`
+	RepairSentBytes uint64 `json:"repair_sent_bytes"`
+	RepairUsed      uint64 `json:"repair_used"`
 }
 
 // ReorderStatus summarises the receive-side reorder buffers of one peer.

@@ -193,6 +193,7 @@ type pathState struct {
 
 	retx, retxBytes uint64 // resends this path carried
 	repairs         uint64 // repair packets this path carried
+	repairBytes     uint64 // and their frames' bytes
 	recovered       uint64 // losses of this path repaired by a resend that was acked
 	rebuilt         uint64 // losses of this path the receiver rebuilt from repairs
 	gaveUp          uint64 // losses of this path given up (passed to the inner traffic)
