@@ -10,12 +10,20 @@ import (
 	"time"
 )
 
+// ratio is a/b, 0 when b is 0.
+func ratio(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
 // perRun describes coalesced runs: " (N runs, D datagrams each)".
 func perRun(runs, dgrams uint64) string {
 	if runs == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d runs, %.1f datagrams each)", runs, float64(dgrams)/float64(runs))
+	return fmt.Sprintf(" (%d runs, %.1f datagrams each)", runs, ratio(dgrams, runs))
 }
 
 // FormatStatus writes s as the human-readable report of `braid status`: the
@@ -33,6 +41,9 @@ func FormatStatus(w io.Writer, s Status) error {
 	ew.printf("  uptime:      %s\n", s.Uptime.Round(time.Second))
 	if m := s.Memory; m != nil {
 		ew.printf("  memory:      %.1f MB heap, %.1f MB mapped by Go, %d GCs\n", float64(m.HeapBytes)/1e6, float64(m.TotalBytes)/1e6, m.GCs)
+	}
+	if t := s.TUN; t != nil && t.Reads+t.Writes > 0 {
+		ew.printf("  tun:         %d reads (%.1f packets each), %d writes (%.1f packets each)\n", t.Reads, ratio(t.ReadPackets, t.Reads), t.Writes, ratio(t.WritePackets, t.Writes))
 	}
 	if o := s.Offload; o != nil {
 		ew.printf("  offload:     gso %s%s, gro %s%s\n", o.GSO, perRun(o.GSORuns, o.GSODatagrams), o.GRO, perRun(o.GRORuns, o.GRODatagrams))

@@ -45,10 +45,24 @@ type Status struct {
 	// and receive offloads, summed over the sockets (absent for the stream
 	// transports).
 	Offload *OffloadStatus `json:"offload,omitempty"`
+	// TUN counts the engine's batches on the TUN device.
+	TUN *TUNStatus `json:"tun,omitempty"`
 	// Memory is the daemon process's Go memory (absent when the provider does
 	// not say).
 	Memory *MemoryStatus `json:"memory,omitempty"`
 	Peers  []PeerStatus  `json:"peers"`
+}
+
+// TUNStatus: Reads and the packets they returned, Writes and the packets
+// handed to them. With the device's offloads in effect a read of a TCP
+// super-packet returns its segments (many packets per read) and a write
+// coalesces consecutive segments of a flow, so the ratios show whether they
+// work: near 1 at speed means they do not.
+type TUNStatus struct {
+	Reads        uint64 `json:"reads"`
+	ReadPackets  uint64 `json:"read_packets"`
+	Writes       uint64 `json:"writes"`
+	WritePackets uint64 `json:"write_packets"`
 }
 
 // MemoryStatus: HeapBytes is what the heap's objects hold (live, and dead

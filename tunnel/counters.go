@@ -68,6 +68,12 @@ var dropNames = [numDropReasons]string{
 
 type counters struct {
 	drops [numDropReasons]atomic.Uint64
+	// TUN batches: reads and the packets they gave (a super-packet the
+	// device splits counts as its segments), writes and the packets handed
+	// to them (the device coalesces TCP segments within one write). Packets
+	// per batch show whether the device's offloads are in effect.
+	tunReads, tunReadPkts   atomic.Uint64
+	tunWrites, tunWritePkts atomic.Uint64
 }
 
 func (c *counters) drop(r dropReason) { c.drops[r].Add(1) }

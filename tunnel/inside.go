@@ -40,6 +40,8 @@ func (e *Engine) routineInside() {
 				continue
 			}
 		}
+		e.counters.tunReads.Add(1)
+		e.counters.tunReadPkts.Add(uint64(n))
 		now := time.Now()
 		e.mu.RLock()
 		var cur *peer

@@ -143,6 +143,8 @@ func (e *Engine) writeTUN(pbs []*packetBuf, scratch *[][]byte) {
 	for _, pb := range pbs {
 		bufs = append(bufs, pb.b[pb.start-tunWriteOffset:pb.end])
 	}
+	e.counters.tunWrites.Add(1)
+	e.counters.tunWritePkts.Add(uint64(len(bufs)))
 	if _, err := e.tun.Write(bufs, tunWriteOffset); err != nil && !e.isClosing() {
 		e.counters.drop(dropTUNWriteError)
 		e.log.Debug("tun write", "err", err)
