@@ -238,6 +238,9 @@ type PathStatus struct {
 	TxPackets   uint64  `json:"tx_packets"`
 	RxPackets   uint64  `json:"rx_packets"`
 	LostPackets uint64  `json:"lost_packets"`
+	// SpuriousLost counts packets acked after they had been declared lost:
+	// losses that were reordering or late acks.
+	SpuriousLost uint64 `json:"spurious_lost"`
 	// InFlight is packets sent and neither acknowledged nor declared lost.
 	InFlight int `json:"in_flight"` // bytes
 	// QueueDelayMs is the estimated standing queue: one-way delay above its minimum.

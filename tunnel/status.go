@@ -154,6 +154,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			RxBytes:         pa.rxBytes,
 			RxPackets:       pa.rxPackets,
 			LostPackets:     s.LostPackets,
+			SpuriousLost:    s.SpuriousLost,
 			InFlight:        s.InFlight,
 			QueueDelayMs:    ms(s.QueueDelay),
 			OWDTrend:        s.OWDTrend,
