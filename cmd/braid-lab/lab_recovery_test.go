@@ -61,6 +61,10 @@ func TestLabLossyPathsBeatOneCleanPath(t *testing.T) {
 			}
 		}
 		t.Logf("%-8s loss %-10s %6.2f Mbit/s", p.Label, loss, p.Goodput.Mean)
+		checkBulkRecovery(t, p)
+		if r := p.BulkRecovery; r != nil && loss != "none" && !(r.PathLossRate.Mean > 0) {
+			t.Errorf("%s with %s loss: the server counted no path loss", p.Label, loss)
+		}
 		switch {
 		case p.Transport == "direct" && loss == "none":
 			cleanDirect = p.Goodput.Mean

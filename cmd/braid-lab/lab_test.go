@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,7 @@ func TestLabSmoke(t *testing.T) {
 		}
 		mean[p.Transport] = p.Goodput.Mean
 		t.Logf("%-13s %6.2f ± %.2f Mbit/s, shares %v", p.Label, p.Goodput.Mean, p.Goodput.CI95, p.PathShares)
+		checkBulkRecovery(t, p)
 	}
 	t.Logf("run took %v", took.Round(time.Second))
 	if len(res.Points) != 3 {
@@ -82,5 +84,33 @@ func labTestBraid(t *testing.T, why string) {
 	t.Cleanup(func() { labBraidCommand = saved })
 	labBraidCommand = func() runner.BraidCommand {
 		return runner.BraidCommand{Exe: os.Args[0], Env: []string{"BRAID_TEST_MAIN=1"}}
+	}
+}
+
+// checkBulkRecovery checks that a braid download (recovery on by default)
+// has the bulk recovery figures, within sane bounds, and any other none.
+func checkBulkRecovery(t *testing.T, p results.Point) {
+	t.Helper()
+	if p.Transport != "braid" {
+		if p.BulkRecovery != nil {
+			t.Errorf("%s: bulk recovery figures for a transport without braid's recovery", p.Label)
+		}
+		return
+	}
+	if p.BulkRecovery == nil || p.BulkRecovery.Overhead.N != len(p.Samples) {
+		t.Errorf("%s: bulk recovery summary %+v for %d downloads", p.Label, p.BulkRecovery, len(p.Samples))
+	}
+	for _, s := range p.Samples {
+		r := s.BulkRecovery
+		if r == nil {
+			t.Errorf("%s rep %d: no bulk recovery figures", p.Label, s.Rep)
+			continue
+		}
+		t.Logf("%s rep %d: resent %d B, repair %d B of %d B: overhead %.4f, path loss %.4f (%d of %d), bound %.4f",
+			p.Label, s.Rep, r.ResentBytes, r.RepairBytes, s.Bytes, r.Overhead, r.PathLossRate, r.LostPackets, r.TxPackets, r.Bound)
+		if !(r.Overhead >= 0) || !(r.PathLossRate >= 0 && r.PathLossRate <= 1) || r.TxPackets == 0 ||
+			math.Abs(r.Bound-(2*r.PathLossRate+runner.BulkOverheadSlack)) > 1e-12 {
+			t.Errorf("%s rep %d: figures out of bounds: %+v", p.Label, s.Rep, *r)
+		}
 	}
 }

@@ -61,7 +61,9 @@ func axisCells(p *results.Point, axes []string) []string {
 //	added_p50_ms, added_p95_ms, added_p99_ms, added_max_ms, probes,
 //	probes_lost) and the real-time flow's (rt_sent, rt_delivered,
 //	rt_loss_pct, owd_p50_ms, owd_p99_ms, owd_max_ms, rt_late_pct,
-//	rt_miss_pct, outer_bytes, outer_per_payload) when the run has them
+//	rt_miss_pct, outer_bytes, outer_per_payload) and the bulk recovery's
+//	(recovery_resent_bytes, recovery_repair_bytes, path_loss_rate,
+//	recovery_overhead, overhead_bound; fractions) when the run has them
 //
 // kind is the transport kind, label its name in tables and plots, options
 // "key=value;…" in key order. An unknown retransmission count (-1 in the
@@ -130,12 +132,39 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 	return cw.Error()
 }
 
+// figureHeads are the mean and ci95 columns of each figure.
+func figureHeads(cols []pointColumn) []string {
+	var head []string
+	for _, c := range cols {
+		head = append(head, c.name+"_mean", c.name+"_ci95")
+	}
+	return head
+}
+
+// figureCells are p's mean and ci95 cells of each column (empty when p has
+// no such figure).
+func figureCells(cols []pointColumn, p *results.Point) []string {
+	var cells []string
+	for _, c := range cols {
+		if s := c.of(p); s != nil {
+			cells = append(cells, num(s.Mean), num(s.CI95))
+		} else {
+			cells = append(cells, "", "")
+		}
+	}
+	return cells
+}
+
 // WriteSummaryCSV writes one row per point:
 //
 //	point, <axis>, <axis>_value…, kind, label, options, n, mean_mbps,
 //	ci95_mbps, median_mbps, min_mbps, max_mbps, std_dev_mbps, share_<path>…,
 //	[competing_…], [<figure>_mean, <figure>_ci95 for the latency and
-//	real-time figures, outer_extra_vs_off_pct], error
+//	real-time figures, outer_extra_vs_off_pct], [recovery_overhead_pct_…,
+//	path_loss_pct_…, overhead_bound_pct_… (mean, ci95), within_bound], error
+//
+// within_bound counts the point's downloads whose recovery overhead was at
+// most their bound.
 //
 // outer_extra_vs_off_pct compares a real-time point's outer bytes per
 // payload byte with the same network's transport of the same kind with
@@ -158,13 +187,15 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	if comp {
 		head = append(head, "competing_mean_mbps", "competing_ci95_mbps")
 	}
-	lat, rt := pointColumns(run)
+	lat, rt, rec := pointColumns(run)
 	figs := append(slices.Clone(lat), rt...)
-	for _, c := range figs {
-		head = append(head, c.name+"_mean", c.name+"_ci95")
-	}
+	head = append(head, figureHeads(figs)...)
 	if rt != nil {
 		head = append(head, "outer_extra_vs_off_pct")
+	}
+	head = append(head, figureHeads(rec)...)
+	if rec != nil {
+		head = append(head, "within_bound")
 	}
 	head = append(head, "error")
 	if err := cw.Write(head); err != nil {
@@ -191,15 +222,17 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 				row = append(row, "", "")
 			}
 		}
-		for _, c := range figs {
-			if s := c.of(p); s != nil {
-				row = append(row, num(s.Mean), num(s.CI95))
-			} else {
-				row = append(row, "", "")
-			}
-		}
+		row = append(row, figureCells(figs, p)...)
 		if rt != nil {
 			row = append(row, num(extraBytesPct(run, p)))
+		}
+		row = append(row, figureCells(rec, p)...)
+		if rec != nil {
+			within := ""
+			if p.BulkRecovery != nil {
+				within = strconv.Itoa(p.BulkRecovery.WithinBound)
+			}
+			row = append(row, within)
 		}
 		row = append(row, p.Error)
 		if err := cw.Write(row); err != nil {

@@ -99,7 +99,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	shown := map[string]bool{}
 
 	paths := sharePaths(run)
-	lat, rt := pointColumns(run)
+	lat, rt, rec := pointColumns(run)
 	if lat != nil {
 		fmt.Fprintf(bw, "\nAdded delay is a latency probe's RTT minus the median RTT of the probes on the idle transport "+
 			"just before the download; each download gives its p50, p95 and p99, and a cell is their mean over the downloads ± the 95%% interval.\n")
@@ -108,6 +108,12 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		fmt.Fprintf(bw, "\nReal-time figures are per flow (mean ± 95%% interval over the repetitions): loss of the packets sent, one-way delay (OWD) percentiles of those delivered, "+
 			"packets later than the deadline, packets lost or late, and the frames on the paths (both directions, Ethernet headers included) per delivered payload byte; "+
 			"\"extra bytes\" compares that with the same transport with recovery = \"off\".\n")
+	}
+	if rec != nil {
+		fmt.Fprintf(bw, "\nBulk recovery overhead is what braid's loss recovery sent during a download, read from the server daemon's (the sender's) "+
+			"status just before and just after it: retransmitted and repair bytes over all paths, in %% of the bytes downloaded; "+
+			"path loss is the packets the server declared lost of those it sent. The target is overhead ≤ 2 × path loss + 5 %%; "+
+			"\"within bound\" counts the downloads that met it. Only braid transports with recovery on are listed.\n")
 	}
 	show := func(f *figure, m metric) {
 		if files, ok := byStem[f.stemOf(m)]; ok {
@@ -132,6 +138,13 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
 			})
 			show(&f, realtimeMiss)
+		}
+		if rec != nil {
+			g := f
+			g.points = slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil })
+			if len(g.points) > 0 {
+				udpTable(bw, &g, "Bulk recovery overhead:", rec, "within bound", withinBound)
+			}
 		}
 	}
 	var rest []string

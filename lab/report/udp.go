@@ -63,6 +63,26 @@ var (
 		{"outer_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.Realtime.OuterBytes, 10) }},
 		{"outer_per_payload", func(s *results.Sample) string { return num(s.Realtime.OuterPerPayload) }},
 	}
+	bulkRecoverySampleColumns = []sampleColumn{
+		{"recovery_resent_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.BulkRecovery.ResentBytes, 10) }},
+		{"recovery_repair_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.BulkRecovery.RepairBytes, 10) }},
+		{"path_loss_rate", func(s *results.Sample) string { return num(s.BulkRecovery.PathLossRate) }},
+		{"recovery_overhead", func(s *results.Sample) string { return num(s.BulkRecovery.Overhead) }},
+		{"overhead_bound", func(s *results.Sample) string { return num(s.BulkRecovery.Bound) }},
+	}
+	// The point figures are in percent, easier to read than fractions of
+	// a few hundredths.
+	bulkRecoveryColumns = []pointColumn{
+		{"recovery_overhead_pct", "overhead (% of payload)", func(p *results.Point) *stats.Summary {
+			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.Overhead })
+		}},
+		{"path_loss_pct", "path loss (%)", func(p *results.Point) *stats.Summary {
+			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.PathLossRate })
+		}},
+		{"overhead_bound_pct", "bound: 2 × loss + 5 (%)", func(p *results.Point) *stats.Summary {
+			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.Bound })
+		}},
+	}
 	latencyColumns = []pointColumn{
 		{"idle_rtt_ms", "idle RTT (ms)", func(p *results.Point) *stats.Summary {
 			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.IdleMs })
@@ -105,6 +125,23 @@ var (
 	}
 )
 
+// bulkRecoveryPct is a figure of p's bulk recovery, fractions made percent.
+func bulkRecoveryPct(p *results.Point, f func(*results.BulkRecoverySummary) stats.Summary) *stats.Summary {
+	if p.BulkRecovery == nil {
+		return nil
+	}
+	s := f(p.BulkRecovery)
+	for _, x := range []*float64{&s.Mean, &s.StdDev, &s.CI95, &s.Median, &s.Min, &s.Max} {
+		*x *= 100
+	}
+	return &s
+}
+
+// withinBound says how many of p's downloads met the overhead target.
+func withinBound(p *results.Point) string {
+	return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
+}
+
 func anySample(run *results.Run, has func(*results.Sample) bool) bool {
 	for i := range run.Points {
 		for j := range run.Points[i].Samples {
@@ -125,6 +162,7 @@ func sampleColumns(run *results.Run) (cols []sampleColumn, has []func(*results.S
 	}{
 		{latencySampleColumns, func(s *results.Sample) bool { return s.Latency != nil }},
 		{realtimeSampleColumns, func(s *results.Sample) bool { return s.Realtime != nil }},
+		{bulkRecoverySampleColumns, func(s *results.Sample) bool { return s.BulkRecovery != nil }},
 	} {
 		if anySample(run, g.has) {
 			for _, c := range g.cols {
@@ -136,15 +174,19 @@ func sampleColumns(run *results.Run) (cols []sampleColumn, has []func(*results.S
 	return cols, has
 }
 
-// pointColumns are the extra per-point figures of run.
-func pointColumns(run *results.Run) (lat, rt []pointColumn) {
+// pointColumns are the extra per-point figures of run: latency,
+// real-time and bulk recovery.
+func pointColumns(run *results.Run) (lat, rt, rec []pointColumn) {
 	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Latency != nil }) {
 		lat = latencyColumns
 	}
 	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Realtime != nil }) {
 		rt = realtimeColumns
 	}
-	return lat, rt
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.BulkRecovery != nil }) {
+		rec = bulkRecoveryColumns
+	}
+	return lat, rt, rec
 }
 
 // recoveryOff is the point that p's real-time bytes are compared with: the

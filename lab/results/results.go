@@ -120,7 +120,20 @@ type Point struct {
 	// Realtime summarizes Samples[].Realtime (nil without the real-time
 	// workload).
 	Realtime *RealtimeSummary `json:"realtime,omitempty"`
-	Error    string           `json:"error,omitempty"` // the point could not be measured
+	// BulkRecovery summarizes Samples[].BulkRecovery (nil when no sample
+	// has it: not braid, or braid with recovery off).
+	BulkRecovery *BulkRecoverySummary `json:"bulk_recovery,omitempty"`
+	Error        string               `json:"error,omitempty"` // the point could not be measured
+}
+
+// BulkRecoverySummary is the mean and 95% interval over a point's downloads
+// of each download's BulkRecovery figures, and how many met the target.
+type BulkRecoverySummary struct {
+	Overhead     stats.Summary `json:"overhead"`
+	PathLossRate stats.Summary `json:"path_loss_rate"`
+	Bound        stats.Summary `json:"bound"`
+	// WithinBound counts the downloads whose Overhead ≤ Bound.
+	WithinBound int `json:"within_bound"`
 }
 
 // LatencySummary is the mean and 95% interval over a point's downloads of
@@ -173,6 +186,30 @@ type Sample struct {
 	// the sample's goodput, seconds and bytes are then the flow's delivered
 	// payload).
 	Realtime *Realtime `json:"realtime,omitempty"`
+	// BulkRecovery is what the sending braid daemon's loss recovery cost
+	// during this download (absent for other transports and with recovery
+	// off).
+	BulkRecovery *BulkRecovery `json:"bulk_recovery,omitempty"`
+}
+
+// BulkRecovery is the loss recovery of one download, from the sender's
+// (the braid server's) control status read just before and just after the
+// download, summed over its paths. It checks the target "retransmitted +
+// repair bytes ≤ (2 × path loss rate + 5 %) of the payload".
+type BulkRecovery struct {
+	// ResentBytes is Σ retransmitted_bytes (resent payload), RepairBytes
+	// Σ repair_sent_bytes (repair frames).
+	ResentBytes uint64 `json:"resent_bytes"`
+	RepairBytes uint64 `json:"repair_bytes"`
+	// TxPackets and LostPackets are Σ tx_packets and Σ lost_packets;
+	// PathLossRate = LostPackets / TxPackets (0 when nothing was sent).
+	TxPackets    uint64  `json:"tx_packets"`
+	LostPackets  uint64  `json:"lost_packets"`
+	PathLossRate float64 `json:"path_loss_rate"`
+	// Overhead = (ResentBytes + RepairBytes) / the download's bytes
+	// (Sample.Bytes); Bound = 2 × PathLossRate + 0.05.
+	Overhead float64 `json:"overhead"`
+	Bound    float64 `json:"bound"`
 }
 
 // Latency is one download's UDP echo probes through the transport. Added

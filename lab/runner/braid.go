@@ -156,8 +156,8 @@ func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*proc.
 // config files.
 type BraidPair struct {
 	Srv, Cli *proc.Child
-	// CliSock is the client's control socket.
-	CliSock string
+	// SrvSock and CliSock are the daemons' control sockets.
+	SrvSock, CliSock string
 }
 
 // StartBraidPair generates both ends' keys into dir, writes the configs that
@@ -167,7 +167,7 @@ type BraidPair struct {
 func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cliNS *netns.Namespace,
 	configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli string),
 	want int, usable func(control.Status) int) (_ *BraidPair, err error) {
-	b := &BraidPair{CliSock: filepath.Join(dir, "client.sock")}
+	b := &BraidPair{SrvSock: filepath.Join(dir, "server.sock"), CliSock: filepath.Join(dir, "client.sock")}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -181,7 +181,7 @@ func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cli
 	if err != nil {
 		return nil, err
 	}
-	srvCfg, cliCfg := configs(srvKey, cliKey, filepath.Join(dir, "server.sock"), b.CliSock)
+	srvCfg, cliCfg := configs(srvKey, cliKey, b.SrvSock, b.CliSock)
 	for name, content := range map[string]string{
 		"server.key": srvKey.String(), "client.key": cliKey.String(),
 		"server.toml": srvCfg, "client.toml": cliCfg,
@@ -363,7 +363,11 @@ func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
 	if err != nil {
 		return Counters{}, err
 	}
-	c := Counters{PathBytes: map[string]uint64{}}
+	srv, err := control.Query(s.pair.SrvSock)
+	if err != nil {
+		return Counters{}, err
+	}
+	c := Counters{PathBytes: map[string]uint64{}, Sender: &srv}
 	if s.onePath {
 		c.PathBytes = nil // the link emulators count each path
 	}

@@ -316,6 +316,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	rp.PathShares = Shares(totals)
 	rp.Latency = SummarizeLatency(rp.Samples)
 	rp.Realtime = SummarizeRealtime(rp.Samples)
+	rp.BulkRecovery = SummarizeBulkRecovery(rp.Samples)
 	if len(errs) > 0 {
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
 	}
@@ -465,6 +466,13 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
+	// The counters are read as soon as the download ends, before the
+	// latency probes' wait for stragglers, so that they cover the download
+	// only.
+	after, pathBytes, err := r.since(ctx, sess, before)
+	if err != nil {
+		return results.Sample{}, err
+	}
 	compMbps := float64(comp.bytes()-compBefore) * 8 / res.Duration.Seconds() / 1e6
 	var lat *results.Latency
 	if probes != nil {
@@ -477,10 +485,6 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		}
 		lat = &l
 	}
-	after, pathBytes, err := r.since(ctx, sess, before)
-	if err != nil {
-		return results.Sample{}, err
-	}
 	smp := results.Sample{
 		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
 		MaxStallMs:      float64(res.MaxStall) / float64(time.Millisecond),
@@ -488,6 +492,9 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
 		PathBytes:       pathBytes,
 		Latency:         lat,
+	}
+	if before.sess.Sender != nil && after.Sender != nil {
+		smp.BulkRecovery = BulkOverhead(*before.sess.Sender, *after.Sender, res.Bytes)
 	}
 	if comp != nil {
 		smp.CompetingMbps = &compMbps

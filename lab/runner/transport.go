@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
@@ -35,6 +36,9 @@ type Counters struct {
 	PathBytes       map[string]uint64
 	Reordered       uint64
 	ReorderTimeouts uint64
+	// Sender is the status of the braid daemon that sends the download
+	// (the server), for BulkOverhead; nil for transports without one.
+	Sender *control.Status
 }
 
 // Session is a transport set up on the testbed, ready for downloads.
