@@ -197,6 +197,7 @@ type connState struct {
 	// auth, when the socket has one, is told of every datagram that authenticated,
 	// so a stream server keeps only connections that carry a session alive.
 	auth conn.Authenticator
+	out  outQueue // datagrams sealed for this socket, in order (send.go)
 }
 
 // New builds an engine; Start runs it.
