@@ -7,6 +7,10 @@
 #   a subset that fits about 50 minutes.
 #   SET contend: the re-run after contention and the queue's retuning
 #   (docs/results/recovery/contend), about 75 minutes.
+#   SET ordered: the re-run after the per-socket ordered send queue (no more
+#   self-inflicted reordering, hence spurious losses) and UDP GSO/GRO
+#   (docs/results/recovery/ordered), about 45 minutes, with the bulk
+#   recovery overhead the lab now records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -18,6 +22,14 @@ run() { # name scenario [--only ...]
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
+if [ "$set" = ordered ]; then
+	seed=20261126 # the contend set's: the same loss sequences
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run noloss recovery-noloss.toml --seed $seed
+	run realtime recovery-realtime.toml --seed $seed
+	exit 0
+fi
 if [ "$set" = contend ]; then
 	# After contention, re-probing and the queue's retuning (2026-11-26): the
 	# starvation point first, then the targets' points; one seed for all.
