@@ -13,18 +13,12 @@ type Policy struct {
 	MaxK int
 	// The overhead m/k may not exceed CapBase + CapPerLoss × loss.
 	CapBase, CapPerLoss float64
-	// Budgeted: the repair bytes may not exceed, over time, CapBase +
-	// (CapPerLoss − 1) × loss of the payload bytes (Rate.Budget): the cap less
-	// one loss rate, which the resends of what repairs do not rebuild and the
-	// repair frames' headers need, so that repairs and resends together stay
-	// within the cap.
-	Budgeted bool
 }
 
 // The two classes.
 var (
 	// Bulk: residual ≤ 1e-3 with overhead ≤ 2·loss + 5 %.
-	Bulk = Policy{Target: 1e-3, MinLoss: 1e-3, MaxK: MaxK, CapBase: 0.05, CapPerLoss: 2, Budgeted: true}
+	Bulk = Policy{Target: 1e-3, MinLoss: 1e-3, MaxK: MaxK, CapBase: 0.05, CapPerLoss: 2}
 	// RealTime: residual ≤ 1e-4 with overhead ≤ 35 %; blocks of at most 16 (most
 	// close by MaxDelay long before).
 	RealTime = Policy{Target: 1e-4, MinLoss: 1e-3, MaxK: 16, CapBase: 0.35}
@@ -169,9 +163,6 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 	}
 	r.K = bk
 	r.M[bk] = uint8(bm)
-	if pol.Budgeted {
-		r.Budget = max(limit-loss, 0)
-	}
 	for n := 1; n < bk; n++ {
 		r.M[n] = uint8(bm)
 		for m := 0; m < bm; m++ {

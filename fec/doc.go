@@ -76,11 +76,7 @@
 //	RealTime: Target 1e-4, cap 35 %,      MaxK 16   (2 %: RS(15+3), 20 %)
 //
 // For a block closed early with n < k sources, Rate.M[n] is the fewest repairs
-// (at most M[k]) that meet the target for n sources. A Budgeted policy (Bulk)
-// also bounds the repair bytes over time (Rate.Budget): cap − p of the
-// payload bytes, paid for source by source, so that short blocks, which
-// MaxDelay closes at low rates, cannot add up to more than the cap, and the
-// resends keep the room of one loss rate.
+// (at most M[k]) that meet the target for n sources.
 //
 // Bursts: the engine should spread a block's repairs over the usable paths
 // (repair i on path i mod paths), never all behind one another on the path

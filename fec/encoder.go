@@ -21,14 +21,6 @@ const (
 type Rate struct {
 	K int
 	M [MaxK + 1]uint8
-	// Budget, if > 0, bounds the repair frames' bytes to this fraction of the
-	// protected payloads' bytes over time: each source earns Budget × its
-	// length in credit, and a closing block sends only the repairs its credit
-	// pays for. Blocks closed early by MaxDelay would otherwise send their
-	// M[n] repairs for a few sources each (at 10 Mbit/s, one or two per 13
-	// sources: 11.5 % of the payload at 1 % loss, against the 7 % the policy
-	// allows).
-	Budget float64
 }
 
 // FixedRate is blocks of k sources with m repairs, also for blocks closed early.
@@ -100,7 +92,6 @@ type Encoder struct {
 	nruns  int
 
 	nextBlock uint32
-	credit    float64 // repair bytes the sources so far have paid for (Rate.Budget)
 
 	// The last closed block: its repair frames until the next close.
 	out    Repair
@@ -207,11 +198,6 @@ func (e *Encoder) Add(id SourceID, payload []byte, now time.Time) int {
 	e.n++
 	e.maxLen = max(e.maxLen, len(payload))
 	e.stats.Sources++
-	if b := e.rate.Budget; b > 0 {
-		// At most a full block's repairs at the largest size are saved up, so a
-		// quiet spell does not buy a burst of them.
-		e.credit = min(e.credit+b*float64(len(payload)), float64(MaxM*RepairLen(MaxK, LenPrefix+e.cfg.MaxPayload)))
-	}
 	if e.n >= e.k && closed == 0 {
 		closed = e.close()
 	}
@@ -254,11 +240,6 @@ func (e *Encoder) close() int {
 	e.ready = 0
 	n := e.n
 	m := int(e.m[min(n, e.k)])
-	if e.rate.Budget > 0 && m > 0 {
-		frame := float64(RepairLen(e.nruns, LenPrefix+e.maxLen))
-		m = min(m, int(e.credit/frame))
-		e.credit -= float64(m) * frame
-	}
 	if n == 0 || m == 0 {
 		return 0
 	}

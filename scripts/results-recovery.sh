@@ -11,9 +11,6 @@
 #   self-inflicted reordering, hence spurious losses) and UDP GSO/GRO
 #   (docs/results/recovery/ordered), about 45 minutes, with the bulk
 #   recovery overhead the lab now records.
-#   SET budget: uniform and ge again after the repair budget (the bulk FEC's
-#   bytes bounded by 5 % + loss of the payload; docs/results/recovery/budget),
-#   about 30 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -25,12 +22,6 @@ run() { # name scenario [--only ...]
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
-if [ "$set" = budget ]; then
-	seed=20261126
-	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
-	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
-	exit 0
-fi
 if [ "$set" = ordered ]; then
 	seed=20261126 # the contend set's: the same loss sequences
 	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
