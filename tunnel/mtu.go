@@ -70,6 +70,11 @@ func (p *peer) sendProbe(w *writer, ps *pathState, size int, now time.Time) {
 	ps.probeSeq, ps.probeSize = ps.sender.NextSeq(), size
 	ps.mtu.OnProbeSent(size, now)
 	if p.sealAndQueue(w, ps, pb, n, true, now) {
+		// The probe leaves now, alone: in a GSO run with the ping below (a
+		// run may end in a shorter datagram) it would travel as one segmented
+		// buffer, which a veth forwards whatever the far end's MTU, and a
+		// size that the path cannot carry would be confirmed.
+		p.e.sendQueued(ps.cs)
 		// A small ping right behind it: when its ack comes back without the
 		// probe's, the probe is declared lost within about a round trip,
 		// even on an idle path.
