@@ -54,33 +54,44 @@ type Offloader interface {
 // offload is a socket's offload state; counters are atomics because status
 // reads them while the data path runs.
 type offload struct {
-	gso    atomic.Bool
-	gsoOff atomic.Value // string
+	gsoOff atomic.Pointer[string] // nil while GSO is on, else why it is off
 	gro    bool
 
 	gsoSends, gsoDgrams atomic.Uint64
 	groRuns, groDgrams  atomic.Uint64
 }
 
+// Why GSO is off (OffloadStats.GSOOff).
+var (
+	gsoOffDisabled = "disabled"
+	gsoOffKernel   = "kernel"
+	gsoOffDevice   = "device"
+)
+
 // detect enables GRO and checks for GSO on a new socket; both fail soft.
 func (o *offload) detect(fd int, disabled bool) {
 	if disabled {
-		o.gsoOff.Store("disabled")
+		o.gsoOff.Store(&gsoOffDisabled)
 		return
 	}
-	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err == nil {
-		o.gso.Store(true)
-		o.gsoOff.Store("")
-	} else {
-		o.gsoOff.Store("kernel")
+	if _, err := unix.GetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_SEGMENT); err != nil {
+		o.gsoOff.Store(&gsoOffKernel)
 	}
 	o.gro = unix.SetsockoptInt(fd, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
 }
 
+func (o *offload) gsoOn() bool { return o.gsoOff.Load() == nil }
+
+// deviceRefused turns GSO off for good: the route's device cannot segment UDP.
+func (o *offload) deviceRefused() { o.gsoOff.CompareAndSwap(nil, &gsoOffDevice) }
+
 func (o *offload) stats() OffloadStats {
-	off, _ := o.gsoOff.Load().(string)
+	off := ""
+	if p := o.gsoOff.Load(); p != nil {
+		off = *p
+	}
 	return OffloadStats{
-		GSO: o.gso.Load(), GRO: o.gro, GSOOff: off,
+		GSO: off == "", GRO: o.gro, GSOOff: off,
 		GSOSends: o.gsoSends.Load(), GSODatagrams: o.gsoDgrams.Load(),
 		GRORuns: o.groRuns.Load(), GRODatagrams: o.groDgrams.Load(),
 	}

@@ -46,7 +46,7 @@ func offloadBatch(b, c netip.AddrPort) (out [][]byte, eps []Endpoint) {
 func TestOffloadRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name, a, b string
-		noOffload bool
+		noOffload  bool
 	}{
 		{"v4", "127.0.0.1:0", "127.0.0.1:0", false},
 		{"v4-wildcard", "127.0.0.1:0", "0.0.0.0:0", false},

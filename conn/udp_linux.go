@@ -466,6 +466,7 @@ func (c *udpConn) WriteBatch(bufs [][]byte, eps []Endpoint) error {
 				return &net.OpError{Op: "write", Net: "udp", Addr: net.UDPAddrFromAddrPort(c.local), Err: net.ErrClosed}
 			}
 			if w.errno == 0 {
+				c.countRuns(sent, sent+max(w.n, 1))
 				sent += max(w.n, 1)
 				continue
 			}
@@ -476,8 +477,8 @@ func (c *udpConn) WriteBatch(bufs [][]byte, eps []Endpoint) error {
 				// segment UDP (GSO goes off for good), EINVAL when a datagram
 				// of it would need IP fragmentation. Resend it datagram by
 				// datagram, which gives each its own fate.
-				if errno == syscall.EIO && c.off.gso.CompareAndSwap(true, false) {
-					c.off.gsoOff.Store("device")
+				if errno == syscall.EIO {
+					c.off.deviceRefused()
 				}
 				single, start = w.first[j]+w.count[j], w.first[j]
 				break
@@ -508,7 +509,7 @@ func (c *udpConn) WriteBatch(bufs [][]byte, eps []Endpoint) error {
 // single go alone.
 func (c *udpConn) build(bufs [][]byte, eps []Endpoint, start, single int, fail func(int, error)) (nm, next int) {
 	w := &c.w
-	gso := c.off.gso.Load()
+	gso := c.off.gsoOn()
 	ni, i := 0, start
 	for i < len(bufs) && nm < len(w.hs) && ni < len(w.iovs) {
 		ep := eps[i]
@@ -547,13 +548,26 @@ func (c *udpConn) build(bufs [][]byte, eps []Endpoint, start, single int, fail f
 		gs := 0
 		if k > 1 {
 			gs = seg
-			c.off.gsoSends.Add(1)
-			c.off.gsoDgrams.Add(uint64(k))
 		}
 		c.setControl(nm, ep.Local, gs)
 		nm++
 	}
 	return nm, i
+}
+
+// countRuns counts the GSO runs among messages [from, to), which were sent.
+func (c *udpConn) countRuns(from, to int) {
+	var runs, dgrams uint64
+	for _, k := range c.w.count[from:to] {
+		if k > 1 {
+			runs++
+			dgrams += uint64(k)
+		}
+	}
+	if runs > 0 {
+		c.off.gsoSends.Add(runs)
+		c.off.gsoDgrams.Add(dgrams)
+	}
 }
 
 // setControl sets message j's control data: the source address (wildcard

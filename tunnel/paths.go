@@ -233,10 +233,10 @@ func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
 	return k
 }
 
-// live reports whether ps is still one of p's paths and validated (a path may be
-// removed or replaced while a receive batch is being handled).
+// live reports whether ps is still one of p's paths (a path may be removed or
+// replaced while a receive batch is being handled).
 func (p *peer) live(ps *pathState) bool {
-	return ps.validated && int(ps.id) < len(p.paths) && p.paths[ps.id] == ps && p.cur != nil
+	return int(ps.id) < len(p.paths) && p.paths[ps.id] == ps
 }
 
 func (p *peer) removePath(ps *pathState) {
