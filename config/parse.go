@@ -21,78 +21,6 @@ import (
 	"github.com/braid-vpn/braid/keys"
 )
 
-// The raw* types mirror the file. They hold plain strings and numbers so that
-// parsing prefixes, addresses, keys and durations happens here, where the
-// error can name the key with its array index, rather than inside go-toml,
-// whose messages name Go types. Pointers mark values whose absence differs
-// from their zero value.
-type rawFile struct {
-	Role             string      `toml:"role"`
-	PrivateKeyFile   string      `toml:"private_key_file"`
-	PresharedKeyFile string      `toml:"preshared_key_file"`
-	LogLevel         string      `toml:"log_level"`
-	Tun              rawTun      `toml:"tun"`
-	Client           *rawClient  `toml:"client"`
-	Server           *rawServer  `toml:"server"`
-	Security         rawSecurity `toml:"security"`
-	Control          rawControl  `toml:"control"`
-}
-
-type rawTun struct {
-	Name    string   `toml:"name"`
-	Address []string `toml:"address"`
-	MTU     *int64   `toml:"mtu"`
-	Routes  []string `toml:"routes"`
-}
-
-type rawClient struct {
-	ServerPublicKey  string    `toml:"server_public_key"`
-	Servers          []string  `toml:"servers"`
-	Paths            []string  `toml:"paths"`
-	SubflowsPerPath  *int64    `toml:"subflows_per_path"`
-	Scheduler        string    `toml:"scheduler"`
-	Weights          []float64 `toml:"weights"`
-	Priorities       []int64   `toml:"priorities"`
-	Budgets          []string  `toml:"budgets"`
-	BudgetState      string    `toml:"budget_state"`
-	Reorder          string    `toml:"reorder"`
-	ReorderHold      string    `toml:"reorder_hold"`
-	Congestion       string    `toml:"congestion"`
-	Recovery         string    `toml:"recovery"`
-	HandshakeTimeout string    `toml:"handshake_timeout"`
-	Transport        string    `toml:"transport"`
-	TCPCongestion    string    `toml:"tcp_congestion"`
-}
-
-type rawServer struct {
-	Listen        []string        `toml:"listen"`
-	ServerID      int64           `toml:"server_id"`
-	ServerIDBits  int64           `toml:"server_id_bits"`
-	HandshakeRate *int64          `toml:"handshake_rate"`
-	Transport     string          `toml:"transport"`
-	TCPCongestion string          `toml:"tcp_congestion"`
-	Clients       []rawServerPeer `toml:"clients"`
-}
-
-type rawServerPeer struct {
-	Name             string   `toml:"name"`
-	PublicKey        string   `toml:"public_key"`
-	AllowedIPs       []string `toml:"allowed_ips"`
-	PresharedKeyFile string   `toml:"preshared_key_file"`
-}
-
-type rawSecurity struct {
-	ReplayWindow      *int64 `toml:"replay_window"`
-	RekeyAfterTime    string `toml:"rekey_after_time"`
-	RekeyAfterPackets *int64 `toml:"rekey_after_packets"`
-	RejectAfterTime   string `toml:"reject_after_time"`
-}
-
-type rawControl struct {
-	Socket  string `toml:"socket"`
-	Metrics string `toml:"metrics"`
-}
-
 // Load reads, parses and validates the config file at path. Key files named
 // in it are read too, relative to the file's directory.
 func Load(path string) (*Config, error) {
@@ -146,8 +74,8 @@ func fileError(path string, err error) error {
 	return tomlerr.FileError(path, err)
 }
 
-func decode(path string, data []byte) (*rawFile, error) {
-	var raw rawFile
+func decode(path string, data []byte) (*File, error) {
+	var raw File
 	if err := tomlerr.Decode(path, data, &raw); err != nil {
 		return nil, err
 	}
@@ -185,7 +113,7 @@ func (p *parser) warn(key, format string, args ...any) {
 	p.warnings = append(p.warnings, e.Error())
 }
 
-func (p *parser) build(raw *rawFile) *Config {
+func (p *parser) build(raw *File) *Config {
 	cfg := &Config{Path: p.file}
 
 	switch raw.Role {
@@ -315,7 +243,7 @@ func (p *parser) tunName(name string) string {
 	return name
 }
 
-func (p *parser) tun(cfg *Config, raw *rawTun) {
+func (p *parser) tun(cfg *Config, raw *FileTun) {
 	t := &cfg.Tun
 	t.Name = p.tunName(raw.Name)
 
@@ -400,7 +328,7 @@ func (p *parser) maskedPrefixes(key string, list []string) []netip.Prefix {
 	return out
 }
 
-func (p *parser) client(cfg *Config, raw *rawClient) *Client {
+func (p *parser) client(cfg *Config, raw *FileClient) *Client {
 	c := &Client{}
 
 	if raw.ServerPublicKey == "" {
@@ -596,7 +524,7 @@ func (p *parser) weights(c *Client, w []float64) {
 	c.Weights = slices.Clone(w)
 }
 
-func (p *parser) server(cfg *Config, raw *rawServer) *Server {
+func (p *parser) server(cfg *Config, raw *FileServer) *Server {
 	s := &Server{}
 
 	if len(raw.Listen) == 0 {
@@ -678,7 +606,7 @@ func (r prefixRef) key() string {
 	return fmt.Sprintf("server.clients[%d].allowed_ips[%d]", r.client, r.index)
 }
 
-func (p *parser) peers(cfg *Config, s *Server, raw []rawServerPeer) {
+func (p *parser) peers(cfg *Config, s *Server, raw []FilePeer) {
 	var all []prefixRef
 	for i, rc := range raw {
 		base := fmt.Sprintf("server.clients[%d]", i)
@@ -759,7 +687,7 @@ func (p *parser) overlaps(all []prefixRef) {
 	}
 }
 
-func (p *parser) security(cfg *Config, raw *rawSecurity) {
+func (p *parser) security(cfg *Config, raw *FileSecurity) {
 	s := &cfg.Security
 
 	s.ReplayWindow = DefaultReplayWindow
@@ -791,7 +719,7 @@ func (p *parser) security(cfg *Config, raw *rawSecurity) {
 	}
 }
 
-func (p *parser) control(cfg *Config, raw *rawControl) {
+func (p *parser) control(cfg *Config, raw *FileControl) {
 	c := &cfg.Control
 	if raw.Socket == "" {
 		c.Socket = filepath.Join(DefaultSocketDir, cfg.Tun.Name+".sock")

@@ -6,12 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
@@ -21,34 +22,16 @@ var (
 	braidClientInner = netip.MustParsePrefix("100.64.0.2/24")
 )
 
-func quoteList(xs []string) string {
-	q := make([]string, len(xs))
-	for i, x := range xs {
-		q[i] = strconv.Quote(x)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 // BraidClientConfig is the client's file for paths. With one path it
 // talks to the server address on that path only: one subflow, one veth.
 // With more it lists every server address, as a real client does and as
 // the lab's braid transport does, so the full mesh has paths × addresses
 // subflows (the crossing ones still leave through their own veth: a socket
 // pinned to a device with no route to the address treats it as on-link).
-func BraidClientConfig(paths []testbed.Path, serverKey keys.Key, socket string) string {
-	var ifs, servers []string
-	for _, p := range paths {
-		ifs = append(ifs, p.ClientIf)
-		servers = append(servers, netip.AddrPortFrom(p.ServerAddr, runner.BraidPort).String())
-	}
-	return fmt.Sprintf("role = \"client\"\nprivate_key_file = \"client.key\"\n[tun]\naddress = [%q]\n[client]\nserver_public_key = %q\nservers = %s\npaths = %s\n[control]\nsocket = %q\n",
-		braidClientInner, serverKey.Public().String(), quoteList(servers), quoteList(ifs), socket)
-}
-
-// BraidServerConfig is the server's file for one client key.
-func BraidServerConfig(clientKey keys.Key, socket string) string {
-	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n[[server.clients]]\nname = \"bench\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
-		braidServerInner, runner.BraidPort, clientKey.Public().String(), netip.PrefixFrom(braidClientInner.Addr(), 32), socket)
+// Every option is braid's default, and nothing is routed into the tunnel
+// but its own subnet.
+func BraidClientConfig(paths []testbed.Path, serverKey keys.Key, socket string) *config.File {
+	return runner.BraidClientConfig(scenario.Transport{}, paths, netip.Prefix{}, serverKey, socket)
 }
 
 type braidTunnel struct {
@@ -66,8 +49,8 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 		return nil, err
 	}
 	t.pair, err = runner.StartBraidPair(ctx, l.cfg.Braid, dir, l.srv, l.cli,
-		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
-			return BraidServerConfig(cliKey, srvSock), BraidClientConfig(t.paths, srvKey, cliSock)
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+			return runner.BraidServerConfig("bench", cliKey, srvSock), BraidClientConfig(t.paths, srvKey, cliSock)
 		}, len(t.paths), func(st control.Status) int { return runner.UsablePaths(st, t.paths) })
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/runner"
 )
 
 // fakeTool writes an executable script name in dir that prints version.
@@ -117,6 +118,15 @@ func TestWireGuardNamesAndArgs(t *testing.T) {
 	}
 }
 
+// parseFile is what braid reads from f written at path.
+func parseFile(path string, f *config.File) (*config.Config, error) {
+	data, err := f.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return config.Parse(path, data)
+}
+
 // The generated files pass braid's own strict parser: one path is one
 // subflow to the address on that path; two and four paths mesh with all
 // the addresses.
@@ -136,7 +146,7 @@ func TestBraidConfigs(t *testing.T) {
 		{2, []string{"198.18.1.2:7000", "198.18.2.2:7000"}, []string{"a-p1", "a-p2"}, 4},
 		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
 	} {
-		cfg, err := config.Parse(filepath.Join(dir, "client.toml"), []byte(BraidClientConfig(benchPaths[:c.n], sk, filepath.Join(dir, "c.sock"))))
+		cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(benchPaths[:c.n], sk, filepath.Join(dir, "c.sock")))
 		if err != nil {
 			t.Fatalf("%d paths: %v", c.n, err)
 		}
@@ -155,7 +165,7 @@ func TestBraidConfigs(t *testing.T) {
 			t.Errorf("client address %v", cfg.Tun.Address)
 		}
 	}
-	sc, err := config.Parse(filepath.Join(dir, "server.toml"), []byte(BraidServerConfig(ck, filepath.Join(dir, "s.sock"))))
+	sc, err := parseFile(filepath.Join(dir, "server.toml"), runner.BraidServerConfig("bench", ck, filepath.Join(dir, "s.sock")))
 	if err != nil {
 		t.Fatal(err)
 	}

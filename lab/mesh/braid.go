@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/keys"
@@ -27,33 +26,26 @@ var (
 // address. The client opens the full mesh of paths × servers, which with
 // one server address is exactly one subflow per path: none can wander
 // onto another path. scheduler "" keeps braid's default.
-func BraidClientConfig(plan *Plan, serverKey keys.Key, socket, scheduler string) string {
+func BraidClientConfig(plan *Plan, serverKey keys.Key, socket, scheduler string) *config.File {
 	var paths []string
 	for _, pp := range plan.Paths {
-		paths = append(paths, strconv.Quote(pp.ClientAddr.String()))
+		paths = append(paths, pp.ClientAddr.String())
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "role = \"client\"\nprivate_key_file = \"client.key\"\n[tun]\naddress = [%q]\n", TunnelClient)
-	fmt.Fprintf(&b, "[client]\nserver_public_key = %q\nservers = [%q]\npaths = [%s]\n",
-		serverKey.Public().String(), netip.AddrPortFrom(plan.Service, runner.BraidPort).String(), strings.Join(paths, ", "))
-	if scheduler != "" {
-		fmt.Fprintf(&b, "scheduler = %q\n", scheduler)
-	}
+	f := runner.BraidClientFile(serverKey, socket, []string{netip.AddrPortFrom(plan.Service, runner.BraidPort).String()}, paths)
+	f.Client.Scheduler = scheduler
 	// The mesh's links lose nothing, and its published figures (seed 003, Fig. 10)
 	// were made without loss recovery and its rate model; with them braid reached
 	// only 1.15–1.19× TCP on two channels (docs/results/recovery), so the mesh lab
 	// keeps the configuration it documents until the rate model is fixed.
-	b.WriteString("recovery = \"off\"\n")
-	fmt.Fprintf(&b, "[control]\nsocket = %q\n", socket)
-	return b.String()
+	f.Client.Recovery = "off"
+	return f
 }
 
 // BraidServerConfig is the braid server's file: it listens on every
 // address, so the service address, and answers each path from the
 // address it was reached on.
-func BraidServerConfig(clientKey keys.Key, socket string) string {
-	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n[[server.clients]]\nname = \"mesh\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
-		TunnelServer, runner.BraidPort, clientKey.Public().String(), netip.PrefixFrom(TunnelClient.Addr(), 32), socket)
+func BraidServerConfig(clientKey keys.Key, socket string) *config.File {
+	return runner.BraidServerConfig("mesh", clientKey, socket)
 }
 
 // Braid is a braid server in the destination and a braid client in the
@@ -67,7 +59,7 @@ type Braid struct {
 // bc and waits until the client has a usable subflow on every path.
 func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler string) (*Braid, error) {
 	pair, err := runner.StartBraidPair(ctx, bc, dir, m.Destination(), m.Source(),
-		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
 			return BraidServerConfig(cliKey, srvSock), BraidClientConfig(m.Plan, srvKey, cliSock, scheduler)
 		}, len(m.Plan.Paths), func(st control.Status) int { return UsablePaths(st, m.Plan) })
 	if err != nil {

@@ -8,10 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/proc"
@@ -71,65 +70,62 @@ func BraidWeights(perPath []float64, servers int) []float64 {
 	return out
 }
 
-func tomlStrings(xs []string) string {
-	q := make([]string, len(xs))
-	for i, x := range xs {
-		q[i] = strconv.Quote(x)
+// BraidClientFile is the lab's braid client file: key file client.key next
+// to it, inner address 100.64.0.2/24, the server's public key, and servers
+// and paths as given; every option is braid's default.
+func BraidClientFile(serverKey keys.Key, socket string, servers, paths []string) *config.File {
+	return &config.File{
+		Role:           string(config.RoleClient),
+		PrivateKeyFile: "client.key",
+		Tun:            config.FileTun{Address: []string{braidClientAddr.String()}},
+		Client: &config.FileClient{
+			ServerPublicKey: serverKey.Public().String(),
+			Servers:         servers,
+			Paths:           paths,
+		},
+		Control: config.FileControl{Socket: socket},
 	}
-	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// BraidClientConfig is the client's config file for transport t on paths,
-// routing web into the tunnel; extra lines go into [client].
-func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string, extra ...string) string {
+// BraidClientConfig is the client's config file for transport t on paths:
+// one path per client interface, one server address per path. web, when
+// valid, is routed into the tunnel. The options t leaves "" keep braid's
+// defaults.
+func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string) *config.File {
 	var ifs, servers []string
 	for _, p := range paths {
 		ifs = append(ifs, p.ClientIf)
 		servers = append(servers, netip.AddrPortFrom(p.ServerAddr, BraidPort).String())
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "role = \"client\"\nprivate_key_file = \"client.key\"\n[tun]\naddress = [%q]\nroutes = [%q]\n", braidClientAddr, web)
-	fmt.Fprintf(&b, "[client]\nserver_public_key = %q\nservers = %s\npaths = %s\n", serverKey.Public().String(), tomlStrings(servers), tomlStrings(ifs))
-	if t.Scheduler != "" {
-		fmt.Fprintf(&b, "scheduler = %q\n", t.Scheduler)
+	f := BraidClientFile(serverKey, socket, servers, ifs)
+	if web.IsValid() {
+		f.Tun.Routes = []string{web.String()}
 	}
+	c := f.Client
+	c.Scheduler, c.Reorder, c.Congestion, c.Recovery = t.Scheduler, t.Reorder, t.Congestion, t.Recovery
 	if t.Scheduler == "weighted" && len(t.Weights) > 0 {
-		ws := BraidWeights(t.Weights, len(servers))
-		parts := make([]string, len(ws))
-		for i, w := range ws {
-			parts[i] = strconv.FormatFloat(w, 'g', -1, 64)
-		}
-		fmt.Fprintf(&b, "weights = [%s]\n", strings.Join(parts, ", "))
+		c.Weights = BraidWeights(t.Weights, len(servers))
 	}
-	if t.Reorder != "" {
-		fmt.Fprintf(&b, "reorder = %q\n", t.Reorder)
-	}
-	if t.Congestion != "" {
-		fmt.Fprintf(&b, "congestion = %q\n", t.Congestion)
-	}
-	if t.Recovery != "" {
-		fmt.Fprintf(&b, "recovery = %q\n", t.Recovery)
-	}
-	for _, l := range extra {
-		fmt.Fprintln(&b, l)
-	}
-	fmt.Fprintf(&b, "[control]\nsocket = %q\n", socket)
-	return b.String()
+	return f
 }
 
-// BraidServerConfig is the server's config file for one client key; extra
-// lines go into [server].
-func BraidServerConfig(clientKey keys.Key, socket string, extra ...string) string {
-	return fmt.Sprintf("role = \"server\"\nprivate_key_file = \"server.key\"\n[tun]\naddress = [%q]\n[server]\nlisten = [\"0.0.0.0:%d\"]\n%s[[server.clients]]\nname = \"lab\"\npublic_key = %q\nallowed_ips = [%q]\n[control]\nsocket = %q\n",
-		braidServerAddr, BraidPort, lines(extra), clientKey.Public().String(), netip.PrefixFrom(braidClientAddr.Addr(), 32), socket)
-}
-
-func lines(ls []string) string {
-	var b strings.Builder
-	for _, l := range ls {
-		b.WriteString(l + "\n")
+// BraidServerConfig is the server's config file for one client key, named
+// name in its logs and status: it listens on every address at BraidPort.
+func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.File {
+	return &config.File{
+		Role:           string(config.RoleServer),
+		PrivateKeyFile: "server.key",
+		Tun:            config.FileTun{Address: []string{braidServerAddr.String()}},
+		Server: &config.FileServer{
+			Listen: []string{netip.AddrPortFrom(netip.IPv4Unspecified(), BraidPort).String()},
+			Clients: []config.FilePeer{{
+				Name:       name,
+				PublicKey:  clientKey.Public().String(),
+				AllowedIPs: []string{netip.PrefixFrom(braidClientAddr.Addr(), 32).String()},
+			}},
+		},
+		Control: config.FileControl{Socket: socket},
 	}
-	return b.String()
 }
 
 // braidSetup is how a braid-based lab transport runs: on which paths, over
@@ -141,6 +137,19 @@ type braidSetup struct {
 	// onePath: the tunnel is one path for the engine (mptcp); per-path
 	// bytes then come from the link emulators.
 	onePath bool
+}
+
+// apply sets the transport and subflows of set in both ends' files; cc is
+// the congestion control of the tunnel's own TCP sockets, the download's, as
+// the lab's other sockets have (Table 3).
+func (set braidSetup) apply(srv, cli *config.File, cc string) {
+	if set.transport != "" {
+		cli.Client.Transport, cli.Client.TCPCongestion = set.transport, cc
+		srv.Server.Transport, srv.Server.TCPCongestion = set.transport, cc
+	}
+	if set.subflows > 1 {
+		cli.Client.SubflowsPerPath = new(int64(set.subflows))
+	}
 }
 
 // startDaemon starts `braid up -c cfg` inside ns.
@@ -165,7 +174,7 @@ type BraidPair struct {
 // in srvNS and the client in cliNS, and waits until usable(client status)
 // reaches want. On error nothing is left running.
 func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cliNS *netns.Namespace,
-	configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli string),
+	configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli *config.File),
 	want int, usable func(control.Status) int) (_ *BraidPair, err error) {
 	b := &BraidPair{SrvSock: filepath.Join(dir, "server.sock"), CliSock: filepath.Join(dir, "client.sock")}
 	defer func() {
@@ -182,11 +191,15 @@ func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cli
 		return nil, err
 	}
 	srvCfg, cliCfg := configs(srvKey, cliKey, b.SrvSock, b.CliSock)
-	for name, content := range map[string]string{
-		"server.key": srvKey.String(), "client.key": cliKey.String(),
-		"server.toml": srvCfg, "client.toml": cliCfg,
+	for name, content := range map[string]func() ([]byte, error){
+		"server.key": srvKey.MarshalText, "client.key": cliKey.MarshalText,
+		"server.toml": srvCfg.Encode, "client.toml": cliCfg.Encode,
 	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+		data, err := content()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -278,24 +291,16 @@ func startUDPTunnel(ctx context.Context, env *Env) (Session, error) {
 func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err error) {
 	paths := set.paths
 	s := &braidSession{env: env, paths: paths, onePath: set.onePath, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
-	var cliExtra, srvExtra []string
-	if set.transport != "" {
-		// The tunnel's own TCP sockets get the download's congestion
-		// control, as the lab's other sockets do (Table 3).
-		t := fmt.Sprintf("transport = %q\ntcp_congestion = %q", set.transport, env.CC)
-		cliExtra, srvExtra = append(cliExtra, t), append(srvExtra, t)
-	}
-	if set.subflows > 1 {
-		cliExtra = append(cliExtra, fmt.Sprintf("subflows_per_path = %d", set.subflows))
-	}
 	want, usable := len(paths), func(st control.Status) int { return UsablePaths(st, paths) }
 	if set.onePath {
 		want, usable = 1, usableAny
 	}
 	s.pair, err = StartBraidPair(ctx, env.Braid, env.Dir, env.TB.Server(), env.TB.Client(),
-		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (string, string) {
-			return BraidServerConfig(cliKey, srvSock, srvExtra...),
-				BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock, cliExtra...)
+		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+			srv := BraidServerConfig("lab", cliKey, srvSock)
+			cli := BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock)
+			set.apply(srv, cli, env.CC)
+			return srv, cli
 		}, want, usable)
 	if err != nil {
 		return nil, err

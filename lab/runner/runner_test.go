@@ -68,6 +68,16 @@ var testPaths = []testbed.Path{
 	{Name: "secondary", ClientIf: "a-secondary", ClientAddr: netip.MustParseAddr("198.18.2.1"), ServerAddr: netip.MustParseAddr("198.18.2.2"), Subnet: netip.MustParsePrefix("198.18.2.0/24")},
 }
 
+// encode is f as braid reads it.
+func encode(t *testing.T, f *config.File) []byte {
+	t.Helper()
+	data, err := f.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // The generated configs must pass braid's own strict parser and say what
 // the transport asked for.
 func TestBraidConfigsParse(t *testing.T) {
@@ -76,8 +86,9 @@ func TestBraidConfigsParse(t *testing.T) {
 	ck, _ := keys.Generate()
 	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
 	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
+	web := netip.MustParsePrefix("198.18.3.0/24")
 	tr := scenario.Transport{Name: "braid", Scheduler: "weighted", Weights: []float64{90, 10}, Reorder: "fixed", Congestion: "none", Recovery: "off"}
-	cc, err := config.Parse(filepath.Join(dir, "client.toml"), []byte(BraidClientConfig(tr, testPaths, netip.MustParsePrefix("198.18.3.0/24"), sk, filepath.Join(dir, "c.sock"))))
+	cc, err := config.Parse(filepath.Join(dir, "client.toml"), encode(t, BraidClientConfig(tr, testPaths, web, sk, filepath.Join(dir, "c.sock"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +102,10 @@ func TestBraidConfigsParse(t *testing.T) {
 	if len(c.Paths) != 2 || c.Paths[1].Interface != "a-secondary" || len(c.Servers) != 2 || c.Servers[1].String() != "198.18.2.2:7000" {
 		t.Errorf("client paths %v servers %v", c.Paths, c.Servers)
 	}
-	if !slices.Equal(cc.Tun.Routes, []netip.Prefix{netip.MustParsePrefix("198.18.3.0/24")}) || c.ServerPublicKey != sk.Public() {
+	if !slices.Equal(cc.Tun.Routes, []netip.Prefix{web}) || c.ServerPublicKey != sk.Public() {
 		t.Errorf("tun routes %v", cc.Tun.Routes)
 	}
-	sc, err := config.Parse(filepath.Join(dir, "server.toml"), []byte(BraidServerConfig(ck, filepath.Join(dir, "s.sock"))))
+	sc, err := config.Parse(filepath.Join(dir, "server.toml"), encode(t, BraidServerConfig("lab", ck, filepath.Join(dir, "s.sock"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +113,25 @@ func TestBraidConfigsParse(t *testing.T) {
 		t.Errorf("server clients %+v", sc.Server.Clients)
 	}
 	// Defaults stay the config's: an unset option is not written.
-	if s := BraidClientConfig(scenario.Transport{Name: "braid"}, testPaths, netip.MustParsePrefix("198.18.3.0/24"), sk, "x.sock"); strings.Contains(s, "scheduler") || strings.Contains(s, "weights") {
+	if s := encode(t, BraidClientConfig(scenario.Transport{Name: "braid"}, testPaths, web, sk, "x.sock")); strings.Contains(string(s), "scheduler") || strings.Contains(string(s), "weights") {
 		t.Errorf("unset options written:\n%s", s)
+	}
+
+	// An MPTCP tunnel: both ends get the transport and the download's
+	// congestion control, the client the extra subflows.
+	srvF, cliF := BraidServerConfig("lab", ck, filepath.Join(dir, "s.sock")), BraidClientConfig(scenario.Transport{Name: "mptcp-tunnel"}, testPaths, web, sk, filepath.Join(dir, "c.sock"))
+	braidSetup{transport: "mptcp", subflows: 4}.apply(srvF, cliF, "cubic")
+	if cc, err = config.Parse(filepath.Join(dir, "client.toml"), encode(t, cliF)); err != nil {
+		t.Fatal(err)
+	}
+	if sc, err = config.Parse(filepath.Join(dir, "server.toml"), encode(t, srvF)); err != nil {
+		t.Fatal(err)
+	}
+	if c := cc.Client; c.Transport != "mptcp" || c.TCPCongestion != "cubic" || c.SubflowsPerPath != 4 {
+		t.Errorf("mptcp client: transport %q tcp_congestion %q subflows %d", c.Transport, c.TCPCongestion, c.SubflowsPerPath)
+	}
+	if s := sc.Server; s.Transport != "mptcp" || s.TCPCongestion != "cubic" {
+		t.Errorf("mptcp server: transport %q tcp_congestion %q", s.Transport, s.TCPCongestion)
 	}
 }
 

@@ -201,10 +201,10 @@ name = "direct"
 func TestBraidRecoveryOption(t *testing.T) {
 	web := netip.MustParsePrefix("198.18.3.0/24")
 	sk, _ := keys.Generate()
-	if s := BraidClientConfig(scenario.Transport{Name: "braid", Recovery: "off"}, testPaths, web, sk, "x.sock"); !strings.Contains(s, "\nrecovery = \"off\"\n") {
+	if s := string(encode(t, BraidClientConfig(scenario.Transport{Name: "braid", Recovery: "off"}, testPaths, web, sk, "x.sock"))); !strings.Contains(s, "\nrecovery = 'off'\n") {
 		t.Errorf("recovery not written:\n%s", s)
 	}
-	if s := BraidClientConfig(scenario.Transport{Name: "braid"}, testPaths, web, sk, "x.sock"); strings.Contains(s, "recovery") {
+	if s := string(encode(t, BraidClientConfig(scenario.Transport{Name: "braid"}, testPaths, web, sk, "x.sock"))); strings.Contains(s, "recovery") {
 		t.Errorf("unset recovery written:\n%s", s)
 	}
 	if o := TransportOptions(scenario.Transport{Recovery: "retransmit"}); o["recovery"] != "retransmit" {
