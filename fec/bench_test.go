@@ -23,7 +23,7 @@ func benchPipe(b *testing.B, lose func(i int) bool) {
 		if !lose(i) {
 			rebuilt += d.AddSource(id, pl)
 		}
-		n := e.Add(id, pl, now)
+		n := e.Add(id, pl, now, true)
 		for j := range n {
 			frame = e.AppendRepair(frame[:0], j)
 			if _, err := ParseRepair(frame, &r); err != nil {
@@ -66,7 +66,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		id := SourceID{Flow: 1, Seq: uint32(i)}
 		i++
 		d.AddSource(id, pl)
-		for j := range e.Add(id, pl, t0) {
+		for j := range e.Add(id, pl, t0, true) {
 			frame = e.AppendRepair(frame[:0], j)
 			ParseRepair(frame, &r)
 			d.AddRepair(&r, t0)

@@ -27,7 +27,7 @@ func encodeBlock(t *testing.T, k, m int, ids []SourceID, pls [][]byte) [][]byte 
 	e.SetRate(FixedRate(k, m))
 	ready := 0
 	for i := range ids {
-		ready = e.Add(ids[i], pls[i], t0)
+		ready = e.Add(ids[i], pls[i], t0, false)
 		if i < len(ids)-1 && ready != 0 {
 			t.Fatalf("block closed after %d of %d sources", i+1, k)
 		}
@@ -216,7 +216,7 @@ func TestInterleavedFlows(t *testing.T) {
 
 func TestMaxDelay(t *testing.T) {
 	e := NewEncoder(EncoderConfig{MaxDelay: 10 * time.Millisecond})
-	if n := e.Add(SourceID{1, 1}, payload(1, 10), t0); n != 0 || e.Stats().Sources != 0 {
+	if n := e.Add(SourceID{1, 1}, payload(1, 10), t0, false); n != 0 || e.Stats().Sources != 0 {
 		t.Fatal("protected with no rate")
 	}
 	if _, ok := e.Deadline(); ok {
@@ -226,7 +226,7 @@ func TestMaxDelay(t *testing.T) {
 	r.M[3] = 2 // a block closed with 3 sources gets 2 repairs
 	e.SetRate(r)
 	for i := range 3 {
-		if e.Add(SourceID{1, uint32(2 + i)}, payload(i, 10), t0.Add(time.Duration(i)*time.Millisecond)) != 0 {
+		if e.Add(SourceID{1, uint32(2 + i)}, payload(i, 10), t0.Add(time.Duration(i)*time.Millisecond), false) != 0 {
 			t.Fatal("closed early")
 		}
 	}
@@ -244,8 +244,8 @@ func TestMaxDelay(t *testing.T) {
 		t.Fatalf("repair %+v %v", rp, err)
 	}
 	// An Add after MaxDelay closes the old block first, then opens a new one.
-	e.Add(SourceID{1, 5}, payload(5, 10), t0.Add(20*time.Millisecond))
-	if n := e.Add(SourceID{1, 6}, payload(6, 10), t0.Add(30*time.Millisecond)); n != 3 {
+	e.Add(SourceID{1, 5}, payload(5, 10), t0.Add(20*time.Millisecond), false)
+	if n := e.Add(SourceID{1, 6}, payload(6, 10), t0.Add(30*time.Millisecond), false); n != 3 {
 		t.Fatalf("Add after MaxDelay: %d repairs, want 3 (FixedRate for 1 source)", n)
 	}
 	if _, err := ParseRepair(e.AppendRepair(nil, 2), &rp); err != nil || rp.K != 1 || rp.Block != 1 || rp.Runs[0] != (Run{1, 5, 1}) {
@@ -260,13 +260,13 @@ func TestMaxFrame(t *testing.T) {
 	// Room for one run and 102-byte symbols: 11 + 7 + 102 = 120.
 	e := NewEncoder(EncoderConfig{MaxFrame: 120})
 	e.SetRate(FixedRate(8, 1))
-	if e.Add(SourceID{1, 1}, payload(0, 101), t0) != 0 || e.Stats().Unprotected != 1 {
+	if e.Add(SourceID{1, 1}, payload(0, 101), t0, false) != 0 || e.Stats().Unprotected != 1 {
 		t.Fatal("a payload too long for MaxFrame was protected")
 	}
-	e.Add(SourceID{1, 1}, payload(0, 100), t0)
-	e.Add(SourceID{1, 2}, payload(1, 80), t0)
+	e.Add(SourceID{1, 1}, payload(0, 100), t0, false)
+	e.Add(SourceID{1, 2}, payload(1, 80), t0, false)
 	// Another flow needs a second run: the block closes first.
-	if n := e.Add(SourceID{2, 1}, payload(2, 10), t0); n != 1 {
+	if n := e.Add(SourceID{2, 1}, payload(2, 10), t0, false); n != 1 {
 		t.Fatalf("repairs %d, want 1", n)
 	}
 	f := e.AppendRepair(nil, 0)
@@ -323,5 +323,44 @@ func TestStore(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBulkDelay: a block of bulk sources waits BulkDelay and sends Rate.Bulk
+// repairs; a latency-sensitive source closes it within MaxDelay of its own
+// arrival and makes it send Rate.M.
+func TestBulkDelay(t *testing.T) {
+	e := NewEncoder(EncoderConfig{MaxDelay: 10 * time.Millisecond, BulkDelay: 25 * time.Millisecond})
+	r := FixedRate(10, 3)
+	r.M[2], r.Bulk[2] = 3, 1
+	e.SetRate(r)
+	e.Add(SourceID{1, 1}, payload(1, 10), t0, true)
+	e.Add(SourceID{1, 2}, payload(2, 10), t0.Add(5*time.Millisecond), true)
+	if dl, _ := e.Deadline(); !dl.Equal(t0.Add(25 * time.Millisecond)) {
+		t.Fatalf("bulk deadline %v, want t0+25ms", dl.Sub(t0))
+	}
+	if e.Tick(t0.Add(24*time.Millisecond)) != 0 {
+		t.Fatal("bulk block closed before BulkDelay")
+	}
+	if n := e.Tick(t0.Add(25 * time.Millisecond)); n != 1 {
+		t.Fatalf("bulk block of 2: %d repairs, want Bulk[2] = 1", n)
+	}
+	// Bulk first, then a real-time source at +20 ms: the block closes at +25
+	// (the bulk source's deadline comes first) with M[2] repairs.
+	t1 := t0.Add(time.Second)
+	e.Add(SourceID{1, 3}, payload(3, 10), t1, true)
+	e.Add(SourceID{2, 1}, payload(4, 10), t1.Add(20*time.Millisecond), false)
+	if dl, _ := e.Deadline(); !dl.Equal(t1.Add(25 * time.Millisecond)) {
+		t.Fatalf("mixed deadline %v, want t1+25ms", dl.Sub(t1))
+	}
+	if n := e.Tick(t1.Add(25 * time.Millisecond)); n != 3 {
+		t.Fatalf("mixed block of 2: %d repairs, want M[2] = 3", n)
+	}
+	// A real-time source first: the block closes 10 ms after it.
+	t2 := t1.Add(time.Second)
+	e.Add(SourceID{2, 2}, payload(5, 10), t2, false)
+	e.Add(SourceID{1, 4}, payload(6, 10), t2.Add(time.Millisecond), true)
+	if dl, _ := e.Deadline(); !dl.Equal(t2.Add(10 * time.Millisecond)) {
+		t.Fatalf("real-time deadline %v, want t2+10ms", dl.Sub(t2))
 	}
 }

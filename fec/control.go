@@ -122,7 +122,9 @@ func Residual(k, m int, loss, burst float64, spread int) (fail, residual float64
 // 1 ≤ k ≤ pol.MaxK, 1 ≤ m ≤ MaxM and m/k within the cap, take the lowest overhead
 // m/k whose residual meets pol.Target (ties: lower residual); if none does, the
 // lowest residual within the cap (best effort). A block closed early with n < k
-// sources gets the fewest repairs, up to M[K], that meet the target for n sources.
+// sources gets the fewest repairs, up to M[K], that meet the target for n sources
+// (Rate.M[n]); if it holds bulk sources only, no more than the cap allows n sources,
+// but at least one (Rate.Bulk[n]).
 func Choose(pol Policy, loss, burst float64, spread int) Rate {
 	var r Rate
 	if !(loss >= pol.MinLoss) || loss <= 0 { // also NaN
@@ -171,7 +173,12 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 				break
 			}
 		}
+		// A block of bulk flows alone keeps within the cap even when closed
+		// short, but always gets one repair: with none, every loss in it would
+		// be left to a resend.
+		r.Bulk[n] = min(r.M[n], uint8(max(1, int(limit*float64(n)))))
 	}
+	r.Bulk[bk] = r.M[bk]
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/recovery"
+	"github.com/braid-vpn/braid/reorder"
 	"github.com/braid-vpn/braid/wire"
 )
 
@@ -12,8 +13,10 @@ import (
 // has the code and the rate rule).
 //
 // Sending: every new DATA frame (not resends or redundant copies) goes into the
-// peer's fec.Encoder before it is sealed; when a block closes (k packets, or
-// fec.DefaultMaxDelay after its first) its repair frames go out at once, each in
+// peer's fec.Encoder before it is sealed; when a block closes (k packets, or a
+// source's wait: fec.DefaultBulkDelay for TCP, whose gaps the receiver holds
+// for recovery anyway, fec.DefaultMaxDelay for other flows, e.g. real-time
+// datagrams) its repair frames go out at once, each in
 // its own ack-eliciting datagram, round robin over the usable paths so that a
 // burst on one path does not take a block's data and repairs together. The rate
 // (k, m) follows the loss the paths' Senders report for DATA datagrams
@@ -31,7 +34,7 @@ const fecRateEvery = 100 * time.Millisecond
 
 // fecWait is how long a lost payload's resend waits for the receiver to report
 // it rebuilt, while repairs are being sent: its block closes at most
-// fec.DefaultMaxDelay after the payload left, the repairs and the report then
+// fec.DefaultBulkDelay after the payload left, the repairs and the report then
 // take about the round trip the loss detection took already, plus a timer tick
 // on each side. 0 without repairs.
 func (p *peer) fecWait() time.Duration {
@@ -44,7 +47,7 @@ func (p *peer) fecWait() time.Duration {
 // fecWaitMax is fecWait while repairs are sent. Both ends add it to the hold
 // whenever the session runs FEC: the receiver cannot tell when the sender's
 // repair rate is on.
-func (p *peer) fecWaitMax() time.Duration { return fec.DefaultMaxDelay + 2*p.e.tn.Tick }
+func (p *peer) fecWaitMax() time.Duration { return fec.DefaultBulkDelay + 2*p.e.tn.Tick }
 
 // setFEC creates or drops the encoder for the session's mode. Caller holds p.mu
 // or owns p.
@@ -92,10 +95,12 @@ func (p *peer) fecObserve(lost bool) {
 	}
 }
 
-// fecSource adds a DATA frame (header and packet, before sealing) to the open
-// block and returns how many repairs are ready to go.
-func (p *peer) fecSource(frame []byte, flow uint16, seq uint32, now time.Time) int {
-	return p.fecEnc.Add(fec.SourceID{Flow: flow, Seq: seq}, frame, now)
+// fecSource adds a DATA frame (header and packet pkt, before sealing) to the
+// open block and returns how many repairs are ready to go. A TCP packet may wait
+// longer for its block to close: the receiver holds its flow's gaps for recovery.
+func (p *peer) fecSource(frame, pkt []byte, flow uint16, seq uint32, now time.Time) int {
+	bulk := p.flowClass(pkt) == reorder.Recoverable
+	return p.fecEnc.Add(fec.SourceID{Flow: flow, Seq: seq}, frame, now, bulk)
 }
 
 // fecTick closes a block whose first packet has waited long enough, sends its

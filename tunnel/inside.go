@@ -140,7 +140,7 @@ func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now t
 		}
 		wire.PutDataFrameHeader(out.b[dataAt:], flow, seq, n)
 		if k == 0 && rt == nil && p.fecEnc != nil {
-			repairs = p.fecSource(out.b[dataAt:dataAt+frameLen], flow, seq, now)
+			repairs = p.fecSource(out.b[dataAt:dataAt+frameLen], pkt, flow, seq, now)
 		}
 		b := p.appendAcks(out.b[dataAt+frameLen:dataAt+frameLen], frameLen, ps, now)
 		p.infos[idx].InFlight += n
