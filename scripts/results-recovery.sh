@@ -11,6 +11,8 @@
 #   self-inflicted reordering, hence spurious losses) and UDP GSO/GRO
 #   (docs/results/recovery/ordered), about 45 minutes, with the bulk
 #   recovery overhead the lab now records.
+#   SET bulk: the re-run after bulk FEC blocks of up to 25 ms and the overhead
+#   cap for short ones (docs/results/recovery/bulk), about 40 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -22,6 +24,13 @@ run() { # name scenario [--only ...]
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }
+if [ "$set" = bulk ]; then
+	seed=20261126 # the ordered set's: the same loss sequences
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run realtime recovery-realtime.toml --seed $seed
+	exit 0
+fi
 if [ "$set" = ordered ]; then
 	seed=20261126 # the contend set's: the same loss sequences
 	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
