@@ -272,3 +272,38 @@ func TestRateDegradedLeadYields(t *testing.T) {
 		t.Fatalf("Degraded a: room %d, want 0 (b leads)", r)
 	}
 }
+
+// When no path's model has room, a block's repairs still go out, on a path
+// that carries data (not a standby path of the same access link); skipped,
+// their block's losses would be left to resends.
+func TestRepairsWhenWindowsFull(t *testing.T) {
+	bp := newBenchPairCC(t, 3, "rate")
+	p := bp.cli.server
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a, b, c := p.paths[0], p.paths[1], p.paths[2]
+	b.link = a.link // b stands by for a
+	if c.link == a.link {
+		t.Fatal("test setup: c on a's link")
+	}
+	p.electLeads(now)
+	if !p.standby(b) || p.standby(a) || p.standby(c) {
+		t.Fatalf("standby a %v b %v c %v, want b only", p.standby(a), p.standby(b), p.standby(c))
+	}
+	p.refreshInfos(now)
+	for i := range p.infos {
+		p.infos[i].CwndRoom = 0 // every window full
+	}
+	seen := map[*pathState]int{}
+	for range 6 {
+		i := p.nextRepairPath()
+		if i < 0 {
+			t.Fatal("no path for a repair while every window is full")
+		}
+		seen[p.infoP[i]]++
+	}
+	if seen[b] != 0 || seen[a] == 0 || seen[c] == 0 {
+		t.Errorf("repairs on a %d, b (standby) %d, c %d: want a and c only", seen[a], seen[b], seen[c])
+	}
+}

@@ -176,6 +176,19 @@ func (p *peer) nextRepairPath() int {
 			return i
 		}
 	}
+	// No model has room: a repair may then exceed a window by its own size,
+	// but not on a path with a standing queue, nor on a standby path of an
+	// access link (whose lead carries the data). Skipped, a block's repairs left
+	// its losses to resends, each of which holds the flow for a round trip:
+	// in the lab (1 % loss, 20–40 ms) 17 % of the repairs were skipped and
+	// resends were 0.17 % of the payload; sent, 0.07 %, for 1 % more repairs.
+	for k := 0; k < n; k++ {
+		i := (p.fecNext + k) % n
+		if ps := p.infoP[i]; p.infos[i].Usable && !p.standby(ps) && !congested(ps) && recovery.OneWay(&p.infos[i]) <= fastest+repairSpread {
+			p.fecNext = i + 1
+			return i
+		}
+	}
 	return -1
 }
 
