@@ -11,8 +11,9 @@
 #   self-inflicted reordering, hence spurious losses) and UDP GSO/GRO
 #   (docs/results/recovery/ordered), about 45 minutes, with the bulk
 #   recovery overhead the lab now records.
-#   SET bulk: the re-run after bulk FEC blocks of up to 25 ms and the overhead
-#   cap for short ones (docs/results/recovery/bulk), about 40 minutes.
+#   SET bulk: the re-run after bulk FEC blocks of up to 25 ms, the overhead
+#   cap for short ones, repairs past full windows and the queue's longer CoDel
+#   target while repairs are sent (docs/results/recovery/bulk), about 50 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -29,6 +30,7 @@ if [ "$set" = bulk ]; then
 	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
 	run realtime recovery-realtime.toml --seed $seed
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
 	exit 0
 fi
 if [ "$set" = ordered ]; then

@@ -10,7 +10,9 @@ import (
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/recovery"
 )
 
 // setDelays gives client A's two paths the one-way delays d1 (198.18.1.x) and d2
@@ -305,5 +307,34 @@ func TestRepairsWhenWindowsFull(t *testing.T) {
 	}
 	if seen[b] != 0 || seen[a] == 0 || seen[c] == 0 {
 		t.Errorf("repairs on a %d, b (standby) %d, c %d: want a and c only", seen[a], seen[b], seen[c])
+	}
+}
+
+// While repairs are sent, the queue's CoDel target grows by a bulk block's
+// delay (the longest a gap that repairs fill holds a TCP flow); without
+// repairs it is the tunables' target.
+func TestQueueTargetWithRepairs(t *testing.T) {
+	bp := newBenchPairCC(t, 1, "rate")
+	p := bp.cli.server
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ccq.codel == nil {
+		p.ccq.init(p.e.tn.CCQueuePackets, len(p.flowSq), p.e.tn.CoDel)
+	}
+	p.setFEC(recovery.Auto)
+	base := p.e.tn.CoDel.Target
+	p.retuneQueue(40*time.Millisecond, false)
+	if got := p.ccq.codel.Target(); got != base {
+		t.Fatalf("no repairs: target %v, want %v", got, base)
+	}
+	p.fecEnc.SetRate(fec.FixedRate(32, 2))
+	p.retuneQueue(40*time.Millisecond, false)
+	if got, want := p.ccq.codel.Target(), base+fec.DefaultBulkDelay; got != want {
+		t.Fatalf("repairs on: target %v, want %v", got, want)
+	}
+	// A long path's own target (3/10 of 200 ms = 60 ms) grows the same way.
+	p.retuneQueue(200*time.Millisecond, false)
+	if got, want := p.ccq.codel.Target(), 60*time.Millisecond+fec.DefaultBulkDelay; got != want {
+		t.Fatalf("200 ms path: target %v, want %v", got, want)
 	}
 }
