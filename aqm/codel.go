@@ -93,9 +93,6 @@ func (c *CoDel) Retune(target, interval time.Duration) {
 	}
 }
 
-// Target returns the sojourn time CoDel aims for (its tunable, after Retune).
-func (c *CoDel) Target() time.Duration { return c.target }
-
 // Dropping reports whether CoDel is in its dropping state, in which it drops
 // (or marks) packets at the rate of the control law for as long as the
 // sojourn time stays at or above Target.

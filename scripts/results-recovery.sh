@@ -14,6 +14,9 @@
 #   SET bulk: the re-run after bulk FEC blocks of up to 25 ms, the overhead
 #   cap for short ones, repairs past full windows and the queue's longer CoDel
 #   target while repairs are sent (docs/results/recovery/bulk), about 50 minutes.
+#   SET final: the same points after that longer target was reverted (it broke
+#   the latency target) and resends of non-TCP packets wait 10 ms, not 25, for
+#   a REBUILT report (docs/results/recovery/final), about 35 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -31,6 +34,13 @@ if [ "$set" = bulk ]; then
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
 	run realtime recovery-realtime.toml --seed $seed
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	exit 0
+fi
+if [ "$set" = final ]; then
+	seed=20261126
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --only "rtt=20ms,40ms" --seed $seed
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run realtime recovery-realtime.toml --only "transport=braid,braid no recovery" --seed $seed
 	exit 0
 fi
 if [ "$set" = ordered ]; then

@@ -407,16 +407,7 @@ func (p *peer) drainQueue(w *writer, now time.Time, refresh bool) {
 // fell to a fraction of its share. So the interval is at least that SRTT, the
 // target at least 3/10 of it (a flow cut by CUBIC's 0.7 then keeps most of the
 // path busy), and the expiry age (CCQueueDelay) grows in proportion to the
-// interval. Paths under 67 ms keep the tunables' values.
-//
-// While repairs are sent the target grows by a bulk block's delay: a gap that
-// repairs fill holds its TCP flow up to that long, the inner sender's acks
-// stop meanwhile and so does its sending, and only what waits here keeps the
-// paths busy until the gap fills. In the lab (1 % loss, 20 and 40 ms, n = 5)
-// one CUBIC flow got 0.89× and 0.87× of its lossless goodput with a 20 ms
-// target, 0.91× and 0.89× with 40 ms, 0.92× and 0.90× with 60 ms; without
-// loss the target makes no difference there. Pings and other sparse flows
-// skip this ring, so their delay does not grow with it. Called once per
+// interval. Paths under 67 ms keep the tunables' values. Called once per
 // refreshInfos, not per packet. Caller holds p.mu.
 func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
 	if p.ccq.codel == nil {
@@ -427,11 +418,7 @@ func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
 		cfg.Interval = aqm.DefaultInterval
 	}
 	interval := max(cfg.Interval, srtt)
-	target := max(cfg.Target, srtt*3/10)
-	if p.fecWait() > 0 {
-		target += p.fecEnc.BulkDelay()
-	}
-	p.ccq.codel.Retune(target, interval)
+	p.ccq.codel.Retune(max(cfg.Target, srtt*3/10), interval)
 	p.queueMaxAge = p.e.tn.CCQueueDelay * interval / cfg.Interval
 	p.queueJudge = !startup
 }

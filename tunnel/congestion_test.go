@@ -310,31 +310,28 @@ func TestRepairsWhenWindowsFull(t *testing.T) {
 	}
 }
 
-// While repairs are sent, the queue's CoDel target grows by a bulk block's
-// delay (the longest a gap that repairs fill holds a TCP flow); without
-// repairs it is the tunables' target.
-func TestQueueTargetWithRepairs(t *testing.T) {
+// A lost payload's resend waits for a REBUILT report as long as its block can
+// take to close: a TCP packet's 25 ms, another flow's 10 ms (plus a tick each
+// side); nothing while no repairs are sent.
+func TestResendWaitByClass(t *testing.T) {
 	bp := newBenchPairCC(t, 1, "rate")
 	p := bp.cli.server
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ccq.codel == nil {
-		p.ccq.init(p.e.tn.CCQueuePackets, len(p.flowSq), p.e.tn.CoDel)
-	}
+	p.rec = recovery.Auto
 	p.setFEC(recovery.Auto)
-	base := p.e.tn.CoDel.Target
-	p.retuneQueue(40*time.Millisecond, false)
-	if got := p.ccq.codel.Target(); got != base {
-		t.Fatalf("no repairs: target %v, want %v", got, base)
+	tcp, udp := make([]byte, 60), make([]byte, 60)
+	tcp[0], tcp[9] = 0x45, 6
+	udp[0], udp[9] = 0x45, 17
+	if w := p.fecWait(tcp); w != 0 {
+		t.Fatalf("no repairs: wait %v, want 0", w)
 	}
 	p.fecEnc.SetRate(fec.FixedRate(32, 2))
-	p.retuneQueue(40*time.Millisecond, false)
-	if got, want := p.ccq.codel.Target(), base+fec.DefaultBulkDelay; got != want {
-		t.Fatalf("repairs on: target %v, want %v", got, want)
+	tick := 2 * p.e.tn.Tick
+	if w, want := p.fecWait(tcp), fec.DefaultBulkDelay+tick; w != want {
+		t.Errorf("TCP: wait %v, want %v", w, want)
 	}
-	// A long path's own target (3/10 of 200 ms = 60 ms) grows the same way.
-	p.retuneQueue(200*time.Millisecond, false)
-	if got, want := p.ccq.codel.Target(), 60*time.Millisecond+fec.DefaultBulkDelay; got != want {
-		t.Fatalf("200 ms path: target %v, want %v", got, want)
+	if w, want := p.fecWait(udp), fec.DefaultMaxDelay+tick; w != want {
+		t.Errorf("UDP: wait %v, want %v", w, want)
 	}
 }

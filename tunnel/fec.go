@@ -32,17 +32,24 @@ import (
 // fecRateEvery is how often the repair rate is chosen anew from the estimate.
 const fecRateEvery = 100 * time.Millisecond
 
-// fecWait is how long a lost payload's resend waits for the receiver to report
-// it rebuilt, while repairs are being sent: its block closes at most
-// fec.DefaultBulkDelay after the payload left, the repairs and the report then
+// fecWait is how long the resend of a lost payload, inner packet pkt, waits
+// for the receiver to report it rebuilt, while repairs are being sent: its
+// block closes at most its class's delay after the payload left (25 ms for
+// TCP, 10 ms for other flows: see fecSource), the repairs and the report then
 // take about the round trip the loss detection took already, plus a timer tick
 // on each side. 0 without repairs.
-func (p *peer) fecWait() time.Duration {
-	if p.fecEnc == nil || p.fecEnc.Rate().Off() {
+func (p *peer) fecWait(pkt []byte) time.Duration {
+	if !p.repairing() {
 		return 0
+	}
+	if p.flowClass(pkt) != reorder.Recoverable {
+		return fec.DefaultMaxDelay + 2*p.e.tn.Tick
 	}
 	return p.fecWaitMax()
 }
+
+// repairing reports whether repairs are being sent.
+func (p *peer) repairing() bool { return p.fecEnc != nil && !p.fecEnc.Rate().Off() }
 
 // fecWaitMax is fecWait while repairs are sent. Both ends add it to the hold
 // whenever the session runs FEC: the receiver cannot tell when the sender's

@@ -223,7 +223,6 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 		return
 	}
 	p.refreshInfos(now)
-	wait := p.fecWait()
 	// Resending may declare more losses (a wrapped ring): they are appended and
 	// handled in the same loop.
 	for i := 0; i < len(p.lostQ); i++ {
@@ -236,7 +235,7 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 			if e.Resends == 0 && !down && !congested(ps) {
 				p.fecObserve(true)
 			}
-			if wait > 0 && e.Resends == 0 && !down {
+			if wait := p.fecWait(e.Item.b[e.Item.start:e.Item.end]); wait > 0 && e.Resends == 0 && !down {
 				p.deferred = append(p.deferred, deferredLoss{e: e, at: now.Add(wait)})
 				continue
 			}
