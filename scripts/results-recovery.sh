@@ -22,9 +22,19 @@ cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
 set=${2:-main}
 go build -o /tmp/braid-lab-campaign ./cmd/braid-lab
+# settle waits (up to 3 minutes) until the 1-minute load average is below 1 on
+# this 2-core machine: right after a scenario it still counts the last one's
+# emulators and daemons, and the next run would start flagged as busy.
+settle() {
+	for _ in $(seq 36); do
+		awk '{exit !($1 < 1.0)}' /proc/loadavg && return
+		sleep 5
+	done
+}
 run() { # name scenario [--only ...]
 	local name=$1 file=$2
 	shift 2
+	settle
 	echo "== $name: braid lab run $file $*" >&2
 	/tmp/braid-lab-campaign lab run "lab/scenarios/$file" --out "$out/$name" "$@"
 }

@@ -102,7 +102,8 @@ type Tunables struct {
 	// intervals. 1024 packets of 1380 bytes cover 100 ms at 113 Mbit/s.
 	CCQueuePackets int
 	CCQueueDelay   time.Duration
-	// CoDel manages the queue's bulk ring (target 20 ms, interval 100 ms): once
+	// CoDel manages the queue's bulk ring (target 20 ms, interval 100 ms; both
+	// follow the paths' RTT above 67 ms, see peer.retuneQueue): once
 	// packets have waited more than the target for a whole interval, ECN-capable
 	// ones are marked CE and the others dropped, at a rising rate, so the inner
 	// TCP sees its congestion signal at braid with a short queue. The target is
