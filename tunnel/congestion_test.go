@@ -179,25 +179,35 @@ func TestOverfullWindowHasNoRoom(t *testing.T) {
 	}
 }
 
+// sharedLinkPeer returns a "rate" pair whose client's peer is locked, with three paths: b
+// shares a's access link, c has its own; leads are elected.
+func sharedLinkPeer(t *testing.T) (bp *benchPair, a, b, c *pathState, now time.Time) {
+	t.Helper()
+	bp = newBenchPairCC(t, 3, "rate")
+	p := bp.cli.server
+	now = time.Now()
+	p.mu.Lock()
+	a, b, c = p.paths[0], p.paths[1], p.paths[2]
+	b.link = a.link
+	if c.link == a.link {
+		p.mu.Unlock()
+		t.Fatal("test setup: c on a's link")
+	}
+	p.electLeads(now)
+	return bp, a, b, c, now
+}
+
 // With "rate", of the paths that cross one access link only one, the lead,
 // carries data; the others stand by (room 0) until it is unusable. Every
 // path the scheduler could have used but did not is marked app-limited after a
 // direct send, so its delivery rate measures no spare capacity as its own.
 func TestRateOnePathPerLink(t *testing.T) {
-	bp := newBenchPairCC(t, 3, "rate")
+	bp, a, b, c, now := sharedLinkPeer(t)
 	p := bp.cli.server
-	now := time.Now()
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, b, c := p.paths[0], p.paths[1], p.paths[2]
 	if a.id >= b.id {
 		t.Fatalf("path ids %d, %d: want the first configured first", a.id, b.id)
 	}
-	b.link = a.link // b shares a's access link; c has its own
-	if c.link == a.link {
-		t.Fatal("test setup: c on a's link")
-	}
-	p.electLeads(now)
 	if r := p.roomOf(a, 0, now); r <= 0 {
 		t.Fatalf("first path of the link: room %d, want > 0", r)
 	}
@@ -221,7 +231,7 @@ func TestRateOnePathPerLink(t *testing.T) {
 	// A direct send with nothing queued marks every path with room, picked or not.
 	// Fresh Senders: the handshake's probes into empty pipes marked them already.
 	for _, ps := range []*pathState{a, b, c} {
-		ps.sender = path.NewSender(bp.cli.tn.Path, now.Add(-time.Second))
+		ps.sender = path.NewSender(p.e.tn.Path, now.Add(-time.Second))
 		ps.sender.OnSent(1, 100, true, now.Add(-50*time.Millisecond))
 		ps.sender.OnAck(path.Ack{Largest: 1}, now) // first rate interval opens unmarked
 		if !ps.sender.Usable() || ps.sender.AppLimited() {
@@ -279,17 +289,9 @@ func TestRateDegradedLeadYields(t *testing.T) {
 // that carries data (not a standby path of the same access link); skipped,
 // their block's losses would be left to resends.
 func TestRepairsWhenWindowsFull(t *testing.T) {
-	bp := newBenchPairCC(t, 3, "rate")
+	bp, a, b, c, now := sharedLinkPeer(t)
 	p := bp.cli.server
-	now := time.Now()
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, b, c := p.paths[0], p.paths[1], p.paths[2]
-	b.link = a.link // b stands by for a
-	if c.link == a.link {
-		t.Fatal("test setup: c on a's link")
-	}
-	p.electLeads(now)
 	if !p.standby(b) || p.standby(a) || p.standby(c) {
 		t.Fatalf("standby a %v b %v c %v, want b only", p.standby(a), p.standby(b), p.standby(c))
 	}
