@@ -9,17 +9,23 @@ import (
 // The per-peer queue (congestion != "none"): packets wait here while every
 // usable path's window or pacer is full. It holds two FIFO rings:
 //
-//   - sparse: a packet whose flow has nothing queued goes here and leaves
+//   - sparse: a packet whose flow has nothing queued, or only up to
+//     sparsePerFlow-1 packets and all of them here, goes here and leaves
 //     first — the new-flow priority of FQ-CoDel (RFC 8290 §4.1) without its
 //     per-flow queues. A ping, a DNS query, a voice frame or the inner TCP's
 //     own ACKs then do not wait behind a bulk transfer's standing queue;
 //   - bulk: everything else, in order, managed by CoDel.
 //
 // Order within a flow holds: a flow's packet goes to the sparse ring only when
-// none of its packets is queued, so it is the oldest of its flow, and the bulk
-// ring lets a packet leave only when its flow has none in the sparse ring. A
-// flow has at most one packet there; one that keeps a backlog (a bulk
-// transfer) has none. So that a stream of one-packet flows cannot starve the
+// none of its packets waits in the bulk ring, so the sparse ring holds a
+// flow's oldest packets, and the bulk ring lets a packet leave only when its
+// flow has none in the sparse ring. A flow has at most sparsePerFlow packets
+// there; one that keeps a backlog (a bulk transfer) has none. With one packet
+// per flow, two pings that arrived together (the first still waiting for
+// room) sent the second to the bulk ring, and every later ping followed it
+// there to keep the order: the ping flow then waited the whole standing queue
+// for as long as it stood (seen in the lab as probes delayed 40 ms at the
+// server while 10 ms apart). So that a stream of one-packet flows cannot starve the
 // bulk ring, one bulk packet leaves after sparseRun sparse ones (as FQ-CoDel
 // moves a new flow to the old list after a quantum). Flows are the reorder
 // buffer's flow buckets (reorder.FlowID), so two flows hashed to one bucket count as one.
@@ -63,6 +69,9 @@ func (r *ccRing) pop() ccEntry {
 // bulk ring.
 const sparseSlots = 64
 
+// sparsePerFlow is how many packets of one flow may wait in the sparse ring.
+const sparsePerFlow = 4
+
 // sparseRun is how many sparse packets may leave in a row while bulk packets
 // wait.
 const sparseRun = 8
@@ -72,7 +81,7 @@ const sparseRun = 8
 type ccQueue struct {
 	bulk, sparse ccRing
 	inq          []uint16 // queued packets per flow bucket
-	inSparse     []bool   // the flow bucket has its (one) packet in the sparse ring
+	inSparse     []uint8  // the flow bucket's packets in the sparse ring
 	run          int      // sparse packets that left in a row while bulk ones waited
 	codel        *aqm.CoDel
 	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
@@ -85,7 +94,7 @@ func (q *ccQueue) init(packets, flows int, cfg aqm.Config) {
 	q.bulk.buf = make([]ccEntry, max(packets, 1))
 	q.sparse.buf = make([]ccEntry, sparseSlots)
 	q.inq = make([]uint16, max(flows, 1))
-	q.inSparse = make([]bool, max(flows, 1))
+	q.inSparse = make([]uint8, max(flows, 1))
 	q.codel = aqm.New(cfg)
 }
 
@@ -94,14 +103,16 @@ func (q *ccQueue) len() int { return q.bulk.size + q.sparse.size }
 // push queues e in its ring; false when that ring is full.
 func (q *ccQueue) push(e ccEntry) bool {
 	r := &q.bulk
-	if q.inq[e.flow] == 0 && q.sparse.size < len(q.sparse.buf) {
+	if n := q.inSparse[e.flow]; uint16(n) == q.inq[e.flow] && n < sparsePerFlow && q.sparse.size < len(q.sparse.buf) {
 		r = &q.sparse
 	}
 	if q.inq[e.flow] == ^uint16(0) || !r.push(e) {
 		return false
 	}
 	q.inq[e.flow]++
-	q.inSparse[e.flow] = q.inSparse[e.flow] || r == &q.sparse
+	if r == &q.sparse {
+		q.inSparse[e.flow]++
+	}
 	return true
 }
 
@@ -110,7 +121,7 @@ func (q *ccQueue) push(e ccEntry) bool {
 // waited and the bulk ring's front has nothing older in the sparse ring.
 func (q *ccQueue) next() *ccRing {
 	switch {
-	case q.sparse.size > 0 && (q.bulk.size == 0 || q.run < sparseRun || q.inSparse[q.bulk.front().flow]):
+	case q.sparse.size > 0 && (q.bulk.size == 0 || q.run < sparseRun || q.inSparse[q.bulk.front().flow] > 0):
 		return &q.sparse
 	case q.bulk.size > 0:
 		return &q.bulk
@@ -128,6 +139,6 @@ func (q *ccQueue) pop(r *ccRing) {
 	e := r.pop()
 	q.inq[e.flow]--
 	if r == &q.sparse {
-		q.inSparse[e.flow] = false
+		q.inSparse[e.flow]--
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/braid-vpn/braid/aqm"
 )
 
-// The per-peer queue: a packet of a flow with nothing queued leaves before the
-// bulk backlog; a flow's own packets keep their order; a flow that keeps a
-// backlog never jumps the queue.
+// The per-peer queue: a packet of a flow with nothing in the bulk ring (and up
+// to sparsePerFlow of its packets waiting) leaves before the bulk backlog; a
+// flow's own packets keep their order; a flow that keeps a backlog never jumps
+// the queue.
 func TestCCQueueSparseFirst(t *testing.T) {
 	var q ccQueue
 	q.init(16, 8, aqm.DefaultConfig())
@@ -25,21 +26,28 @@ func TestCCQueueSparseFirst(t *testing.T) {
 			t.Fatalf("push %d refused", id)
 		}
 	}
-	// Bulk flow 1: packets 1, 2, 3 (the first finds its flow empty: sparse).
-	push(1, 1)
-	push(2, 1)
-	push(3, 1)
-	// A ping of flow 2, then its next packet while the first still waits.
-	push(4, 2)
-	push(5, 2)
-	// Flow 1 again.
-	push(6, 1)
+	// Bulk flow 1: packets 1–6; its first sparsePerFlow (4) go to the sparse
+	// ring and leave, 5 and 6 wait in the bulk ring.
+	for id := 1; id <= 6; id++ {
+		push(id, 1)
+	}
 	var got []int
+	for range sparsePerFlow {
+		r := q.next()
+		got = append(got, int(r.front().pb.b[0]))
+		q.pop(r)
+	}
+	// Two pings of flow 2 arrive together, then flow 1 again: both pings
+	// leave before flow 1's backlog (with one sparse packet per flow the
+	// second ping went behind the backlog, and every later ping after it).
+	push(7, 2)
+	push(8, 2)
+	push(9, 1)
 	for r := q.next(); r != nil; r = q.next() {
 		got = append(got, int(r.front().pb.b[0]))
 		q.pop(r)
 	}
-	want := []int{1, 4, 2, 3, 5, 6}
+	want := []int{1, 2, 3, 4, 7, 8, 5, 6, 9}
 	if len(got) != len(want) {
 		t.Fatalf("left in order %v, want %v", got, want)
 	}
@@ -55,6 +63,15 @@ func TestCCQueueSparseFirst(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("flow %d still counts %d queued", f, n)
 		}
+	}
+	// A flow has at most sparsePerFlow packets in the sparse ring.
+	var one ccQueue
+	one.init(16, 8, aqm.DefaultConfig())
+	for id := range sparsePerFlow + 2 {
+		one.push(ccEntry{pb: pkt(id), at: now, flow: 3})
+	}
+	if one.sparse.size != sparsePerFlow || one.bulk.size != 2 || one.inSparse[3] != sparsePerFlow {
+		t.Fatalf("one flow: sparse %d, bulk %d, counted %d; want %d, 2, %d", one.sparse.size, one.bulk.size, one.inSparse[3], sparsePerFlow, sparsePerFlow)
 	}
 	// The sparse ring is bounded: beyond sparseSlots one-packet flows the rest
 	// wait in the bulk ring.
@@ -87,7 +104,9 @@ func TestCCQueueSparseRun(t *testing.T) {
 			t.Fatalf("push %d refused", id)
 		}
 	}
-	push(1) // sparse (flow 1 was empty)
+	for range sparsePerFlow {
+		push(1) // sparse: flow 1's first packets
+	}
 	push(1) // bulk
 	push(1) // bulk
 	for f := uint16(10); f < 30; f++ {
@@ -98,9 +117,10 @@ func TestCCQueueSparseRun(t *testing.T) {
 		flows = append(flows, int(r.front().pb.b[1]))
 		q.pop(r)
 	}
-	// Flow 1's first packet leaves first; after sparseRun sparse packets in a
-	// row (flow 1's and seven more) a bulk one (flow 1's second), then again.
-	want := []int{1, 10, 11, 12, 13, 14, 15, 16, 1, 17, 18, 19, 20, 21, 22, 23, 24, 1}
+	// Flow 1's sparse packets leave first; after sparseRun sparse packets in
+	// a row (flow 1's four and four more) a bulk one (flow 1's fifth), then
+	// eight sparse and the sixth.
+	want := []int{1, 1, 1, 1, 10, 11, 12, 13, 1, 14, 15, 16, 17, 18, 19, 20, 21, 1}
 	for i, w := range want {
 		if flows[i] != w {
 			t.Fatalf("flows left in order %v, want %v first", flows, want)
@@ -115,14 +135,18 @@ func TestCCQueueSparseRun(t *testing.T) {
 	for f := uint16(10); f < 20; f++ {
 		push(f)
 	}
-	push(5) // sparse, behind ten others
+	for range sparsePerFlow {
+		push(5) // sparse, behind ten others
+	}
 	push(5) // bulk front
 	flows = flows[:0]
 	for r := q.next(); r != nil; r = q.next() {
 		flows = append(flows, int(r.front().pb.b[1]))
 		q.pop(r)
 	}
-	if flows[len(flows)-1] != 5 || flows[len(flows)-2] != 5 {
-		t.Fatalf("flows left in order %v: flow 5's packets must be the last two", flows)
+	for _, f := range flows[len(flows)-sparsePerFlow-1:] {
+		if f != 5 {
+			t.Fatalf("flows left in order %v: flow 5's packets must be the last %d", flows, sparsePerFlow+1)
+		}
 	}
 }
