@@ -15,8 +15,9 @@
 #   cap for short ones, repairs past full windows and the queue's longer CoDel
 #   target while repairs are sent (docs/results/recovery/bulk), about 50 minutes.
 #   SET final: the same points after that longer target was reverted (it broke
-#   the latency target) and resends of non-TCP packets wait 10 ms, not 25, for
-#   a REBUILT report (docs/results/recovery/final), about 35 minutes.
+#   the latency target), resends of non-TCP packets wait 10 ms, not 25, for
+#   a REBUILT report, and a flow may keep 4 packets in the queue's sparse ring
+#   (docs/results/recovery/final), about 20 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
