@@ -91,9 +91,8 @@ type Encoder struct {
 
 	// The open block.
 	open    bool
-	k       int // its K (sources that close it)
-	m, mb   [MaxK + 1]uint8
-	urgent  bool // a source in it is not bulk: M, not Bulk, applies
+	r       Rate // its rate (r.K sources close it)
+	urgent  bool // a source in it is not bulk: r.M, not r.Bulk, applies
 	n       int
 	closeBy time.Time    // the earliest of its sources' deadlines
 	maxLen  int          // longest payload
@@ -162,15 +161,11 @@ func (e *Encoder) Deadline() (time.Time, bool) {
 	if !e.open {
 		return time.Time{}, false
 	}
-	if e.n >= e.k {
+	if e.n >= e.r.K {
 		return time.Time{}, true // now
 	}
 	return e.closeBy, true
 }
-
-// BulkDelay is the longest a source waits for its block to close (the
-// receiver's hold and the sender's wait for a REBUILT report allow for it).
-func (e *Encoder) BulkDelay() time.Duration { return e.cfg.BulkDelay }
 
 // Add puts a copy of payload, the source named id, into the open block (opening one
 // if the rate asks for repairs). It returns the number of repair frames made ready by
@@ -196,7 +191,7 @@ func (e *Encoder) Add(id SourceID, payload []byte, now time.Time, bulk bool) int
 		if run == e.nruns {
 			nruns++
 		}
-		if e.n >= e.k || !now.Before(e.closeBy) ||
+		if e.n >= e.r.K || !now.Before(e.closeBy) ||
 			e.cfg.MaxFrame > 0 && RepairLen(nruns, LenPrefix+max(e.maxLen, len(payload))) > e.cfg.MaxFrame {
 			closed = e.close()
 		}
@@ -205,7 +200,7 @@ func (e *Encoder) Add(id SourceID, payload []byte, now time.Time, bulk bool) int
 		if e.rate.Off() {
 			return closed
 		}
-		e.open, e.k, e.m, e.mb, e.n, e.nruns, e.maxLen = true, e.rate.K, e.rate.M, e.rate.Bulk, 0, 0, 0
+		e.open, e.r, e.n, e.nruns, e.maxLen = true, e.rate, 0, 0, 0
 		e.closeBy, e.urgent = now.Add(e.cfg.BulkDelay), false
 	}
 	wait := e.cfg.BulkDelay
@@ -230,7 +225,7 @@ func (e *Encoder) Add(id SourceID, payload []byte, now time.Time, bulk bool) int
 	e.n++
 	e.maxLen = max(e.maxLen, len(payload))
 	e.stats.Sources++
-	if e.n >= e.k && closed == 0 {
+	if e.n >= e.r.K && closed == 0 {
 		closed = e.close()
 	}
 	return closed
@@ -252,7 +247,7 @@ func (e *Encoder) runFor(id SourceID) (run, pos int) {
 // Tick closes the open block if it is full or one of its sources has waited its
 // delay, and returns the number of repair frames made ready, as Add.
 func (e *Encoder) Tick(now time.Time) int {
-	if e.open && (e.n >= e.k || !now.Before(e.closeBy)) {
+	if e.open && (e.n >= e.r.K || !now.Before(e.closeBy)) {
 		return e.close()
 	}
 	return 0
@@ -271,9 +266,9 @@ func (e *Encoder) close() int {
 	e.open = false
 	e.ready = 0
 	n := e.n
-	m := int(e.mb[min(n, e.k)])
+	m := int(e.r.Bulk[min(n, e.r.K)])
 	if e.urgent {
-		m = int(e.m[min(n, e.k)])
+		m = int(e.r.M[min(n, e.r.K)])
 	}
 	if n == 0 || m == 0 {
 		return 0

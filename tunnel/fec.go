@@ -42,10 +42,11 @@ func (p *peer) fecWait(pkt []byte) time.Duration {
 	if !p.repairing() {
 		return 0
 	}
+	block := fec.DefaultBulkDelay
 	if p.flowClass(pkt) != reorder.Recoverable {
-		return fec.DefaultMaxDelay + 2*p.e.tn.Tick
+		block = fec.DefaultMaxDelay
 	}
-	return p.fecWaitMax()
+	return block + 2*p.e.tn.Tick
 }
 
 // repairing reports whether repairs are being sent.
@@ -166,32 +167,37 @@ const repairSpread = 10 * time.Millisecond
 // nextRepairPath picks, after the one the previous repair took, the next
 // usable path whose one-way delay is within repairSpread of the fastest.
 func (p *peer) nextRepairPath() int {
-	n := len(p.infos)
 	fastest := time.Duration(-1)
 	for i := range p.infos {
 		if ow := recovery.OneWay(&p.infos[i]); p.infos[i].Usable && (fastest < 0 || ow < fastest) {
 			fastest = ow
 		}
 	}
-	for k := 0; k < n; k++ {
-		i := (p.fecNext + k) % n
-		// A repair is extra load: it goes only where the path's model has room
-		// (CwndRoom < 0: no controller). Without this a path losing packets to
-		// congestion would get more repairs, hence more congestion.
-		if p.infos[i].Usable && p.infos[i].CwndRoom != 0 && recovery.OneWay(&p.infos[i]) <= fastest+repairSpread {
-			p.fecNext = i + 1
-			return i
-		}
+	// A repair is extra load: it goes where the path's model has room
+	// (CwndRoom < 0: no controller); without this a path losing packets to
+	// congestion would get more repairs, hence more congestion. When no model
+	// has room, a repair may exceed a window by its own size, but not on a path
+	// with a standing queue, nor on a standby path of an access link (whose lead
+	// carries the data). Skipped, a block's repairs left its losses to resends,
+	// each of which holds the flow for a round trip: in the lab (1 % loss,
+	// 20–40 ms) 17 % of the repairs were skipped and resends were 0.17 % of the
+	// payload; sent, 0.07 %, for 1 % more repairs.
+	if i := p.rotateRepair(fastest, func(i int) bool { return p.infos[i].CwndRoom != 0 }); i >= 0 {
+		return i
 	}
-	// No model has room: a repair may then exceed a window by its own size,
-	// but not on a path with a standing queue, nor on a standby path of an
-	// access link (whose lead carries the data). Skipped, a block's repairs left
-	// its losses to resends, each of which holds the flow for a round trip:
-	// in the lab (1 % loss, 20–40 ms) 17 % of the repairs were skipped and
-	// resends were 0.17 % of the payload; sent, 0.07 %, for 1 % more repairs.
+	return p.rotateRepair(fastest, func(i int) bool {
+		ps := p.infoP[i]
+		return !p.standby(ps) && !congested(ps)
+	})
+}
+
+// rotateRepair returns the first usable path after the previous repair's, within
+// repairSpread of fastest, that ok accepts (-1: none), and moves the rotation on.
+func (p *peer) rotateRepair(fastest time.Duration, ok func(int) bool) int {
+	n := len(p.infos)
 	for k := 0; k < n; k++ {
 		i := (p.fecNext + k) % n
-		if ps := p.infoP[i]; p.infos[i].Usable && !p.standby(ps) && !congested(ps) && recovery.OneWay(&p.infos[i]) <= fastest+repairSpread {
+		if p.infos[i].Usable && recovery.OneWay(&p.infos[i]) <= fastest+repairSpread && ok(i) {
 			p.fecNext = i + 1
 			return i
 		}

@@ -16,12 +16,6 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// Inner addresses of the braid cases (the lab's: runner uses the same).
-var (
-	braidServerInner = netip.MustParsePrefix("100.64.0.1/24")
-	braidClientInner = netip.MustParsePrefix("100.64.0.2/24")
-)
-
 // BraidClientConfig is the client's file for paths. With one path it
 // talks to the server address on that path only: one subflow, one veth.
 // With more it lists every server address, as a real client does and as
@@ -61,7 +55,7 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 		return nil, err
 	}
 	t.detail = braidDetail(st, t.paths, tunMTU(l, "braid0"))
-	t.dial = dialIn(l.cli, l.cfg.CC, braidClientInner.Masked())
+	t.dial = dialIn(l.cli, l.cfg.CC, runner.BraidClientAddr.Masked())
 	return t, nil
 }
 
@@ -104,7 +98,7 @@ func tunMTU(l *lab, name string) int {
 }
 
 func (t *braidTunnel) Target() string {
-	return netip.AddrPortFrom(braidServerInner.Addr(), WebPort).String()
+	return netip.AddrPortFrom(runner.BraidServerAddr.Addr(), WebPort).String()
 }
 func (t *braidTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	return t.dial(ctx, n, a)

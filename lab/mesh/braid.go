@@ -13,13 +13,6 @@ import (
 	"github.com/braid-vpn/braid/lab/runner"
 )
 
-// Tunnel addresses: the lab's (runner and bench use the same). The
-// destination's web server is reached inside the tunnel at TunnelServer.
-var (
-	TunnelServer = netip.MustParsePrefix("100.64.0.1/24")
-	TunnelClient = netip.MustParsePrefix("100.64.0.2/24")
-)
-
 // BraidClientConfig is the braid client's file for the mesh: one path per
 // mesh path, given as the path's address (a socket bound to it follows
 // the path's rule on every node), and one server address, the service
@@ -104,7 +97,7 @@ func (b *Braid) Status() (control.Status, error) { return control.Query(b.pair.C
 
 // Target is the web server as seen through the tunnel.
 func (b *Braid) Target() string {
-	return netip.AddrPortFrom(TunnelServer.Addr(), runner.WebPort).String()
+	return netip.AddrPortFrom(runner.BraidServerAddr.Addr(), runner.WebPort).String()
 }
 
 // Dial opens a TCP connection in the source that must go through the
@@ -120,7 +113,7 @@ func (b *Braid) Dial(cc string) func(ctx context.Context, network, addr string) 
 			return nil, err
 		}
 		if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
-			if a, _ := netip.AddrFromSlice(la.IP); !TunnelClient.Contains(a.Unmap()) {
+			if a, _ := netip.AddrFromSlice(la.IP); !runner.BraidClientAddr.Contains(a.Unmap()) {
 				c.Close()
 				return nil, fmt.Errorf("braid: the download left from %v, not through the tunnel", la)
 			}

@@ -29,9 +29,11 @@ const (
 	braidStopTimeout = 5 * time.Second
 )
 
+// The tunnel's inner addresses in every lab config (runs, bench, mesh):
+// the server's and the client's.
 var (
-	braidServerAddr = netip.MustParsePrefix("100.64.0.1/24")
-	braidClientAddr = netip.MustParsePrefix("100.64.0.2/24")
+	BraidServerAddr = netip.MustParsePrefix("100.64.0.1/24")
+	BraidClientAddr = netip.MustParsePrefix("100.64.0.2/24")
 )
 
 // BraidCommand says how to start braid: Exe (default: this executable) with
@@ -77,7 +79,7 @@ func BraidClientFile(serverKey keys.Key, socket string, servers, paths []string)
 	return &config.File{
 		Role:           string(config.RoleClient),
 		PrivateKeyFile: "client.key",
-		Tun:            config.FileTun{Address: []string{braidClientAddr.String()}},
+		Tun:            config.FileTun{Address: []string{BraidClientAddr.String()}},
 		Client: &config.FileClient{
 			ServerPublicKey: serverKey.Public().String(),
 			Servers:         servers,
@@ -115,13 +117,13 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 	return &config.File{
 		Role:           string(config.RoleServer),
 		PrivateKeyFile: "server.key",
-		Tun:            config.FileTun{Address: []string{braidServerAddr.String()}},
+		Tun:            config.FileTun{Address: []string{BraidServerAddr.String()}},
 		Server: &config.FileServer{
 			Listen: []string{netip.AddrPortFrom(netip.IPv4Unspecified(), BraidPort).String()},
 			Clients: []config.FilePeer{{
 				Name:       name,
 				PublicKey:  clientKey.Public().String(),
-				AllowedIPs: []string{netip.PrefixFrom(braidClientAddr.Addr(), 32).String()},
+				AllowedIPs: []string{netip.PrefixFrom(BraidClientAddr.Addr(), 32).String()},
 			}},
 		},
 		Control: config.FileControl{Socket: socket},

@@ -48,7 +48,7 @@ func OpenVPNArgs(server bool, proto string, srv netip.Addr, cipher, dir string) 
 	a := []string{"--dev", "tun", "--dev-type", "tun", "--disable-dco", "--allow-compression", "no",
 		"--ca", filepath.Join(dir, "ca.crt"), "--verb", "3", "--script-security", "0",
 		"--ping", "5", "--ping-exit", "60"}
-	local, remote := braidServerAddr.Addr(), braidClientAddr.Addr()
+	local, remote := BraidServerAddr.Addr(), BraidClientAddr.Addr()
 	if server {
 		p := proto
 		if proto == "tcp" {
@@ -132,7 +132,7 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 		// Into the tunnel: the web subnet through the server's tunnel
 		// address, ahead of the client's direct route (DirectMetric).
 		if _, err := env.TB.Client().Exec(ctx, "ip", "route", "add", env.TB.Plan.WebSubnet.String(),
-			"via", braidServerAddr.Addr().String(), "metric", "10"); err != nil {
+			"via", BraidServerAddr.Addr().String(), "metric", "10"); err != nil {
 			return nil, err
 		}
 		s.target = netip.AddrPortFrom(env.Web.Addr, WebPort).String()
@@ -160,7 +160,7 @@ func tunnelDial(env *Env, what string) func(ctx context.Context, network, addr s
 		if err != nil {
 			return nil, err
 		}
-		if a, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil && !braidClientAddr.Contains(a.Addr().Unmap()) {
+		if a, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil && !BraidClientAddr.Contains(a.Addr().Unmap()) {
 			c.Close()
 			return nil, fmt.Errorf("%s: the %s connection left from %v, not through the tunnel", what, network, a)
 		}
