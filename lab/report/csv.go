@@ -63,7 +63,9 @@ func axisCells(p *results.Point, axes []string) []string {
 //	rt_loss_pct, owd_p50_ms, owd_p99_ms, owd_max_ms, rt_late_pct,
 //	rt_miss_pct, outer_bytes, outer_per_payload) and the bulk recovery's
 //	(recovery_resent_bytes, recovery_repair_bytes, path_loss_rate,
-//	recovery_overhead, overhead_bound; fractions) when the run has them
+//	recovery_overhead, overhead_bound; fractions) and the path events'
+//	(event<i>_at_ms, event<i>_react_ms, phase<j>_<path>_kbps) when the
+//	run has them
 //
 // kind is the transport kind, label its name in tables and plots, options
 // "key=value;…" in key order. An unknown retransmission count (-1 in the
@@ -161,7 +163,9 @@ func figureCells(cols []pointColumn, p *results.Point) []string {
 //	ci95_mbps, median_mbps, min_mbps, max_mbps, std_dev_mbps, share_<path>…,
 //	[competing_…], [<figure>_mean, <figure>_ci95 for the latency and
 //	real-time figures, outer_extra_vs_off_pct], [recovery_overhead_pct_…,
-//	path_loss_pct_…, overhead_bound_pct_… (mean, ci95), within_bound], error
+//	path_loss_pct_…, overhead_bound_pct_… (mean, ci95), within_bound],
+//	[max_stall_ms_…, event<i>_react_ms_…, phase<j>_<path>_kbps_… (mean,
+//	ci95) with [[events]]], error
 //
 // within_bound counts the point's downloads whose recovery overhead was at
 // most their bound.
@@ -197,6 +201,8 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	if rec != nil {
 		head = append(head, "within_bound")
 	}
+	evCols := eventColumns(run)
+	head = append(head, figureHeads(evCols)...)
 	head = append(head, "error")
 	if err := cw.Write(head); err != nil {
 		return err
@@ -234,6 +240,7 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 			}
 			row = append(row, within)
 		}
+		row = append(row, figureCells(evCols, p)...)
 		row = append(row, p.Error)
 		if err := cw.Write(row); err != nil {
 			return err

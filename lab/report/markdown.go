@@ -115,6 +115,14 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			"path loss is the packets the server declared lost of those it sent. The target is overhead ≤ 2 × path loss + 5 %%; "+
 			"\"within bound\" counts the downloads that met it. Only braid transports with recovery on are listed.\n")
 	}
+	evCols := eventColumns(run)
+	if evCols != nil {
+		fmt.Fprintf(bw, "\nPath events change the paths at the given times after each download starts. "+
+			"A reaction is how long after an event the paths it concerns had carried %d bytes towards the client: "+
+			"the event's own path after restore, up and readdress, the other paths after cut and down; "+
+			"\"reacted\" counts the downloads where that happened of those where the event fired. "+
+			"Rates are what each path delivered towards the client between events, in kB/s, from the link emulators.\n", results.ReactBytes)
+	}
 	show := func(f *figure, m metric) {
 		if files, ok := byStem[f.stemOf(m)]; ok {
 			shown[f.stemOf(m)] = true
@@ -138,6 +146,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
 			})
 			show(&f, realtimeMiss)
+		}
+		if evCols != nil {
+			udpTable(bw, &f, "Path events:", evCols, "reacted", reacted)
 		}
 		if rec != nil {
 			g := f

@@ -163,6 +163,7 @@ func sampleColumns(run *results.Run) (cols []sampleColumn, has []func(*results.S
 		{latencySampleColumns, func(s *results.Sample) bool { return s.Latency != nil }},
 		{realtimeSampleColumns, func(s *results.Sample) bool { return s.Realtime != nil }},
 		{bulkRecoverySampleColumns, func(s *results.Sample) bool { return s.BulkRecovery != nil }},
+		{eventSampleColumns(run), func(s *results.Sample) bool { return len(s.Events) > 0 }},
 	} {
 		if anySample(run, g.has) {
 			for _, c := range g.cols {

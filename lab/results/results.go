@@ -123,7 +123,10 @@ type Point struct {
 	// BulkRecovery summarizes Samples[].BulkRecovery (nil when no sample
 	// has it: not braid, or braid with recovery off).
 	BulkRecovery *BulkRecoverySummary `json:"bulk_recovery,omitempty"`
-	Error        string               `json:"error,omitempty"` // the point could not be measured
+	// Events summarizes the path events over the downloads (scenarios
+	// with [[events]] only).
+	Events *EventsSummary `json:"events,omitempty"`
+	Error  string         `json:"error,omitempty"` // the point could not be measured
 }
 
 // BulkRecoverySummary is the mean and 95% interval over a point's downloads
@@ -190,6 +193,66 @@ type Sample struct {
 	// during this download (absent for other transports and with recovery
 	// off).
 	BulkRecovery *BulkRecovery `json:"bulk_recovery,omitempty"`
+	// Events is what the scenario's path events did during this download,
+	// in the scenario's order; Phases the paths' rates between them
+	// (len(Events)+1: before the first, after each).
+	Events []EventOutcome `json:"events,omitempty"`
+	Phases []Phase        `json:"phases,omitempty"`
+}
+
+// EventOutcome is one path event during one download.
+type EventOutcome struct {
+	// Event says what and when, as the scenario has it: "cut secondary at 3s".
+	Event string `json:"event"`
+	// Fired is false when the download ended first.
+	Fired bool `json:"fired"`
+	// AtMs is when it fired, since the download started.
+	AtMs float64 `json:"at_ms"`
+	// ReactMs is how long after the event the paths it concerns had
+	// carried ReactBytes towards the client: the event's own path after
+	// restore, up and readdress (back in service), the other paths after
+	// cut and down (traffic moved). Absent when that did not happen before
+	// the download ended.
+	ReactMs *float64 `json:"react_ms,omitempty"`
+}
+
+// ReactBytes is what a path must carry after an event to count as
+// carrying the download: some ten full-size packets, far above the probes
+// of an idle or backup path.
+const ReactBytes = 20_000
+
+// Phase is the time from one event to the next (or from the download's
+// start, or to its end) with the rate each path delivered towards the
+// client meanwhile, in kB/s.
+type Phase struct {
+	FromMs   float64            `json:"from_ms"`
+	ToMs     float64            `json:"to_ms"`
+	PathKBps map[string]float64 `json:"path_kbps"`
+}
+
+// EventsSummary is a point's path events over its downloads.
+type EventsSummary struct {
+	// MaxStallMs is the downloads' longest stalls.
+	MaxStallMs stats.Summary  `json:"max_stall_ms"`
+	Events     []EventSummary `json:"events"`
+	// Phases has one entry per phase: "before cut secondary at 3s",
+	// "after cut secondary at 3s", ….
+	Phases []PhaseSummary `json:"phases"`
+}
+
+// EventSummary is one event's reaction times over the downloads where it
+// fired and the paths reacted; Fired and Reacted count those.
+type EventSummary struct {
+	Event   string        `json:"event"`
+	Fired   int           `json:"fired"`
+	Reacted int           `json:"reacted"`
+	ReactMs stats.Summary `json:"react_ms"`
+}
+
+// PhaseSummary is one phase's per-path rates (kB/s) over the downloads.
+type PhaseSummary struct {
+	Label    string                   `json:"label"`
+	PathKBps map[string]stats.Summary `json:"path_kbps"`
 }
 
 // BulkRecovery is the loss recovery of one download, from the sender's

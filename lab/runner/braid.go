@@ -108,6 +108,9 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	if t.Scheduler == "weighted" && len(t.Weights) > 0 {
 		c.Weights = BraidWeights(t.Weights, len(servers))
 	}
+	for _, p := range t.Priorities {
+		c.Priorities = append(c.Priorities, int64(p))
+	}
 	return f
 }
 

@@ -240,6 +240,13 @@ func TransportOptions(t scenario.Transport) map[string]string {
 	set(scenario.OptReorder, t.Reorder)
 	set(scenario.OptCongestion, t.Congestion)
 	set(scenario.OptRecovery, t.Recovery)
+	if len(t.Priorities) > 0 {
+		ps := make([]string, len(t.Priorities))
+		for i, p := range t.Priorities {
+			ps[i] = strconv.Itoa(p)
+		}
+		m[scenario.OptPriorities] = strings.Join(ps, "/")
+	}
 	if len(t.Weights) > 0 {
 		ws := make([]string, len(t.Weights))
 		for i, w := range t.Weights {
@@ -317,6 +324,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	rp.Latency = SummarizeLatency(rp.Samples)
 	rp.Realtime = SummarizeRealtime(rp.Samples)
 	rp.BulkRecovery = SummarizeBulkRecovery(rp.Samples)
+	rp.Events = SummarizeEvents(r.exp.Events, rp.Samples)
 	if len(errs) > 0 {
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
 	}
@@ -460,9 +468,26 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if probes != nil {
 		loadStart = probes.count()
 	}
+	var events *eventRun
+	if len(r.exp.Events) > 0 {
+		events = startEvents(r.tb, r.exp.Events)
+	}
 	dctx, cancel := context.WithTimeout(ctx, r.exp.Timeout)
 	res, err := httpbench.Fetch(dctx, httpbench.URL(sess.Target(), r.exp.Size), httpbench.Options{Dial: dial})
 	cancel()
+	var outcomes []results.EventOutcome
+	var phases []results.Phase
+	if events != nil {
+		var changed bool
+		var evErr error
+		outcomes, phases, changed, evErr = events.finish(time.Since(events.start))
+		if changed {
+			defer time.Sleep(EventSettle)
+		}
+		if err == nil && evErr != nil {
+			err = fmt.Errorf("path events: %w", evErr)
+		}
+	}
 	if err != nil {
 		return results.Sample{}, err
 	}
@@ -492,6 +517,8 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
 		PathBytes:       pathBytes,
 		Latency:         lat,
+		Events:          outcomes,
+		Phases:          phases,
 	}
 	if before.sess.Sender != nil && after.Sender != nil {
 		smp.BulkRecovery = BulkOverhead(*before.sess.Sender, *after.Sender, res.Bytes)

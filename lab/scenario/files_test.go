@@ -42,6 +42,11 @@ var committed = map[string]struct {
 	"recovery-noloss.toml":     {points: 5 * 3, networks: 5, reps: 5, size: 16 << 20},
 	"recovery-shared.toml":     {points: 3, networks: 1, reps: 5, size: 16 << 20},
 	"recovery-recheck.toml":    {points: 2 * 4, networks: 2, reps: 5, size: 16 << 20},
+	"paths-mtu.toml":           {points: 3, networks: 1, reps: 5, size: 16 << 20},
+	"paths-down.toml":          {points: 3, networks: 1, reps: 5, size: 16 << 20},
+	"paths-cut.toml":           {points: 3, networks: 1, reps: 5, size: 16 << 20},
+	"paths-readdress.toml":     {points: 3, networks: 1, reps: 5, size: 16 << 20},
+	"paths-backup.toml":        {points: 2, networks: 1, reps: 5, size: 16 << 20},
 }
 
 func loadCommitted(t *testing.T, name string) *Scenario {

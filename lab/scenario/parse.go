@@ -36,6 +36,7 @@ type rawFile struct {
 	TCP         rawTCP         `toml:"tcp"`
 	Transports  []rawTransport `toml:"transports"`
 	Sweep       rawSweep       `toml:"sweep"`
+	Events      []rawEvent     `toml:"events"`
 }
 
 type rawNode struct {
@@ -56,6 +57,7 @@ type rawLink struct {
 	Loss       string  `toml:"loss"`
 	QueueLimit *int64  `toml:"queue_limit"`
 	Medium     string  `toml:"medium"`
+	MTU        *int64  `toml:"mtu"`
 	AToB       *rawDir `toml:"a_to_b"`
 	BToA       *rawDir `toml:"b_to_a"`
 }
@@ -121,6 +123,7 @@ type rawTransport struct {
 	Recovery   string    `toml:"recovery"`
 	Cipher     string    `toml:"cipher"`
 	Subflows   *int64    `toml:"subflows"`
+	Priorities []int64   `toml:"priorities"`
 }
 
 type rawSweep struct {
@@ -196,9 +199,16 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	if p.err != nil {
 		return s
 	}
+	paths := s.Topology.Paths()
+	for i, l := range s.Topology.Links {
+		if l.MTU > 0 && !slices.Contains(paths, &s.Topology.Links[i]) {
+			p.fail("links", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
+		}
+	}
 	p.tcp(s.Topology, &raw.TCP)
 	p.experiment(&s.Experiment, &raw.Experiment)
 	p.competingPath(s.Topology, &s.Experiment)
+	s.Experiment.Events = p.events(s.Topology, raw.Events)
 	if s.Experiment.ECN {
 		for i := range s.Topology.Nodes {
 			if n := &s.Topology.Nodes[i]; n.Role != RoleLink {
@@ -304,6 +314,7 @@ func (p *parser) topology(rn []rawNode, rl []rawLink) *Topology {
 			}
 		}
 		p.shaping(key, &l, &r)
+		p.mtu(key, &l, &r)
 		t.Links = append(t.Links, l)
 	}
 	for i, n := range t.Nodes {
@@ -407,6 +418,7 @@ func (p *parser) patchTestbed(rl []rawLink) *Topology {
 			p.fail(key+".name", "%q duplicates links[%d].name", r.Name, j)
 		}
 		seen[r.Name] = i
+		p.mtu(key, l, &r)
 		for _, f := range []struct{ k, v string }{{"a", r.A}, {"b", r.B}, {"via", r.Via}, {"subnet", r.Subnet}} {
 			if f.v != "" {
 				p.fail(key+"."+f.k, "is fixed in the built-in testbed; declare [[nodes]] and every link to build another topology")
@@ -437,6 +449,19 @@ func (p *parser) shaping(key string, l *Link, r *rawLink) {
 	if r.BToA != nil {
 		p.dir(key+".b_to_a", &l.BA, r.BToA)
 	}
+}
+
+// mtu reads a link's mtu: that of the client's end of a path, whose larger
+// datagrams then vanish on the way in without an error (a black hole).
+func (p *parser) mtu(key string, l *Link, r *rawLink) {
+	if r.MTU == nil {
+		return
+	}
+	m := *r.MTU
+	if m < MinMTU || m > MaxMTU {
+		p.fail(key+".mtu", "%d out of range (%d..%d)", m, MinMTU, MaxMTU)
+	}
+	l.MTU = int(m)
 }
 
 // splitRTT gives each direction half the RTT, the odd nanosecond to the
@@ -828,7 +853,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		set := map[string]bool{
 			OptPath: r.Path != "", OptScheduler: r.Scheduler != "", OptWeights: r.Weights != nil,
 			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "", OptRecovery: r.Recovery != "",
-			OptCipher: r.Cipher != "", OptSubflows: r.Subflows != nil,
+			OptCipher: r.Cipher != "", OptSubflows: r.Subflows != nil, OptPriorities: r.Priorities != nil,
 		}
 		for _, opt := range optionKeys {
 			if set[opt] && !kind.Accepts(opt) {
@@ -899,6 +924,10 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 				label = append(label, fmt.Sprintf("×%d", tr.Subflows))
 			}
 		}
+		if kind.Accepts(OptPriorities) && r.Priorities != nil {
+			tr.Priorities = p.priorities(key+".priorities", r.Priorities, len(paths))
+			label = append(label, "tiers="+formatTiers(tr.Priorities))
+		}
 		tr.Label = strings.Join(label, " ")
 		if r.Label != "" {
 			tr.Label = r.Label
@@ -954,6 +983,30 @@ func (p *parser) weights(key string, w []float64, sched string, paths int) []flo
 		return nil
 	}
 	return slices.Clone(w)
+}
+
+// priorities validates per-path tiers (braid's client.priorities).
+func (p *parser) priorities(key string, v []int64, paths int) []int {
+	if len(v) != paths {
+		p.fail(key, "%d %s for %d %s (one per client–server link, in file order)", len(v), tomlerr.Plural(len(v), "tier", "tiers"), paths, tomlerr.Plural(paths, "path", "paths"))
+		return nil
+	}
+	out := make([]int, len(v))
+	for i, t := range v {
+		if t < 0 || t > config.MaxPriority {
+			p.fail(fmt.Sprintf("%s[%d]", key, i), "%d out of range (0..%d)", t, config.MaxPriority)
+		}
+		out[i] = int(t)
+	}
+	return out
+}
+
+func formatTiers(v []int) string {
+	s := make([]string, len(v))
+	for i, t := range v {
+		s[i] = strconv.Itoa(t)
+	}
+	return strings.Join(s, "/")
 }
 
 func equalWeights(n int) []float64 {

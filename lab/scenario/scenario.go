@@ -187,6 +187,10 @@ type Experiment struct {
 	// ECN sets net.ipv4.tcp_ecn = 1 where the TCP endpoints run (the
 	// client, server and web nodes' TCP.ECN).
 	ECN bool
+
+	// Events change the paths during every download ([[events]]), in
+	// time order.
+	Events []Event
 }
 
 // Realtime is a constant-rate UDP flow, web server → client through the
@@ -248,6 +252,9 @@ type Link struct {
 	// Medium names the Topology.Media entry whose capacity the link shares
 	// ("" = its own). Its Rate fields are then 0.
 	Medium string
+	// MTU, if > 0, is the MTU of a path's client end: larger frames coming
+	// in are dropped silently, a black hole for big datagrams.
+	MTU int
 }
 
 // Medium is a capacity several emulated links share ([[media]]): one queue
@@ -446,6 +453,9 @@ type Transport struct {
 	// Subflows is the number of MPTCP subflows per path of an MPTCP tunnel
 	// (1 = full mesh; more = ndiffports-like extra subflows per path).
 	Subflows int
+	// Priorities holds one tier per path (braid's client.priorities); nil
+	// leaves every path in tier 0.
+	Priorities []int
 }
 
 // Axis names one sweep dimension, as its key in [sweep].

@@ -26,6 +26,8 @@ const (
 	// OptRecovery is braid's loss recovery (config.Recoveries); unset
 	// keeps braid's default.
 	OptRecovery = "recovery"
+	// OptPriorities gives one tier per path (braid's client.priorities).
+	OptPriorities = "priorities"
 )
 
 // OpenVPN data channel ciphers (OptCipher).
@@ -91,7 +93,7 @@ func init() {
 	RegisterTransport(TransportKind{
 		Name:    TransportBraid,
 		Summary: "the download runs through a braid tunnel over every path",
-		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery},
+		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities},
 	})
 	RegisterTransport(TransportKind{
 		Name:    TransportUDPTunnel,
@@ -147,7 +149,7 @@ func RegisterTransport(k TransportKind) {
 	registry.kinds = append(registry.kinds, k)
 }
 
-var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptCipher, OptSubflows}
+var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptCipher, OptSubflows, OptPriorities}
 
 // TransportNames lists the registered kinds in registration order.
 func TransportNames() []string {

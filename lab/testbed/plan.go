@@ -100,6 +100,8 @@ type Path struct {
 	Subnet                 netip.Prefix
 	// Table is the path's routing table in the client.
 	Table int
+	// MTU, if > 0, is set on ClientIf (scenario.Link.MTU).
+	MTU int
 }
 
 // Plan is everything Build does, in the order it does it.
@@ -262,7 +264,7 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 			Name: l.Name, Index: i,
 			ClientIf: IfName(SideA, l.Name), ServerIf: IfName(SideB, l.Name),
 			ClientAddr: l.AddrA.Addr(), ServerAddr: l.AddrB.Addr(),
-			Subnet: l.Subnet, Table: PathTableBase + i,
+			Subnet: l.Subnet, Table: PathTableBase + i, MTU: l.MTU,
 		}
 		p.Paths = append(p.Paths, pa)
 		if i == 0 {

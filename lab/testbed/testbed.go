@@ -114,6 +114,13 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 			}
 		}
 	}
+	for _, pa := range plan.Paths {
+		if pa.MTU > 0 {
+			if err := tb.Client().SetMTU(pa.ClientIf, pa.MTU); err != nil {
+				return tb, fmt.Errorf("testbed: mtu of %s: %w", pa.ClientIf, err)
+			}
+		}
+	}
 	if emu == EmulatorNetem && len(plan.Media) > 0 {
 		return tb, fmt.Errorf("testbed: netem cannot make links share a medium (%s); use --emulator userspace", plan.Media[0].Name)
 	}

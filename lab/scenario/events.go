@@ -1,0 +1,126 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Event actions ([[events]] action): what happens to a path during every
+// download of a point, the failures real paths have.
+const (
+	// ActionCut makes the path's link node drop every frame, both ways: a
+	// failure inside the network that neither end's interface notices.
+	ActionCut = "cut"
+	// ActionRestore undoes a cut: the link shapes as the scenario says.
+	ActionRestore = "restore"
+	// ActionDown takes the client's interface of the path down (a modem
+	// unplugged, Wi-Fi lost); ActionUp brings it back.
+	ActionDown = "down"
+	ActionUp   = "up"
+	// ActionReaddress gives the client's interface of the path a new
+	// address in its subnet in place of the old one (a new DHCP lease, NAT
+	// rebinding).
+	ActionReaddress = "readdress"
+)
+
+// Actions lists the valid event actions.
+var Actions = []string{ActionCut, ActionRestore, ActionDown, ActionUp, ActionReaddress}
+
+// Limits of [[events]] and of a link's mtu.
+const (
+	MaxEvents = 32
+	// MaxEventAt bounds an event's time: it fires during a download.
+	MaxEventAt = time.Hour
+	// MinMTU is IPv4's minimum reassembly size rounded up to what every
+	// tunnel needs; MaxMTU a jumbo frame.
+	MinMTU = 576
+	MaxMTU = 9000
+)
+
+// Event is one change to a path, At after each download of a point starts
+// (the runner undoes whatever is left changed after the download).
+type Event struct {
+	At     time.Duration
+	Action string
+	// Link names a path (a client–server link).
+	Link string
+}
+
+// String is "cut secondary at 3s".
+func (e Event) String() string { return fmt.Sprintf("%s %s at %v", e.Action, e.Link, e.At) }
+
+// Restores reports whether the event brings its path back (restore, up):
+// the runner then measures how soon the path carries traffic again.
+func (e Event) Restores() bool { return e.Action == ActionRestore || e.Action == ActionUp }
+
+type rawEvent struct {
+	At     string `toml:"at"`
+	Action string `toml:"action"`
+	Link   string `toml:"link"`
+}
+
+// events reads [[events]]: in time order, each naming a path and an
+// action that makes sense after the ones before it on that path.
+func (p *parser) events(t *Topology, raw []rawEvent) []Event {
+	if len(raw) > MaxEvents {
+		p.fail("events", "%d events; at most %d", len(raw), MaxEvents)
+		return nil
+	}
+	var paths []string
+	for _, l := range t.Paths() {
+		paths = append(paths, l.Name)
+	}
+	// What each path's state is after the events so far.
+	cut, down, moved := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	var out []Event
+	for i, r := range raw {
+		key := fmt.Sprintf("events[%d]", i)
+		if r.At == "" {
+			p.fail(key+".at", "required: the time after each download starts (e.g. \"3s\")")
+			return nil
+		}
+		e := Event{At: p.duration(key+".at", r.At, MaxEventAt), Link: r.Link}
+		if r.Action == "" {
+			p.fail(key+".action", "required (one of: %s)", strings.Join(Actions, ", "))
+			return nil
+		}
+		e.Action = p.oneOf(key+".action", "action", r.Action, Actions)
+		if !slices.Contains(paths, r.Link) {
+			p.fail(key+".link", "no path %q (paths, the client–server links: %s)", r.Link, strings.Join(paths, ", "))
+			return nil
+		}
+		if l := t.Link(r.Link); !l.Emulated() && (e.Action == ActionCut || e.Action == ActionRestore) {
+			p.fail(key+".action", "%s needs the path's link node (via): link %q has none", e.Action, r.Link)
+		}
+		if n := len(out); n > 0 && e.At < out[n-1].At {
+			p.fail(key+".at", "%v is before events[%d] (%v); list events in time order", e.At, n-1, out[n-1].At)
+		}
+		switch e.Action {
+		case ActionCut:
+			p.check(!cut[e.Link], key+".action", "path %q is already cut", e.Link)
+			cut[e.Link] = true
+		case ActionRestore:
+			p.check(cut[e.Link], key+".action", "path %q was not cut", e.Link)
+			cut[e.Link] = false
+		case ActionDown:
+			p.check(!down[e.Link], key+".action", "path %q is already down", e.Link)
+			down[e.Link] = true
+		case ActionUp:
+			p.check(down[e.Link], key+".action", "path %q was not down", e.Link)
+			down[e.Link] = false
+		case ActionReaddress:
+			p.check(!moved[e.Link], key+".action", "path %q already moved; one readdress per path", e.Link)
+			moved[e.Link] = true
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (p *parser) check(ok bool, key, format string, args ...any) {
+	if !ok {
+		p.fail(key, format, args...)
+	}
+}
