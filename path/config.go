@@ -65,6 +65,12 @@ type Config struct {
 	// that, and is Down at most ProbeInterval+DownIdle (1.8s) after it
 	// broke.
 	DownIdle time.Duration
+	// StandbyProbeInterval (default 800ms) replaces ProbeInterval on a path
+	// the engine keeps out of use while it works (a backup tier, Sender.
+	// SetStandby): a metered backup link then carries half the keepalives.
+	// A single lost probe still cannot take it Down: the next one is
+	// answered before DownIdle (1.4s) on any path of RTT below 600 ms.
+	StandbyProbeInterval time.Duration
 	// DownBusyMin, DownBusyMax (defaults 200ms, 350ms) and DownBusyRTTs
 	// (default 2): when traffic flows (DownBusyPackets packets sent within
 	// the threshold), a path goes Down once the oldest packet not overtaken
@@ -147,31 +153,32 @@ type Config struct {
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
 	return Config{
-		InitialRTT:       100 * time.Millisecond,
-		MinRTO:           200 * time.Millisecond,
-		MaxRTO:           10 * time.Second,
-		ProbeInterval:    400 * time.Millisecond,
-		DownIdle:         1400 * time.Millisecond,
-		DownBusyMin:      200 * time.Millisecond,
-		DownBusyMax:      350 * time.Millisecond,
-		DownBusyRTTs:     2,
-		DownBusyPackets:  3,
-		ActivateAcks:     2,
-		DegradedLoss:     0.2,
-		DegradedExitLoss: 0.1,
-		LossWindow:       2 * time.Second,
-		MinLossSample:    20,
-		LossGain:         1.0 / 8,
-		ReorderThreshold: 3,
-		TimeThreshold:    9.0 / 8,
-		RateWindow:       5 * time.Second,
-		MinRateInterval:  10 * time.Millisecond,
-		MinRTTWindow:     10 * time.Second,
-		OWDWindow:        10 * time.Second,
-		AckEvery:         4,
-		AckSpacing:       time.Millisecond,
-		AckDelay:         5 * time.Millisecond,
-		RingSize:         8192,
+		InitialRTT:           100 * time.Millisecond,
+		MinRTO:               200 * time.Millisecond,
+		MaxRTO:               10 * time.Second,
+		ProbeInterval:        400 * time.Millisecond,
+		DownIdle:             1400 * time.Millisecond,
+		StandbyProbeInterval: 800 * time.Millisecond,
+		DownBusyMin:          200 * time.Millisecond,
+		DownBusyMax:          350 * time.Millisecond,
+		DownBusyRTTs:         2,
+		DownBusyPackets:      3,
+		ActivateAcks:         2,
+		DegradedLoss:         0.2,
+		DegradedExitLoss:     0.1,
+		LossWindow:           2 * time.Second,
+		MinLossSample:        20,
+		LossGain:             1.0 / 8,
+		ReorderThreshold:     3,
+		TimeThreshold:        9.0 / 8,
+		RateWindow:           5 * time.Second,
+		MinRateInterval:      10 * time.Millisecond,
+		MinRTTWindow:         10 * time.Second,
+		OWDWindow:            10 * time.Second,
+		AckEvery:             4,
+		AckSpacing:           time.Millisecond,
+		AckDelay:             5 * time.Millisecond,
+		RingSize:             8192,
 	}
 }
 
@@ -198,6 +205,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.MaxRTO, d.MaxRTO)
 	setD(&c.ProbeInterval, d.ProbeInterval)
 	setD(&c.DownIdle, d.DownIdle)
+	setD(&c.StandbyProbeInterval, d.StandbyProbeInterval)
 	setD(&c.DownBusyMin, d.DownBusyMin)
 	setD(&c.DownBusyMax, d.DownBusyMax)
 	setF(&c.DownBusyRTTs, d.DownBusyRTTs)

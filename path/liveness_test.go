@@ -423,3 +423,42 @@ func TestDegradedRecoversWithoutTraffic(t *testing.T) {
 		t.Fatalf("back to Active only %v ms after the burst", d)
 	}
 }
+
+// A standby path (a backup tier) probes every StandbyProbeInterval, 800 ms;
+// one lost probe does not take it Down (the next is answered 840 ms after
+// it, before DownIdle); broken, it goes Down and probes every ProbeInterval.
+func TestStandbyProbes(t *testing.T) {
+	m := newSim(Config{}, 20*time.Millisecond)
+	if !m.runUntil(time.Second, func() bool { return m.s.State() == Active }) {
+		t.Fatal("never Active")
+	}
+	m.s.SetStandby(true)
+	start := len(m.probes)
+	m.run(4 * time.Second)
+	idle := m.probes[start:]
+	for i := 1; i < len(idle); i++ {
+		if d := idle[i].Sub(idle[i-1]); d != 800*time.Millisecond {
+			t.Fatalf("standby probes %v apart, want 800ms", d)
+		}
+	}
+	if len(idle) < 4 || len(idle) > 6 {
+		t.Fatalf("%d standby probes in 4 s, want 5", len(idle))
+	}
+	// Lose exactly the next probe.
+	next := m.s.NextSeq()
+	m.drop = func(seq uint32) bool { return seq == next }
+	m.run(3 * time.Second)
+	if len(m.downAt) != 0 {
+		t.Fatalf("one lost standby probe took the path Down at %v", m.downAt)
+	}
+	m.drop = nil
+	m.fwdUp, m.revUp = false, false
+	if !m.runUntil(4*time.Second, func() bool { return m.s.State() == Down }) {
+		t.Fatal("broken standby path never Down")
+	}
+	n := len(m.probes)
+	m.run(1300 * time.Millisecond)
+	if down := m.probes[n-1:]; len(down) != 4 {
+		t.Errorf("%d probes in the 1.3 s while Down, want 4 (every ProbeInterval)", len(down))
+	}
+}

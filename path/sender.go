@@ -118,6 +118,7 @@ type Sender struct {
 	state        State
 	lastElicSent int64
 	probeNow     bool
+	standby      bool // SetStandby: idle probes every StandbyProbeInterval
 	downSeq      uint32
 	probeSamples int
 	lastAck      time.Time
@@ -755,8 +756,18 @@ func (s *Sender) OnTimer(now time.Time) (needProbe bool) {
 			return true
 		}
 	}
-	return s.probeNow || t-s.lastElicSent >= int64(s.cfg.ProbeInterval)
+	iv := s.cfg.ProbeInterval
+	if s.standby && s.state != Down {
+		iv = s.cfg.StandbyProbeInterval
+	}
+	return s.probeNow || t-s.lastElicSent >= int64(iv)
 }
+
+// SetStandby says whether the engine keeps this working path out of use (a
+// backup tier while a lower one works): its idle probes then go out every
+// StandbyProbeInterval instead of ProbeInterval. A Down path probes at
+// ProbeInterval regardless, to notice its return.
+func (s *Sender) SetStandby(on bool) { s.standby = on }
 
 // State returns the liveness state.
 func (s *Sender) State() State { return s.state }

@@ -44,3 +44,25 @@ func TestEngineBlackHoleMidSession(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The clamp counts a path whose search is still running at what it has
+// confirmed so far (the base at first), not as if it carried everything.
+func TestLeastSize(t *testing.T) {
+	for _, tc := range []struct {
+		paths   []pathSize
+		least   int
+		settled bool
+	}{
+		{nil, 0, true},
+		{[]pathSize{{1472, true}, {1472, true}}, 1472, true},
+		// Path 2 still searching with only its base confirmed: the base.
+		{[]pathSize{{1472, true}, {1252, false}}, 1252, false},
+		{[]pathSize{{1472, true}, {1256, true}}, 1256, true},
+		{[]pathSize{{1300, false}, {1472, true}}, 1300, false},
+	} {
+		least, settled := leastSize(tc.paths)
+		if least != tc.least || settled != tc.settled {
+			t.Errorf("%v: %d, %v; want %d, %v", tc.paths, least, settled, tc.least, tc.settled)
+		}
+	}
+}

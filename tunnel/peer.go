@@ -442,6 +442,9 @@ func (p *peer) refreshInfos(now time.Time) {
 		}
 	}
 	p.joinTiers(now)
+	for k := range p.infos {
+		p.infoP[k].sender.SetStandby(p.infoTiersSpread && int(p.infoTier[k]) > p.infoTierCeil)
+	}
 	p.retuneQueue(maxSRTT, startup)
 	if haveRef {
 		for k := range p.infos {
