@@ -18,6 +18,10 @@
 #   the latency target), resends of non-TCP packets wait 10 ms, not 25, for
 #   a REBUILT report, and a flow may keep 4 packets in the queue's sparse ring
 #   (docs/results/recovery/final), about 20 minutes.
+#   SET final2: the points the final set left out, at the same code: clean +
+#   GE and GE on both, 1 % at 100 ms, no loss 1:1-1:5, Fig. 9's loss points at
+#   40 ms against the MPTCP tunnels, and the shared bottleneck
+#   (docs/results/recovery/final2), about 55 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -45,6 +49,15 @@ if [ "$set" = bulk ]; then
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
 	run realtime recovery-realtime.toml --seed $seed
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	exit 0
+fi
+if [ "$set" = final2 ]; then
+	seed=20261126
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run uniform-100 recovery-uniform.toml --only "rtt=100ms" --only "transport=mptcp-direct,braid" --seed $seed
+	run noloss recovery-noloss.toml --only "transport=braid,braid no recovery" --seed $seed
+	run tunnels-40 tunnels-multi.toml --only "rtt=40ms" --only "loss=random 1%,gemodel 1% 75% 50% 1%" --only "transport=udp-tunnel,braid,mptcp-tunnel,openvpn-mptcp" --reps 5 --seed $seed
+	run shared recovery-shared.toml --seed $seed
 	exit 0
 fi
 if [ "$set" = final ]; then
