@@ -337,3 +337,14 @@ func TestResendWaitByClass(t *testing.T) {
 		t.Errorf("UDP: wait %v, want %v", w, want)
 	}
 }
+
+// The queue's CoDel target: the tunables' 20 ms on paths up to 67 ms, 3/10 of
+// the SRTT above, and the SRTT less 60 ms above 86 ms.
+func TestQueueTarget(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct{ srtt, want int }{{0, 20}, {40, 20}, {66, 20}, {80, 24}, {86, 26}, {100, 40}, {120, 60}, {200, 140}} {
+		if got := queueTarget(ms(20), ms(tc.srtt)); got != ms(tc.want) {
+			t.Errorf("SRTT %d ms: target %v, want %d ms", tc.srtt, got, tc.want)
+		}
+	}
+}
