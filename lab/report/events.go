@@ -29,11 +29,7 @@ func eventsOf(run *results.Run) *results.EventsSummary {
 func eventPaths(ev *results.EventsSummary) []string {
 	var out []string
 	for _, ph := range ev.Phases {
-		for p := range ph.PathKBps {
-			if !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
+		out = addKeys(out, ph.PathKBps)
 	}
 	slices.Sort(out)
 	return out

@@ -169,11 +169,7 @@ func measured(p *results.Point, m metric) bool {
 func sharePaths(run *results.Run) []string {
 	var out []string
 	for _, p := range run.Points {
-		for k := range p.PathShares {
-			if !slices.Contains(out, k) {
-				out = append(out, k)
-			}
-		}
+		out = addKeys(out, p.PathShares)
 	}
 	slices.Sort(out)
 	return out
@@ -184,14 +180,20 @@ func bytePaths(run *results.Run) []string {
 	var out []string
 	for _, p := range run.Points {
 		for _, s := range p.Samples {
-			for k := range s.PathBytes {
-				if !slices.Contains(out, k) {
-					out = append(out, k)
-				}
-			}
+			out = addKeys(out, s.PathBytes)
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// addKeys appends the keys of m that out lacks.
+func addKeys[V any](out []string, m map[string]V) []string {
+	for k := range m {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
 	return out
 }
 

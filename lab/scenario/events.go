@@ -97,22 +97,21 @@ func (p *parser) events(t *Topology, raw []rawEvent) []Event {
 		if n := len(out); n > 0 && e.At < out[n-1].At {
 			p.fail(key+".at", "%v is before events[%d] (%v); list events in time order", e.At, n-1, out[n-1].At)
 		}
-		switch e.Action {
-		case ActionCut:
-			p.check(!cut[e.Link], key+".action", "path %q is already cut", e.Link)
-			cut[e.Link] = true
-		case ActionRestore:
-			p.check(cut[e.Link], key+".action", "path %q was not cut", e.Link)
-			cut[e.Link] = false
-		case ActionDown:
-			p.check(!down[e.Link], key+".action", "path %q is already down", e.Link)
-			down[e.Link] = true
-		case ActionUp:
-			p.check(down[e.Link], key+".action", "path %q was not down", e.Link)
-			down[e.Link] = false
-		case ActionReaddress:
-			p.check(!moved[e.Link], key+".action", "path %q already moved; one readdress per path", e.Link)
-			moved[e.Link] = true
+		// Each action sets one state of its path and must change it.
+		rule := map[string]struct {
+			state map[string]bool
+			to    bool
+			bad   string
+		}{
+			ActionCut:       {cut, true, "path %q is already cut"},
+			ActionRestore:   {cut, false, "path %q was not cut"},
+			ActionDown:      {down, true, "path %q is already down"},
+			ActionUp:        {down, false, "path %q was not down"},
+			ActionReaddress: {moved, true, "path %q already moved; one readdress per path"},
+		}[e.Action]
+		if rule.state != nil {
+			p.check(rule.state[e.Link] != rule.to, key+".action", rule.bad, e.Link)
+			rule.state[e.Link] = rule.to
 		}
 		out = append(out, e)
 	}
