@@ -422,9 +422,10 @@ func queueTarget(base, srtt time.Duration) time.Duration {
 // queue covers (lab, 1 % loss on two 100 ms paths, seed 20261126, n = 5, paired:
 // 9.67 ± 3.25 → 11.95 ± 2.15 Mbit/s, every download faster; a target of SRTT/2
 // gave 12.94 ± 1.16 there but at 40 ms put 2 of 10 latency downloads above 40 ms
-// of p95 added delay, hence the slack: 20–40 ms paths keep 20 ms). The expiry age (CCQueueDelay) grows
-// in proportion to the interval. Paths under 67 ms keep the tunables' values.
-// Called once per refreshInfos, not per packet. Caller holds p.mu.
+// of p95 added delay, hence the slack: 20–40 ms paths keep 20 ms). The expiry
+// age (CCQueueDelay) grows in proportion to the interval. Paths under 67 ms
+// keep the tunables' values. Called once per refreshInfos, not per packet.
+// Caller holds p.mu.
 func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
 	if p.ccq.codel == nil {
 		return

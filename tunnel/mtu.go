@@ -140,7 +140,9 @@ func (p *peer) mtuBlackHole(ps *pathState) {
 // packets). Caller holds p.mu.
 func (p *peer) refreshMTU() {
 	full := p.e.mtu + wire.DataPacketOverhead // the largest datagram braid builds
-	var sizes []pathSize
+	// On the stack, not the heap: this runs every tick.
+	var buf [maxPaths]pathSize
+	sizes := buf[:0]
 	for _, ps := range p.paths {
 		if ps != nil && ps.validated && ps.sender.Usable() && ps.mtu != nil {
 			sizes = append(sizes, pathSize{ps.mtu.Size(), ps.mtu.Done()})

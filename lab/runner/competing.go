@@ -31,19 +31,13 @@ type competition struct {
 }
 
 func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
-	var path *netip.Addr
-	for _, p := range r.tb.Plan.Paths {
-		if p.Name == r.exp.CompetingPath {
-			a := p.ClientAddr
-			path = &a
-		}
-	}
-	if path == nil {
+	pa, ok := r.tb.Plan.Path(r.exp.CompetingPath)
+	if !ok {
 		return nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	c := &competition{cancel: cancel}
-	dial := dialFrom(r.tb.Client(), *path, r.cc, false)
+	dial := dialFrom(r.tb.Client(), pa.ClientAddr, r.cc, false)
 	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
 	for range r.exp.Competing {
 		c.wg.Add(1)

@@ -131,38 +131,26 @@ func (e *eventRun) finish(d time.Duration) (out []results.EventOutcome, phases [
 }
 
 // leftChanged returns, for what the fired events left changed, the event
-// whose undo puts it back: a path still cut, still down, or moved an odd
-// number of times.
+// whose undo puts it back: a path still cut, still down, or moved.
 func leftChanged(fired []scenario.Event) []scenario.Event {
-	type state struct{ cut, down, moved bool }
-	st := map[string]*state{}
+	st := map[string]scenario.PathState{}
 	var order []string
 	for _, ev := range fired {
-		s := st[ev.Link]
-		if s == nil {
-			s = &state{}
-			st[ev.Link] = s
+		if _, seen := st[ev.Link]; !seen {
 			order = append(order, ev.Link)
 		}
-		switch ev.Action {
-		case scenario.ActionCut, scenario.ActionRestore:
-			s.cut = ev.Action == scenario.ActionCut
-		case scenario.ActionDown, scenario.ActionUp:
-			s.down = ev.Action == scenario.ActionDown
-		case scenario.ActionReaddress:
-			s.moved = !s.moved
-		}
+		st[ev.Link], _ = st[ev.Link].Apply(ev.Action)
 	}
 	var out []scenario.Event
 	for _, link := range order {
 		s := st[link]
-		if s.down {
+		if s.Down {
 			out = append(out, scenario.Event{Action: scenario.ActionDown, Link: link})
 		}
-		if s.moved {
+		if s.Moved {
 			out = append(out, scenario.Event{Action: scenario.ActionReaddress, Link: link})
 		}
-		if s.cut {
+		if s.Cut {
 			out = append(out, scenario.Event{Action: scenario.ActionCut, Link: link})
 		}
 	}

@@ -241,11 +241,7 @@ func TransportOptions(t scenario.Transport) map[string]string {
 	set(scenario.OptCongestion, t.Congestion)
 	set(scenario.OptRecovery, t.Recovery)
 	if len(t.Priorities) > 0 {
-		ps := make([]string, len(t.Priorities))
-		for i, p := range t.Priorities {
-			ps[i] = strconv.Itoa(p)
-		}
-		m[scenario.OptPriorities] = strings.Join(ps, "/")
+		m[scenario.OptPriorities] = scenario.FormatTiers(t.Priorities)
 	}
 	if len(t.Weights) > 0 {
 		ws := make([]string, len(t.Weights))

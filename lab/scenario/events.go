@@ -72,8 +72,7 @@ func (p *parser) events(t *Topology, raw []rawEvent) []Event {
 	for _, l := range t.Paths() {
 		paths = append(paths, l.Name)
 	}
-	// What each path's state is after the events so far.
-	cut, down, moved := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	state := map[string]PathState{}
 	var out []Event
 	for i, r := range raw {
 		key := fmt.Sprintf("events[%d]", i)
@@ -97,29 +96,39 @@ func (p *parser) events(t *Topology, raw []rawEvent) []Event {
 		if n := len(out); n > 0 && e.At < out[n-1].At {
 			p.fail(key+".at", "%v is before events[%d] (%v); list events in time order", e.At, n-1, out[n-1].At)
 		}
-		// Each action sets one state of its path and must change it.
-		rule := map[string]struct {
-			state map[string]bool
-			to    bool
-			bad   string
-		}{
-			ActionCut:       {cut, true, "path %q is already cut"},
-			ActionRestore:   {cut, false, "path %q was not cut"},
-			ActionDown:      {down, true, "path %q is already down"},
-			ActionUp:        {down, false, "path %q was not down"},
-			ActionReaddress: {moved, true, "path %q already moved; one readdress per path"},
-		}[e.Action]
-		if rule.state != nil {
-			p.check(rule.state[e.Link] != rule.to, key+".action", rule.bad, e.Link)
-			rule.state[e.Link] = rule.to
+		var changed bool
+		if state[e.Link], changed = state[e.Link].Apply(e.Action); !changed {
+			p.fail(key+".action", unchanged[e.Action], e.Link)
 		}
 		out = append(out, e)
 	}
 	return out
 }
 
-func (p *parser) check(ok bool, key, format string, args ...any) {
-	if !ok {
-		p.fail(key, format, args...)
+// PathState is what the events so far have done to one path.
+type PathState struct{ Cut, Down, Moved bool }
+
+// Apply returns the state after an event of action, and whether the event
+// changed it: a cut path cannot be cut again, nor an uncut one restored, and
+// a path moves (readdress) once.
+func (s PathState) Apply(action string) (PathState, bool) {
+	was := s
+	switch action {
+	case ActionCut, ActionRestore:
+		s.Cut = action == ActionCut
+	case ActionDown, ActionUp:
+		s.Down = action == ActionDown
+	case ActionReaddress:
+		s.Moved = true
 	}
+	return s, s != was
+}
+
+// unchanged says why an event that changes nothing is refused.
+var unchanged = map[string]string{
+	ActionCut:       "path %q is already cut",
+	ActionRestore:   "path %q was not cut",
+	ActionDown:      "path %q is already down",
+	ActionUp:        "path %q was not down",
+	ActionReaddress: "path %q already moved; one readdress per path",
 }

@@ -926,7 +926,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		}
 		if kind.Accepts(OptPriorities) && r.Priorities != nil {
 			tr.Priorities = p.priorities(key+".priorities", r.Priorities, len(paths))
-			label = append(label, "tiers="+formatTiers(tr.Priorities))
+			label = append(label, "tiers="+FormatTiers(tr.Priorities))
 		}
 		tr.Label = strings.Join(label, " ")
 		if r.Label != "" {
@@ -1001,7 +1001,8 @@ func (p *parser) priorities(key string, v []int64, paths int) []int {
 	return out
 }
 
-func formatTiers(v []int) string {
+// FormatTiers writes per-path tiers as labels and records show them: "0/4".
+func FormatTiers(v []int) string {
 	s := make([]string, len(v))
 	for i, t := range v {
 		s[i] = strconv.Itoa(t)

@@ -14,10 +14,8 @@ import (
 // and their undo. Each returns an error naming the path.
 
 func (tb *Testbed) path(name string) (Path, error) {
-	for _, p := range tb.Plan.Paths {
-		if p.Name == name {
-			return p, nil
-		}
+	if p, ok := tb.Plan.Path(name); ok {
+		return p, nil
 	}
 	return Path{}, fmt.Errorf("testbed: no path %q", name)
 }

@@ -283,3 +283,13 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 		netns.Route{Dst: TunnelPrefix, Via: p.ServerLANAddr, Dev: IfName(SideB, wl.Name)})
 	return p, nil
 }
+
+// Path returns the path named name (a scenario link's name).
+func (p *Plan) Path(name string) (Path, bool) {
+	for _, pa := range p.Paths {
+		if pa.Name == name {
+			return pa, true
+		}
+	}
+	return Path{}, false
+}
