@@ -9,6 +9,7 @@ import (
 	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/tundev"
 	"github.com/braid-vpn/braid/wire"
 )
 
@@ -60,12 +61,12 @@ func (e *Engine) routineOutside(cs *connState) {
 // earlier one and undo the reordering. Consecutive datagrams of one peer are handled
 // under one lock hold, so batching survives.
 type inbound struct {
-	e       *Engine
-	w       *writer
-	cur     *peer // locked peer, if any
-	toTUN   []*packetBuf
-	scratch [][]byte
-	repair  fec.Repair // scratch for a received repair frame
+	e      *Engine
+	w      *writer
+	cur    *peer // locked peer, if any
+	toTUN  []*packetBuf
+	tw     tunWrite
+	repair fec.Repair // scratch for a received repair frame
 	// rebuiltSeen is the peer's count of REBUILT reports when this goroutine
 	// last looked (only to skip needless scans).
 	rebuiltSeen int
@@ -91,7 +92,7 @@ func (in *inbound) unlockPeer() {
 		return
 	}
 	in.sendAcks()
-	in.e.writeTUN(in.toTUN, &in.scratch)
+	in.e.writeTUN(in.toTUN, &in.tw)
 	in.toTUN = in.toTUN[:0]
 	in.cur.mu.Unlock()
 	in.cur = nil
@@ -131,20 +132,32 @@ func (in *inbound) flush() {
 	in.w.flush()
 }
 
-// writeTUN writes packets to the TUN device in one batch and recycles their buffers.
-func (e *Engine) writeTUN(pbs []*packetBuf, scratch *[][]byte) {
+// tunWrite is a goroutine's scratch for TUN writes: the batch's slices and the
+// buffers in which the device can coalesce it (tundev.Stager).
+type tunWrite struct {
+	bufs  [][]byte
+	stage tundev.Stager
+}
+
+// writeTUN writes packets to the TUN device in one batch and recycles their
+// buffers. tw may be nil on rare paths (session ends); the batch is then
+// written without room to coalesce.
+func (e *Engine) writeTUN(pbs []*packetBuf, tw *tunWrite) {
 	if len(pbs) == 0 {
 		return
 	}
-	if scratch == nil {
-		scratch = new([][]byte)
+	if tw == nil {
+		tw = new(tunWrite)
 	}
-	bufs := (*scratch)[:0]
+	bufs := tw.bufs[:0]
 	for _, pb := range pbs {
 		bufs = append(bufs, pb.b[pb.start-tunWriteOffset:pb.end])
 	}
 	e.counters.tunWrites.Add(1)
 	e.counters.tunWritePkts.Add(uint64(len(bufs)))
+	if len(bufs) > 1 {
+		tw.stage.Stage(bufs, tunWriteOffset)
+	}
 	if _, err := e.tun.Write(bufs, tunWriteOffset); err != nil && !e.isClosing() {
 		e.counters.drop(dropTUNWriteError)
 		e.log.Debug("tun write", "err", err)
@@ -154,7 +167,7 @@ func (e *Engine) writeTUN(pbs []*packetBuf, scratch *[][]byte) {
 		pbs[i] = nil
 	}
 	clear(bufs)
-	*scratch = bufs[:0]
+	tw.bufs = bufs[:0]
 }
 
 // handle processes one datagram; it returns true if it kept pb.

@@ -16,7 +16,7 @@ func (e *Engine) routineTimers() {
 	defer t.Stop()
 	w := &writer{e: e}
 	var toTUN []*packetBuf
-	var scratch [][]byte
+	var tw tunWrite
 	var peers []*peer
 	for {
 		select {
@@ -31,7 +31,7 @@ func (e *Engine) routineTimers() {
 				toTUN = p.tick(now, w, toTUN)
 				// Under the lock, so packets released here cannot be overtaken by
 				// later ones a path reader delivers (see inbound).
-				e.writeTUN(toTUN, &scratch)
+				e.writeTUN(toTUN, &tw)
 				toTUN = toTUN[:0]
 				p.mu.Unlock()
 				w.flush()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/lab/bench"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -23,11 +24,12 @@ import (
 
 func newLabBenchCmd() *cobra.Command {
 	var (
-		size, wgGo, out, cc string
-		reps, parallel      int
-		cases               []string
-		idle, timeout       time.Duration
-		asJSON, force       bool
+		size, wgGo, out, cc  string
+		congestion, recovery string
+		reps, parallel       int
+		cases                []string
+		idle, timeout        time.Duration
+		asJSON, force        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -58,10 +60,16 @@ docs/lab.md explains each number.`,
 			if err := bench.CheckCases(cases); err != nil {
 				return fmt.Errorf("--cases: %w", err)
 			}
+			if congestion != "" && !slices.Contains(config.CongestionChoices, congestion) {
+				return fmt.Errorf("--congestion: %q is not one of %s", congestion, strings.Join(config.CongestionChoices, ", "))
+			}
+			if recovery != "" && !slices.Contains(config.Recoveries, recovery) {
+				return fmt.Errorf("--recovery: %q is not one of %s", recovery, strings.Join(config.Recoveries, ", "))
+			}
 			stderr := cmd.ErrOrStderr()
 			cfg := bench.Config{
 				Size: n, Parallel: parallel, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
-				Braid:    labBraidCommand(),
+				Braid: labBraidCommand(), Congestion: congestion, Recovery: recovery,
 				Progress: func(line string) { fmt.Fprintln(stderr, line) },
 			}
 			if idle == 0 {
@@ -119,6 +127,8 @@ docs/lab.md explains each number.`,
 	f.StringSliceVar(&cases, "cases", bench.AllCases, "cases to run, comma-separated")
 	f.StringVar(&wgGo, "wireguard-go", "", "wireguard-go program (default: wireguard-go, or go install's wireguard, on PATH)")
 	f.StringVar(&cc, "cc", bench.DefaultCC, "TCP congestion control of the downloads")
+	f.StringVar(&congestion, "congestion", "", "braid's congestion option for the braid cases (default: braid's own)")
+	f.StringVar(&recovery, "recovery", "", "braid's recovery option for the braid cases (default: braid's own)")
 	f.DurationVar(&idle, "idle", bench.DefaultIdle, "background-load window before each download (0: none)")
 	f.DurationVar(&timeout, "timeout", 0, "give up on a download after this long (default: size at 20 Mbit/s, at least 1m)")
 	f.BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout")

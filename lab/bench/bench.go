@@ -122,6 +122,9 @@ type Config struct {
 	Prefix string
 	// Braid starts braid daemons and the HTTP server (`braid lab serve`).
 	Braid runner.BraidCommand
+	// Congestion and Recovery set braid's options of those names ("":
+	// braid's defaults), to see what each costs at full speed.
+	Congestion, Recovery string
 	// WireGuardGo and Wg are the programs for the wireguard-go case; a
 	// zero Path leaves the case out.
 	WireGuardGo, Wg Tool

@@ -22,10 +22,11 @@ import (
 // the lab's braid transport does, so the full mesh has paths × addresses
 // subflows (the crossing ones still leave through their own veth: a socket
 // pinned to a device with no route to the address treats it as on-link).
-// Every option is braid's default, and nothing is routed into the tunnel
-// but its own subnet.
-func BraidClientConfig(paths []testbed.Path, serverKey keys.Key, socket string) *config.File {
-	return runner.BraidClientConfig(scenario.Transport{}, paths, netip.Prefix{}, serverKey, socket)
+// Every option but congestion and recovery (from Config) is braid's
+// default, and nothing is routed into the tunnel but its own subnet.
+func BraidClientConfig(cfg Config, paths []testbed.Path, serverKey keys.Key, socket string) *config.File {
+	tr := scenario.Transport{Congestion: cfg.Congestion, Recovery: cfg.Recovery}
+	return runner.BraidClientConfig(tr, paths, netip.Prefix{}, serverKey, socket)
 }
 
 type braidTunnel struct {
@@ -44,7 +45,7 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 	}
 	t.pair, err = runner.StartBraidPair(ctx, l.cfg.Braid, dir, l.srv, l.cli,
 		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
-			return runner.BraidServerConfig("bench", cliKey, srvSock), BraidClientConfig(t.paths, srvKey, cliSock)
+			return runner.BraidServerConfig("bench", cliKey, srvSock), BraidClientConfig(l.cfg, t.paths, srvKey, cliSock)
 		}, len(t.paths), func(st control.Status) int { return runner.UsablePaths(st, t.paths) })
 	if err != nil {
 		return nil, err
@@ -59,16 +60,17 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 	return t, nil
 }
 
-// braidDetail names the scheduler and counts the subflows: the client
+// braidDetail names the scheduler, congestion control and recovery and
+// counts the subflows: the client
 // opens one from each path to each server address it lists (see
 // BraidClientConfig), and the daemon lists each with its state.
 func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
-	sched, usable := "", 0
+	sched, cc, rec, usable := "", "", "", 0
 	for _, p := range st.Peers {
 		if !p.Established {
 			continue
 		}
-		sched = p.Scheduler
+		sched, cc, rec = p.Scheduler, p.Congestion, p.Recovery
 		for _, ps := range p.Paths {
 			if ps.State == "active" || ps.State == "degraded" {
 				usable++
@@ -80,8 +82,8 @@ func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
 		veths[i] = p.ClientIf
 	}
 	n := len(paths)
-	s := fmt.Sprintf("braid scheduler %s, %d path(s) over veth %s to %d server address(es): %d of %d subflows usable",
-		sched, n, strings.Join(veths, "+"), n, usable, n*n)
+	s := fmt.Sprintf("braid scheduler %s, congestion %s, recovery %s, %d path(s) over veth %s to %d server address(es): %d of %d subflows usable",
+		sched, cc, rec, n, strings.Join(veths, "+"), n, usable, n*n)
 	if mtu > 0 {
 		s += fmt.Sprintf(", inner MTU %d", mtu)
 	}

@@ -57,11 +57,11 @@ func TestBraidDetail(t *testing.T) {
 		paths = append(paths, control.PathStatus{State: st})
 	}
 	st := control.Status{Peers: []control.PeerStatus{
-		{Established: true, Scheduler: "earliest-arrival", Paths: paths},
+		{Established: true, Scheduler: "earliest-arrival", Congestion: "rate", Recovery: "retransmit+fec", Paths: paths},
 		{Established: false, Scheduler: "other", Paths: paths},
 	}}
 	got := braidDetail(st, benchPaths, 1380)
-	want := "braid scheduler earliest-arrival, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 subflows usable, inner MTU 1380"
+	want := "braid scheduler earliest-arrival, congestion rate, recovery retransmit+fec, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 subflows usable, inner MTU 1380"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -146,7 +146,7 @@ func TestBraidConfigs(t *testing.T) {
 		{2, []string{"198.18.1.2:7000", "198.18.2.2:7000"}, []string{"a-p1", "a-p2"}, 4},
 		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
 	} {
-		cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(benchPaths[:c.n], sk, filepath.Join(dir, "c.sock")))
+		cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(Config{}, benchPaths[:c.n], sk, filepath.Join(dir, "c.sock")))
 		if err != nil {
 			t.Fatalf("%d paths: %v", c.n, err)
 		}
@@ -164,6 +164,17 @@ func TestBraidConfigs(t *testing.T) {
 		if cfg.Tun.Address[0].String() != "100.64.0.2/24" {
 			t.Errorf("client address %v", cfg.Tun.Address)
 		}
+		if cl.Congestion != config.DefaultCongestion || cl.Recovery != config.DefaultRecovery {
+			t.Errorf("%d paths: congestion %q recovery %q, want braid's defaults", c.n, cl.Congestion, cl.Recovery)
+		}
+	}
+	// The bench's --congestion and --recovery reach the client's file.
+	cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(Config{Congestion: "none", Recovery: "off"}, benchPaths[:1], sk, filepath.Join(dir, "c.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Client.Congestion != "none" || cfg.Client.Recovery != "off" {
+		t.Errorf("congestion %q recovery %q, want none and off", cfg.Client.Congestion, cfg.Client.Recovery)
 	}
 	sc, err := parseFile(filepath.Join(dir, "server.toml"), runner.BraidServerConfig("bench", ck, filepath.Join(dir, "s.sock")))
 	if err != nil {
