@@ -104,6 +104,12 @@ type Config struct {
 	// would then throttle a short path (default 0; the tunnel sets its ack
 	// delay).
 	AckAllowance time.Duration
+	// RateInterval is the shortest interval a delivery-rate sample spans
+	// (the tunnel sets its path.Config.MinRateInterval; default 0). A slot
+	// of the "rate" model's bandwidth filter lasts a round trip but at least
+	// this long, so that on paths of a shorter round trip the filter still
+	// spans ten samples rather than emptying between two.
+	RateInterval time.Duration
 }
 
 // DefaultConfig returns the defaults documented on Config.

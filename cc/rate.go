@@ -95,9 +95,16 @@ type rateState struct {
 	mode rateMode
 
 	// Bandwidth max filter: the largest sample of each of the last rateBwRounds
-	// rounds (slot round%rateBwRounds), and their maximum.
-	bwRound [rateBwRounds]float64
-	bw      float64
+	// slots (slot bwSlot%rateBwRounds), and their maximum. A slot is a round,
+	// but at least Config.RateInterval long (from slotStart): on a path whose
+	// round trip is shorter than the interval a delivery-rate sample spans
+	// (the tunnel's: at least 10 ms), ten rounds emptied the filter between
+	// two samples and the model fell back to its minimum window (a veth at
+	// 0.06 ms: 4 segments, 460 Mbit/s where 1.5 Gbit/s went through).
+	bwRound   [rateBwRounds]float64
+	bwSlot    uint64
+	slotStart time.Time
+	bw        float64
 	// Rounds: a round ends when a packet sent at or after roundStart is acked.
 	round      uint64
 	roundStart time.Time
@@ -146,7 +153,7 @@ type rateState struct {
 }
 
 func (p *Path) rateReset(now time.Time) {
-	p.rs = rateState{roundStart: now}
+	p.rs = rateState{roundStart: now, slotStart: now}
 }
 
 // rateMinRTT is the min RTT the model uses: the caller's, else the path's own
@@ -307,7 +314,7 @@ func (p *Path) rateAck(a *Ack) {
 	// without bound would fill the bottleneck's buffer while every interval
 	// still looked app-limited. (Intervals of probes alone never reach here.)
 	if v := a.DeliveryRate; v > 0 && (!a.AppLimited || v > rs.bw) {
-		slot := &rs.bwRound[rs.round%rateBwRounds]
+		slot := &rs.bwRound[rs.bwSlot%rateBwRounds]
 		*slot = max(*slot, v)
 		rs.bw = max(rs.bw, v)
 		if !a.AppLimited {
@@ -444,8 +451,8 @@ func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
 	}
 }
 
-// rateRoundEnd closes a round: Startup's growth check, the loss window, and the
-// bandwidth filter's next slot.
+// rateRoundEnd closes a round: Startup's growth check, the loss window, and,
+// once the slot is Config.RateInterval old, the bandwidth filter's next slot.
 func (p *Path) rateRoundEnd(now time.Time) {
 	rs := &p.rs
 	if !rs.filled && rs.roundBwSet {
@@ -460,7 +467,12 @@ func (p *Path) rateRoundEnd(now time.Time) {
 
 	rs.round++
 	rs.roundStart = now
-	rs.bwRound[rs.round%rateBwRounds] = 0
+	if now.Sub(rs.slotStart) < p.c.cfg.RateInterval {
+		return
+	}
+	rs.slotStart = now
+	rs.bwSlot++
+	rs.bwRound[rs.bwSlot%rateBwRounds] = 0
 	rs.bw = 0
 	for _, v := range rs.bwRound {
 		rs.bw = max(rs.bw, v)

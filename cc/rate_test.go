@@ -520,3 +520,45 @@ func TestRateReprobesWhileGrowing(t *testing.T) {
 		}
 	}
 }
+
+// TestRateFilterSlotsOnShortPaths: on a path whose round trip (0.1 ms) is far
+// shorter than the interval a delivery-rate sample spans (10 ms), a slot of the
+// bandwidth filter lasts RateInterval, so the estimate holds between samples
+// instead of emptying after ten bare rounds (which dropped the window to its
+// 4-segment floor on a veth). Without RateInterval the old behaviour shows.
+func TestRateFilterSlotsOnShortPaths(t *testing.T) {
+	const rtt = 100 * time.Microsecond
+	run := func(interval time.Duration) (bwMid, bwLate float64, cwndMid float64) {
+		_, p := newRatePath(t, Config{RateInterval: interval})
+		p.OnAck(Ack{Now: t0, RTT: rtt, SRTT: rtt, MinRTT: rtt})
+		p.rs.mode, p.rs.filled, p.rs.phase, p.rs.phaseStart = rateProbeBW, true, 2, t0
+		// One sample of 1e8 B/s, then 9 ms of rounds (90) with none.
+		now := t0
+		for k := 1; k <= 91; k++ {
+			now = t0.Add(time.Duration(k) * rtt)
+			var rate float64
+			if k == 1 {
+				rate = 1e8
+			}
+			p.OnAck(Ack{Now: now, Bytes: rmss, PriorInFlight: 50 * rmss, RTT: rtt, SRTT: rtt, MinRTT: rtt,
+				LargestSent: now.Add(-rtt), DeliveryRate: rate})
+		}
+		bwMid, cwndMid = p.Stats().BW, p.cwnd
+		// 10 more slots of RateInterval with no sample: the estimate leaves.
+		for k := 1; k <= 11; k++ {
+			now = now.Add(interval + rtt)
+			p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt, SRTT: rtt, MinRTT: rtt, LargestSent: now.Add(-rtt)})
+		}
+		return bwMid, p.Stats().BW, cwndMid
+	}
+	bw, late, cwnd := run(10 * time.Millisecond)
+	if bw != 1e8 || cwnd <= rateMinCap {
+		t.Errorf("RateInterval 10 ms: after 90 bare rounds bw %v cwnd %v, want 1e8 kept and the window above its floor", bw, cwnd)
+	}
+	if late != 0 {
+		t.Errorf("RateInterval 10 ms: bw %v after 11 bare slots, want 0 (the sample aged out)", late)
+	}
+	if bw, _, cwnd := run(0); bw != 0 || cwnd != rateMinCap {
+		t.Errorf("RateInterval 0 (slots of one round): bw %v cwnd %v after 90 bare rounds, want 0 and the %v-segment floor", bw, cwnd, rateMinCap)
+	}
+}

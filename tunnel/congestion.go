@@ -43,6 +43,12 @@ func (e *Engine) ccConfig() cc.Config {
 	if c.CapGain <= 0 {
 		c.CapGain = TunnelCapGain
 	}
+	if c.RateInterval <= 0 {
+		c.RateInterval = e.tn.Path.MinRateInterval
+		if c.RateInterval <= 0 {
+			c.RateInterval = path.DefaultConfig().MinRateInterval
+		}
+	}
 	if c.MaxWindow <= 0 {
 		ring := e.tn.Path.RingSize
 		if ring <= 0 {
