@@ -26,19 +26,22 @@ const MaxCoalesced = 65535
 // Stage; it is not safe for concurrent use.
 type Stager struct {
 	arena []byte
+	runs  []int // the first pass's run lengths, for the second
 }
 
 // Stage moves, in bufs, the head of each run into a region with room to
 // coalesce the run. Packets start at offset. It returns how many heads it
 // moved.
 func (s *Stager) Stage(bufs [][]byte, offset int) int {
-	// First pass: the room the runs need, to size the arena once.
+	// First pass: the runs, and the room they need, to size the arena once.
 	need := 0
+	s.runs = s.runs[:0]
 	for i := 0; i < len(bufs); {
 		n, size := run(bufs[i:], offset)
 		if n > 1 {
 			need += regionLen(offset, size)
 		}
+		s.runs = append(s.runs, n, size)
 		i += n
 	}
 	if need == 0 {
@@ -47,9 +50,9 @@ func (s *Stager) Stage(bufs [][]byte, offset int) int {
 	if cap(s.arena) < need {
 		s.arena = make([]byte, need+need/4)
 	}
-	at, moved := 0, 0
-	for i := 0; i < len(bufs); {
-		n, size := run(bufs[i:], offset)
+	at, moved, i := 0, 0, 0
+	for r := 0; r < len(s.runs); r += 2 {
+		n, size := s.runs[r], s.runs[r+1]
 		if n > 1 {
 			end := at + regionLen(offset, size)
 			region := s.arena[at:end:end]
