@@ -62,6 +62,9 @@ type edpf struct {
 	// lrate is scratch: per link key, the largest rate of its candidate paths;
 	// wrate the sum of their congestion windows' rates (cwnd/SRTT).
 	lrate, wrate [2 * MaxPaths]float64
+	// last is the ID of the path of the previous pick (BurstSlack).
+	last    int
+	lastSet bool
 }
 
 // linkKey indexes the per-link state: a path of its own uses its ID, a shared link
@@ -72,6 +75,11 @@ func linkKey(p *PathInfo) int {
 	}
 	return p.ID
 }
+
+// burstMinRun: Config.BurstSlack applies only where this many packets fit in
+// it on the earliest path (above about 180 Mbit/s with the default 1 ms), so
+// that slower paths keep their per-packet choices.
+const burstMinRun = 16
 
 func newEDPF(cfg Config) *edpf { return &edpf{cfg: cfg} }
 
@@ -133,8 +141,8 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 		}
 		e.lrate[k] = max(e.lrate[k], r)
 	}
-	best := -1
-	var bestArr, bestEnd int64
+	best, prev := -1, -1
+	var bestArr, bestEnd, bestTx, prevArr, prevEnd int64
 	for i := range paths {
 		p := &paths[i]
 		if !eligible(p, deg) || !hasRoom(p, size) {
@@ -147,12 +155,19 @@ func (e *edpf) Pick(dst []int, paths []PathInfo, size int, flow uint32, now time
 		wait = min(wait, int64(e.cfg.MaxBacklog))
 		arr := wait + tx + int64(p.BaseOWD)
 		if best < 0 || arr < bestArr {
-			best, bestArr, bestEnd = i, arr, t+wait+tx
+			best, bestArr, bestEnd, bestTx = i, arr, t+wait+tx, tx
+		}
+		if e.lastSet && p.ID == e.last {
+			prev, prevArr, prevEnd = i, arr, t+wait+tx
 		}
 	}
 	if best < 0 {
 		return dst
 	}
+	if prev >= 0 && prev != best && bestTx*burstMinRun <= int64(e.cfg.BurstSlack) && prevArr <= bestArr+int64(e.cfg.BurstSlack) {
+		best, bestEnd = prev, prevEnd // see Config.BurstSlack
+	}
 	e.busy[linkKey(&paths[best])] = bestEnd
+	e.last, e.lastSet = paths[best].ID, true
 	return append(dst, best)
 }

@@ -245,3 +245,32 @@ func TestEDPFIdlePathNotStarved(t *testing.T) {
 		t.Fatalf("picked %d, want the idle path", got)
 	}
 }
+
+// TestEDPFBurstSlack: two equal 1 Gbit/s paths (125 MB/s, with the probe gain
+// 156.25 MB/s: a 1250-byte packet takes 8 µs). Per packet the choice alternates;
+// with BurstSlack 1 ms a path keeps taking packets until its predicted arrival
+// is more than 1 ms behind the other's. At 10 Mbit/s
+// (0.8 ms a packet, 16 of them do not fit in 1 ms) the slack changes nothing.
+func TestEDPFBurstSlack(t *testing.T) {
+	fast := []PathInfo{owdPath(0, 10*ms, 0, 125e6), owdPath(1, 10*ms, 0, 125e6)}
+	off := mustNew(t, EarliestArrival, Options{Config: Config{BurstSlack: -1}})
+	if got := burst(t, off, fast, 8, 1250, t0); got != "ABABABAB" {
+		t.Fatalf("slack off: got %s, want per-packet alternation", got)
+	}
+	s := mustNew(t, EarliestArrival, Options{})
+	got := burst(t, s, fast, 600, 1250, t0)
+	// The first run: A until A's arrival is more than 1 ms after B's (B's first
+	// would arrive at 10 ms + 8 µs): A's k-th arrives at 10 ms + 8k µs, so A takes
+	// 126. Then B, whose j-th arrives at 10 ms + 8j µs, runs until it is more than
+	// 1 ms behind A's next (10 ms + 1016 µs): j ≤ 252. From then on the paths take
+	// runs of 252 (each catches up 1 ms and runs 1 ms ahead), and no packet is
+	// predicted to arrive more than 1 ms after the per-packet choice.
+	want := strings.Repeat("A", 126) + strings.Repeat("B", 252) + strings.Repeat("A", 222)
+	if got != want {
+		t.Errorf("runs: got %d A, %d B; first switch at %d, want runs of 126, 252, 252", strings.Count(got, "A"), strings.Count(got, "B"), strings.Index(got, "B"))
+	}
+	slow := []PathInfo{owdPath(0, 10*ms, 0, 1.25e6), owdPath(1, 10*ms, 0, 1.25e6)}
+	if got := burst(t, mustNew(t, EarliestArrival, Options{}), slow, 8, 1250, t0); got != "ABABABAB" {
+		t.Errorf("10 Mbit/s: got %s, want per-packet alternation as without the slack", got)
+	}
+}

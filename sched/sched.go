@@ -87,6 +87,17 @@ type Config struct {
 	// virtual queue cannot run away when the offered load exceeds every estimate; a
 	// real bottleneck drops beyond its buffer anyway. Default 500ms.
 	MaxBacklog time.Duration
+	// BurstSlack (earliest-arrival) keeps a packet on the path that took the
+	// packet before while that path's predicted arrival is within BurstSlack of
+	// the earliest. At gigabit rates runs of packets then share a path — one GSO
+	// send, one receive batch, no reordering within the run — instead of
+	// alternating packet by packet (two veths: 21 % of the packets reordered,
+	// 0.90× one path's throughput), and no packet is predicted to arrive more
+	// than BurstSlack later than the per-packet choice. It applies only where
+	// 16 packets fit in it on the earliest path (above about 180 Mbit/s with
+	// 1 ms): slower paths keep their per-packet choices. Default 1 ms;
+	// negative turns it off.
+	BurstSlack time.Duration
 	// WindowGain and WindowHeadroom estimate a window for minrtt when a path has no
 	// congestion controller: Rate × RTT × WindowGain + WindowHeadroom bytes. Gain 2
 	// (BBR's cwnd gain) leaves room for ack aggregation and lets the delivery-rate
@@ -108,6 +119,7 @@ func DefaultConfig() Config {
 		ProbeGain:      1.25,
 		ProbeQueue:     5 * time.Millisecond,
 		MaxBacklog:     500 * time.Millisecond,
+		BurstSlack:     time.Millisecond,
 		WindowGain:     2,
 		WindowHeadroom: 15000,
 		DefaultRTT:     100 * time.Millisecond,
@@ -130,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = d.MaxBacklog
+	}
+	if c.BurstSlack == 0 {
+		c.BurstSlack = d.BurstSlack
 	}
 	if c.WindowGain <= 0 {
 		c.WindowGain = d.WindowGain
