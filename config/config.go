@@ -112,6 +112,9 @@ const (
 	RejectAfterPackets = int64(noise.RekeyAfterMessages)
 
 	DefaultLogLevel = "info"
+	// DefaultOffload: the kernel's segmentation offloads are used where the
+	// kernel and devices have them (each falls back on its own when not).
+	DefaultOffload = true
 
 	// DefaultSocketDir holds control sockets; it is created 0750 on start.
 	DefaultSocketDir = "/run/braid"
@@ -166,6 +169,12 @@ type Config struct {
 	PresharedKey     keys.Key
 
 	LogLevel slog.Level
+	// Offload uses the kernel's segmentation offloads on the data path
+	// (DefaultOffload): UDP GSO and GRO on the path sockets, coalesced TUN
+	// writes. Off, every datagram and every packet written to the TUN
+	// crosses the kernel alone (for a device or driver that mishandles them,
+	// or to compare); TUN reads still split the kernel's super-packets.
+	Offload bool
 
 	Tun      Tun
 	Client   *Client

@@ -211,6 +211,7 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"log level", cfg.LogLevel, slog.LevelInfo},
+		{"offload", cfg.Offload, true},
 		{"tun name", cfg.Tun.Name, "braid0"},
 		{"mtu", cfg.Tun.MTU, 1380},
 		{"routes", len(cfg.Tun.Routes), 0},

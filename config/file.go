@@ -22,6 +22,7 @@ type File struct {
 	PrivateKeyFile   string       `toml:"private_key_file,omitempty"`
 	PresharedKeyFile string       `toml:"preshared_key_file,omitempty"`
 	LogLevel         string       `toml:"log_level,omitempty"`
+	Offload          *bool        `toml:"offload,omitempty"`
 	Tun              FileTun      `toml:"tun,omitempty"`
 	Client           *FileClient  `toml:"client,omitempty"`
 	Server           *FileServer  `toml:"server,omitempty"`

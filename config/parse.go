@@ -163,6 +163,11 @@ func (p *parser) build(raw *File) *Config {
 		p.fail("log_level", "unknown log level %q (valid: %s)", level, strings.Join(LogLevels, ", "))
 	}
 
+	cfg.Offload = DefaultOffload
+	if raw.Offload != nil {
+		cfg.Offload = *raw.Offload
+	}
+
 	p.tun(cfg, &raw.Tun)
 
 	switch cfg.Role {

@@ -649,3 +649,18 @@ braid_peer_cc_queued_packets{name="server",peer="SERVERKEY="} 3
 		t.Errorf("pedantic check: %v", err)
 	}
 }
+
+// The TUN line shows the batching and the runs laid out for the device to
+// coalesce (tunnel: tundev.Stager).
+func TestFormatStatusTUN(t *testing.T) {
+	st := sample()
+	st.TUN = &TUNStatus{Reads: 10, ReadPackets: 175, Writes: 4, WritePackets: 200, WriteRuns: 8, WriteRunPackets: 196}
+	var b strings.Builder
+	if err := FormatStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	want := "  tun:         10 reads (17.5 packets each), 4 writes (50.0 packets each), 8 runs to coalesce (24.5 packets each)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("FormatStatus:\n%s\nwant a line\n%s", b.String(), want)
+	}
+}

@@ -43,7 +43,7 @@ func FormatStatus(w io.Writer, s Status) error {
 		ew.printf("  memory:      %.1f MB heap, %.1f MB mapped by Go, %d GCs\n", float64(m.HeapBytes)/1e6, float64(m.TotalBytes)/1e6, m.GCs)
 	}
 	if t := s.TUN; t != nil && t.Reads+t.Writes > 0 {
-		ew.printf("  tun:         %d reads (%.1f packets each), %d writes (%.1f packets each)\n", t.Reads, ratio(t.ReadPackets, t.Reads), t.Writes, ratio(t.WritePackets, t.Writes))
+		ew.printf("  tun:         %d reads (%.1f packets each), %d writes (%.1f packets each), %d runs to coalesce (%.1f packets each)\n", t.Reads, ratio(t.ReadPackets, t.Reads), t.Writes, ratio(t.WritePackets, t.Writes), t.WriteRuns, ratio(t.WriteRunPackets, t.WriteRuns))
 	}
 	if o := s.Offload; o != nil {
 		ew.printf("  offload:     gso %s%s, gro %s%s\n", o.GSO, perRun(o.GSORuns, o.GSODatagrams), o.GRO, perRun(o.GRORuns, o.GRODatagrams))

@@ -63,6 +63,11 @@ type TUNStatus struct {
 	ReadPackets  uint64 `json:"read_packets"`
 	Writes       uint64 `json:"writes"`
 	WritePackets uint64 `json:"write_packets"`
+	// WriteRuns are the runs of one flow's packets in the writes that braid
+	// laid out for the device to coalesce (none with offload = false), and
+	// WriteRunPackets the packets in them.
+	WriteRuns       uint64 `json:"write_runs"`
+	WriteRunPackets uint64 `json:"write_run_packets"`
 }
 
 // MemoryStatus: HeapBytes is what the heap's objects hold (live, and dead

@@ -6,8 +6,10 @@ package httpbench
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -32,10 +34,8 @@ func Handler() http.Handler {
 		}
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		w.Header().Set("Content-Type", "application/octet-stream")
-		var chunk [32 << 10]byte
-		for i := range chunk {
-			chunk[i] = byte(i*131 + i>>8)
-		}
+		var chunk [patternLen]byte
+		fillPattern(chunk[:])
 		for n > 0 {
 			k := int64(len(chunk))
 			if n < k {
@@ -48,6 +48,31 @@ func Handler() http.Handler {
 		}
 	})
 	return mux
+}
+
+// patternLen is the length of the body's repeating pattern.
+const patternLen = 32 << 10
+
+func fillPattern(chunk []byte) {
+	for i := range chunk {
+		chunk[i] = byte(i*131 + i>>8)
+	}
+}
+
+// BodySum is the SHA-256 of the n-byte body Handler serves, to check a
+// download's Result.SHA256 against.
+func BodySum(n int64) [sha256.Size]byte {
+	var chunk [patternLen]byte
+	fillPattern(chunk[:])
+	h := sha256.New()
+	for n > 0 {
+		k := min(n, patternLen)
+		h.Write(chunk[:k])
+		n -= k
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // Control returns a socket control function that sets TCP_CONGESTION (e.g. "cubic";
@@ -84,6 +109,8 @@ type Result struct {
 	Duration time.Duration
 	// MaxStall is the longest time no byte arrived, from the request to the end.
 	MaxStall time.Duration
+	// SHA256 is the body's hash when Options.Hash asked for it.
+	SHA256 [sha256.Size]byte
 }
 
 // GoodputMbps is size ÷ time in Mbit/s (10^6 bits).
@@ -102,6 +129,9 @@ type Options struct {
 	CC   string // TCP congestion control for the default dialer
 	// OnProgress, if set, is called from the reading goroutine after every read.
 	OnProgress func(total int64)
+	// Hash computes Result.SHA256 (it costs CPU a throughput measurement
+	// should not pay).
+	Hash bool
 }
 
 // Fetch downloads url, discarding the body, and times it from the request to the last
@@ -131,9 +161,16 @@ func Fetch(ctx context.Context, url string, o Options) (Result, error) {
 		return res, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	buf := make([]byte, 64<<10)
+	var h hash.Hash
+	if o.Hash {
+		h = sha256.New()
+	}
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
+			if h != nil {
+				h.Write(buf[:n])
+			}
 			now := time.Now()
 			res.MaxStall = max(res.MaxStall, now.Sub(last))
 			last = now
@@ -150,6 +187,9 @@ func Fetch(ctx context.Context, url string, o Options) (Result, error) {
 		}
 	}
 	res.Duration = last.Sub(start)
+	if h != nil {
+		h.Sum(res.SHA256[:0])
+	}
 	if resp.ContentLength >= 0 && res.Bytes != resp.ContentLength {
 		return res, fmt.Errorf("GET %s: got %d of %d bytes", url, res.Bytes, resp.ContentLength)
 	}

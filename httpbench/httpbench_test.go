@@ -2,6 +2,7 @@ package httpbench
 
 import (
 	"context"
+	"crypto/sha256"
 	"net"
 	"net/http"
 	"testing"
@@ -29,6 +30,32 @@ func TestFetchLoopback(t *testing.T) {
 	if _, err := Fetch(context.Background(), "http://"+ln.Addr().String()+"/bytes/x", Options{}); err == nil {
 		t.Fatal("bad size accepted")
 	}
+	if res.SHA256 != ([32]byte{}) {
+		t.Error("hashed without Options.Hash")
+	}
+	// With Hash, the body's sum is BodySum's; another size's differs.
+	const n = 100<<10 + 3 // past the 32 KiB pattern, not a multiple of it
+	res, err = Fetch(context.Background(), URL(ln.Addr().String(), n), Options{Hash: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(body(n))
+	if res.SHA256 != want || BodySum(n) != want {
+		t.Errorf("sums: download %x, BodySum %x, want %x", res.SHA256, BodySum(n), want)
+	}
+	if BodySum(n-1) == want {
+		t.Error("BodySum does not depend on the size")
+	}
+}
+
+// body is the n-byte body as Handler writes it, built independently.
+func body(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		j := i % (32 << 10)
+		b[i] = byte(j*131 + j>>8)
+	}
+	return b
 }
 
 func TestGoodput(t *testing.T) {

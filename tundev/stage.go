@@ -30,9 +30,9 @@ type Stager struct {
 }
 
 // Stage moves, in bufs, the head of each run into a region with room to
-// coalesce the run. Packets start at offset. It returns how many heads it
-// moved.
-func (s *Stager) Stage(bufs [][]byte, offset int) int {
+// coalesce the run. Packets start at offset. It returns how many runs it gave
+// room and how many packets they hold.
+func (s *Stager) Stage(bufs [][]byte, offset int) (runs, packets int) {
 	// First pass: the runs, and the room they need, to size the arena once.
 	need := 0
 	s.runs = s.runs[:0]
@@ -45,12 +45,12 @@ func (s *Stager) Stage(bufs [][]byte, offset int) int {
 		i += n
 	}
 	if need == 0 {
-		return 0
+		return 0, 0
 	}
 	if cap(s.arena) < need {
 		s.arena = make([]byte, need+need/4)
 	}
-	at, moved, i := 0, 0, 0
+	at, i := 0, 0
 	for r := 0; r < len(s.runs); r += 2 {
 		n, size := s.runs[r], s.runs[r+1]
 		if n > 1 {
@@ -59,11 +59,12 @@ func (s *Stager) Stage(bufs [][]byte, offset int) int {
 			k := copy(region[offset:], bufs[i][offset:])
 			bufs[i] = region[:offset+k]
 			at = end
-			moved++
+			runs++
+			packets += n
 		}
 		i += n
 	}
-	return moved
+	return runs, packets
 }
 
 // regionLen is the buffer a run coalesced to size bytes needs: the headroom,

@@ -141,22 +141,23 @@ func TestStageRuns(t *testing.T) {
 	// Each packet's header bytes (TCP: IPv4 20 + 32; UDP: 20 + 8).
 	const th, uh, h6 = 52, 28, 72
 	for _, c := range []struct {
-		name  string
-		segs  []seg
-		heads map[int]int // head index -> room it must get (cap - offset)
+		name   string
+		segs   []seg
+		heads  map[int]int // head index -> room it must get (cap - offset)
+		inRuns int         // packets in the runs
 	}{
-		{"one flow", tcpRun(1, 1000, 4, mss), map[int]int{0: th + 4*mss}},
-		{"single packet", tcpRun(1, 1000, 1, mss), map[int]int{}},
-		{"PSH ends a run", psh, map[int]int{0: th + 3*mss, 3: th + 2*mss}},
-		{"other timestamps start a run", ts, map[int]int{0: th + 2*mss, 2: th + 2*mss}},
-		{"a sequence gap starts a run", gap, map[int]int{0: th + 2*mss, 2: th + 2*mss}},
-		{"a short segment ends a run", short, map[int]int{0: th + mss + 100, 2: th + 2*mss}},
-		{"two flows", append(tcpRun(1, 1000, 3, mss), tcpRun(2, 5000, 2, mss)...), map[int]int{0: th + 3*mss, 3: th + 2*mss}},
-		{"interleaved flows do not coalesce", []seg{{sport: 1, seq: 0, payload: mss}, {sport: 2, seq: 0, payload: mss}, {sport: 1, seq: mss, payload: mss}}, map[int]int{}},
-		{"UDP, a larger datagram starts a run", udp, map[int]int{0: uh + 1200 + 1200 + 500}},
-		{"IPv6", v6, map[int]int{0: h6 + 3*mss}},
-		{"fragments are left alone", frag, map[int]int{1: th + 2*mss}},
-		{"MaxCoalesced bounds a run", long, map[int]int{0: th + 49*mss, 49: th + 11*mss}},
+		{"one flow", tcpRun(1, 1000, 4, mss), map[int]int{0: th + 4*mss}, 4},
+		{"single packet", tcpRun(1, 1000, 1, mss), map[int]int{}, 0},
+		{"PSH ends a run", psh, map[int]int{0: th + 3*mss, 3: th + 2*mss}, 5},
+		{"other timestamps start a run", ts, map[int]int{0: th + 2*mss, 2: th + 2*mss}, 4},
+		{"a sequence gap starts a run", gap, map[int]int{0: th + 2*mss, 2: th + 2*mss}, 4},
+		{"a short segment ends a run", short, map[int]int{0: th + mss + 100, 2: th + 2*mss}, 4},
+		{"two flows", append(tcpRun(1, 1000, 3, mss), tcpRun(2, 5000, 2, mss)...), map[int]int{0: th + 3*mss, 3: th + 2*mss}, 5},
+		{"interleaved flows do not coalesce", []seg{{sport: 1, seq: 0, payload: mss}, {sport: 2, seq: 0, payload: mss}, {sport: 1, seq: mss, payload: mss}}, map[int]int{}, 0},
+		{"UDP, a larger datagram starts a run", udp, map[int]int{0: uh + 1200 + 1200 + 500}, 3},
+		{"IPv6", v6, map[int]int{0: h6 + 3*mss}, 3},
+		{"fragments are left alone", frag, map[int]int{1: th + 2*mss}, 2},
+		{"MaxCoalesced bounds a run", long, map[int]int{0: th + 49*mss, 49: th + 11*mss}, 60},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bufs := make([][]byte, len(c.segs))
@@ -167,8 +168,12 @@ func TestStageRuns(t *testing.T) {
 			}
 			before := append([][]byte(nil), bufs...)
 			var s Stager
-			if got := s.Stage(bufs, off); got != len(c.heads) {
-				t.Errorf("Stage moved %d heads, want %d", got, len(c.heads))
+			runs, pkts := s.Stage(bufs, off)
+			if runs != len(c.heads) {
+				t.Errorf("Stage moved %d heads, want %d", runs, len(c.heads))
+			}
+			if want := c.inRuns; pkts != want {
+				t.Errorf("Stage counted %d packets in runs, want %d", pkts, want)
 			}
 			for i := range bufs {
 				room, head := c.heads[i]
@@ -204,7 +209,7 @@ func TestStageReusesArena(t *testing.T) {
 	var s Stager
 	allocs := testing.AllocsPerRun(100, func() {
 		copy(bufs, pkts)
-		if s.Stage(bufs, off) != 1 {
+		if runs, pkts := s.Stage(bufs, off); runs != 1 || pkts != 32 {
 			t.Fatal("no run staged")
 		}
 	})

@@ -74,6 +74,9 @@ type counters struct {
 	// per batch show whether the device's offloads are in effect.
 	tunReads, tunReadPkts   atomic.Uint64
 	tunWrites, tunWritePkts atomic.Uint64
+	// tunRuns, tunRunPkts: runs of one flow in TUN writes given room to
+	// coalesce (tundev.Stager), and the packets in them.
+	tunRuns, tunRunPkts atomic.Uint64
 }
 
 func (c *counters) drop(r dropReason) { c.drops[r].Add(1) }

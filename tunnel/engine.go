@@ -105,6 +105,10 @@ type Config struct {
 	// in tests.
 	Listen func(conn.Options) (conn.Conn, error)
 	Logger *slog.Logger
+	// NoOffload turns the kernel's segmentation offloads off: UDP GSO/GRO on
+	// the path sockets (conn.Options.NoOffload) and the room to coalesce TUN
+	// writes (tundev.Stager).
+	NoOffload bool
 
 	// Client side.
 	ServerPublicKey keys.Key

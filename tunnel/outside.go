@@ -155,8 +155,11 @@ func (e *Engine) writeTUN(pbs []*packetBuf, tw *tunWrite) {
 	}
 	e.counters.tunWrites.Add(1)
 	e.counters.tunWritePkts.Add(uint64(len(bufs)))
-	if len(bufs) > 1 {
-		tw.stage.Stage(bufs, tunWriteOffset)
+	if len(bufs) > 1 && !e.cfg.NoOffload {
+		if runs, pkts := tw.stage.Stage(bufs, tunWriteOffset); runs > 0 {
+			e.counters.tunRuns.Add(uint64(runs))
+			e.counters.tunRunPkts.Add(uint64(pkts))
+		}
 	}
 	if _, err := e.tun.Write(bufs, tunWriteOffset); err != nil && !e.isClosing() {
 		e.counters.drop(dropTUNWriteError)

@@ -17,7 +17,7 @@ import (
 func (e *Engine) openConns() error {
 	if e.role == Server {
 		for _, a := range e.cfg.ListenAddrs {
-			c, err := e.cfg.Listen(conn.Options{Addr: a})
+			c, err := e.cfg.Listen(conn.Options{Addr: a, NoOffload: e.cfg.NoOffload})
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ func (e *Engine) syncClientPaths(locals []LocalPath, subflows int, servers []net
 		if socks[spec] != nil {
 			continue
 		}
-		opt := conn.Options{Device: spec.local.Device, Network: "udp4", Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), 0)}
+		opt := conn.Options{Device: spec.local.Device, Network: "udp4", Addr: netip.AddrPortFrom(netip.IPv4Unspecified(), 0), NoOffload: e.cfg.NoOffload}
 		if spec.v6 {
 			opt.Network, opt.Addr = "udp6", netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
 		}

@@ -31,7 +31,8 @@ func (e *Engine) Status() control.Status {
 	}
 	st.Offload = offloadStatus(e.conns)
 	st.TUN = &control.TUNStatus{Reads: e.counters.tunReads.Load(), ReadPackets: e.counters.tunReadPkts.Load(),
-		Writes: e.counters.tunWrites.Load(), WritePackets: e.counters.tunWritePkts.Load()}
+		Writes: e.counters.tunWrites.Load(), WritePackets: e.counters.tunWritePkts.Load(),
+		WriteRuns: e.counters.tunRuns.Load(), WriteRunPackets: e.counters.tunRunPkts.Load()}
 	peers := append([]*peer(nil), e.peers...)
 	e.mu.RUnlock()
 	for _, p := range peers {

@@ -210,7 +210,7 @@ func dialIn(ns *netns.Namespace, cc string) func(ctx context.Context, network, a
 //	cli  c2 198.18.2.1 ── 10 Mbit/s ── s2 198.18.2.2  srv
 //	cliB b1 198.18.3.1 ── unshaped  ── s3 198.18.3.2  srv
 type e2eRig struct {
-	srvCfg         string
+	srvCfg, cliCfg string
 	srv, cli, cliB *netns.Namespace
 	dSrv, dCli, dB *daemon
 	srvKey, cliKey keys.Key
@@ -302,6 +302,7 @@ recovery = %q
 [control]
 socket = %q
 `, r.srvKey.Public(), e2eCongestion(), e2eRecovery(), cliSock))
+	r.cliCfg = cliCfg
 	bSock := filepath.Join(r.dir, "b.sock")
 	bCfg := writeFile(t, r.dir, "b.toml", fmt.Sprintf(`
 role = "client"

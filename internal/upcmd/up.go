@@ -213,6 +213,7 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 		PrivateKey: cfg.PrivateKey,
 		Logger:     log,
 		Tunables:   tn,
+		NoOffload:  !cfg.Offload,
 	}
 	if c := cfg.Client; c != nil {
 		ec.Role = tunnel.Client
