@@ -37,7 +37,7 @@ func (s *Stager) Stage(bufs [][]byte, offset int) (runs, packets int) {
 	need := 0
 	s.runs = s.runs[:0]
 	for i := 0; i < len(bufs); {
-		n, size := run(bufs[i:], offset)
+		n, size := Run(bufs[i:], offset)
 		if n > 1 {
 			need += regionLen(offset, size)
 		}
@@ -72,9 +72,13 @@ func (s *Stager) Stage(bufs [][]byte, offset int) (runs, packets int) {
 // room from the packet's start and then takes the offset off again.
 func regionLen(offset, size int) int { return 2*offset + size }
 
-// run returns how many packets at the start of bufs the device could coalesce
-// into the first one, and the coalesced packet's size.
-func run(bufs [][]byte, offset int) (n, size int) {
+// Run returns how many packets at the start of bufs (each at offset) the
+// device could coalesce into the first one, and the coalesced packet's size.
+// The device does so only when the first one's buffer has the room (Stager).
+func Run(bufs [][]byte, offset int) (n, size int) {
+	if len(bufs[0]) < offset {
+		return 1, 0
+	}
 	head := bufs[0][offset:]
 	hk, ok := flowKey(head)
 	size = len(head)
@@ -83,7 +87,7 @@ func run(bufs [][]byte, offset int) (n, size int) {
 	}
 	first := payloadLen(head, hk)
 	last := first
-	for n = 1; n < len(bufs); n++ {
+	for n = 1; n < len(bufs) && len(bufs[n]) >= offset; n++ {
 		pkt := bufs[n][offset:]
 		k, ok := flowKey(pkt)
 		if !ok || k != hk || last != first { // nothing follows a short one

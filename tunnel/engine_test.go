@@ -3,6 +3,7 @@ package tunnel
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -71,6 +72,8 @@ type rigOpts struct {
 	handshakeRate int
 	// links, if set, shapes the network before the engines start.
 	links func(*conntest.Network)
+	// noOffload is client A's Config.NoOffload.
+	noOffload bool
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -110,6 +113,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		Role: Client, PrivateKey: aKey, TUN: r.cliATun, Listen: r.net.ListenOptions, Logger: testLogger(t),
 		ServerPublicKey: srvKey.Public(), PSK: psk, Servers: []netip.AddrPort{srvAddr1, srvAddr2},
 		LocalPaths: []LocalPath{{Addr: cliAddr1, Priority: o.tiers[0]}, {Addr: cliAddr2, Priority: o.tiers[1]}}, Params: o.params, Tunables: tn,
+		NoOffload: o.noOffload,
 	}
 	r.cliA, err = New(r.cfgA)
 	if err != nil {
@@ -834,4 +838,51 @@ func TestEngineLinkFateSharing(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("both paths of the failed link down after %v", time.Since(cut))
+}
+
+// TestEngineSuperPackets: the server's TUN returns the segments of one TCP flow
+// in runs of one read, as the real device splits a super-packet. Every segment
+// reaches client a in order, and client a writes them into its TUN laid out
+// for the device to coalesce (the double counts what the real device would
+// merge); with NoOffload nothing is laid out. One path carries the runs
+// (weighted), so that each arrives in one receive batch.
+func TestEngineSuperPackets(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoOffload=%v", off), func(t *testing.T) {
+			r := newRig(t, rigOpts{params: Params{Scheduler: "weighted", Weights: []float64{1, 0, 0, 0}, Congestion: "none"}, noOffload: off})
+			waitUsable(t, r.cliA, "server", 2)
+			waitUsable(t, r.srv, "a", 2)
+			const runs, per, size = 20, 16, 1000
+			seq := uint32(1)
+			for range runs {
+				var segs [][]byte
+				for range per {
+					s := tcp4(inSrv, inCliA, 80, 4000, seq, bytes.Repeat([]byte{byte(seq)}, size))
+					s[33] = 0x10 // ACK
+					segs = append(segs, s)
+					seq += size
+				}
+				if err := r.srvTun.InjectBatch(segs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := recvN(t, r.cliATun, runs*per, 5*time.Second)
+			for i, p := range got {
+				if want := uint32(1 + i*size); binary.BigEndian.Uint32(p[24:]) != want || p[40] != byte(want) {
+					t.Fatalf("segment %d: seq %d, want %d in order", i, binary.BigEndian.Uint32(p[24:]), want)
+				}
+			}
+			st := r.cliATun.Stats()
+			t.Logf("client TUN: %d packets in %d writes, %d would coalesce", st.Written, st.Writes, st.Coalesced)
+			if off && st.Coalesced != 0 {
+				t.Errorf("NoOffload: %d packets laid out to coalesce, want none", st.Coalesced)
+			}
+			if !off && st.Coalesced == 0 {
+				t.Errorf("no run laid out to coalesce in %d writes of %d packets", st.Writes, st.Written)
+			}
+			if rs := r.srvTun.Stats(); rs.Reads > runs {
+				t.Errorf("server TUN: %d reads for %d runs, want one read per run", rs.Reads, runs)
+			}
+		})
+	}
 }

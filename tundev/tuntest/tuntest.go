@@ -24,21 +24,29 @@ func DefaultConfig() Config {
 	return Config{Name: "tuntest0", MTU: tundev.DefaultMTU, BatchSize: 16, QueueLen: 1024}
 }
 
-// Stats count packets through the device.
+// Stats count packets through the device. Coalesced counts the written
+// packets the real device would have merged into the packet before them
+// (wireguard-go's GRO on write: a run of one flow, tundev.Run, whose first
+// buffer has the room for all of it); Reads and Writes count the calls.
 type Stats struct {
 	Injected, Read, Written, Dropped uint64
+	Coalesced                        uint64
+	Reads, Writes                    uint64
 }
 
 // Device is the in-memory TUN. Safe for concurrent use.
 type Device struct {
 	cfg  Config
-	in   chan []byte
+	in   chan [][]byte // groups of packets one Read returns together
 	out  chan []byte
+	rmu  sync.Mutex // Read's pending group
+	pend [][]byte
 	done chan struct{}
 	once sync.Once
 	wmu  sync.RWMutex // Write holds it shared; Close exclusively, to close out safely
 
 	injected, read, written, dropped atomic.Uint64
+	coalesced, reads, writes         atomic.Uint64
 }
 
 var _ tundev.Device = (*Device)(nil)
@@ -67,7 +75,7 @@ func NewConfig(cfg Config) *Device {
 	}
 	return &Device{
 		cfg:  cfg,
-		in:   make(chan []byte, cfg.QueueLen),
+		in:   make(chan [][]byte, cfg.QueueLen),
 		out:  make(chan []byte, cfg.QueueLen),
 		done: make(chan struct{}),
 	}
@@ -76,19 +84,30 @@ func NewConfig(cfg Config) *Device {
 // Inject queues a copy of pkt for Read, as if an application had sent it
 // into the tunnel. It blocks while the queue is full; it fails after Close
 // or for a packet larger than the MTU.
-func (d *Device) Inject(pkt []byte) error {
-	if len(pkt) > d.cfg.MTU {
-		return fmt.Errorf("tuntest: packet of %d bytes exceeds MTU %d", len(pkt), d.cfg.MTU)
+func (d *Device) Inject(pkt []byte) error { return d.InjectBatch([][]byte{pkt}) }
+
+// InjectBatch queues copies of pkts for one Read, as the real device returns
+// the segments of a TCP super-packet the kernel handed it: at most BatchSize
+// packets, each within the MTU.
+func (d *Device) InjectBatch(pkts [][]byte) error {
+	if len(pkts) > d.cfg.BatchSize {
+		return fmt.Errorf("tuntest: %d packets do not fit one read of at most %d", len(pkts), d.cfg.BatchSize)
 	}
-	p := append([]byte(nil), pkt...)
+	g := make([][]byte, len(pkts))
+	for i, pkt := range pkts {
+		if len(pkt) > d.cfg.MTU {
+			return fmt.Errorf("tuntest: packet of %d bytes exceeds MTU %d", len(pkt), d.cfg.MTU)
+		}
+		g[i] = append([]byte(nil), pkt...)
+	}
 	select {
 	case <-d.done:
 		return os.ErrClosed
 	default:
 	}
 	select {
-	case d.in <- p:
-		d.injected.Add(1)
+	case d.in <- g:
+		d.injected.Add(uint64(len(g)))
 		return nil
 	case <-d.done:
 		return os.ErrClosed
@@ -119,26 +138,39 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	if limit == 0 {
 		return 0, nil
 	}
-	var p []byte
-	select {
-	case <-d.done:
-		return 0, os.ErrClosed
-	case p = <-d.in:
+	d.rmu.Lock()
+	defer d.rmu.Unlock()
+	g := d.pend
+	d.pend = nil
+	if g == nil {
+		select {
+		case <-d.done:
+			return 0, os.ErrClosed
+		case g = <-d.in:
+		}
 	}
+	if len(g) > limit {
+		d.pend = g
+		return 0, fmt.Errorf("tuntest: %d packets do not fit %d buffers", len(g), limit)
+	}
+	d.reads.Add(1)
 	n := 0
 	for {
-		if len(bufs[n]) < offset+len(p) {
-			return n, fmt.Errorf("tuntest: packet of %d bytes does not fit buffer %d at offset %d", len(p), len(bufs[n]), offset)
-		}
-		sizes[n] = copy(bufs[n][offset:], p)
-		n++
-		d.read.Add(1)
-		if n == limit {
-			return n, nil
+		for _, p := range g {
+			if len(bufs[n]) < offset+len(p) {
+				return n, fmt.Errorf("tuntest: packet of %d bytes does not fit buffer %d at offset %d", len(p), len(bufs[n]), offset)
+			}
+			sizes[n] = copy(bufs[n][offset:], p)
+			n++
+			d.read.Add(1)
 		}
 		select {
-		case p = <-d.in:
+		case g = <-d.in:
 		default:
+			return n, nil
+		}
+		if n+len(g) > limit {
+			d.pend = g // whole groups only: the next Read
 			return n, nil
 		}
 	}
@@ -152,6 +184,14 @@ func (d *Device) Write(bufs [][]byte, offset int) (int, error) {
 	case <-d.done:
 		return 0, os.ErrClosed
 	default:
+	}
+	d.writes.Add(1)
+	for i := 0; i < len(bufs); {
+		n, size := tundev.Run(bufs[i:], offset)
+		if n > 1 && cap(bufs[i][offset:])-offset >= size { // as wireguard-go measures the room
+			d.coalesced.Add(uint64(n - 1))
+		}
+		i += n
 	}
 	for i, b := range bufs {
 		if len(b) < offset {
@@ -191,5 +231,6 @@ func (d *Device) Close() error {
 
 // Stats returns the counters.
 func (d *Device) Stats() Stats {
-	return Stats{Injected: d.injected.Load(), Read: d.read.Load(), Written: d.written.Load(), Dropped: d.dropped.Load()}
+	return Stats{Injected: d.injected.Load(), Read: d.read.Load(), Written: d.written.Load(), Dropped: d.dropped.Load(),
+		Coalesced: d.coalesced.Load(), Reads: d.reads.Load(), Writes: d.writes.Load()}
 }

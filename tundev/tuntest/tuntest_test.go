@@ -2,6 +2,7 @@ package tuntest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"errors"
 	"os"
@@ -187,5 +188,78 @@ func TestConcurrent(t *testing.T) {
 	d.Close()
 	if s := d.Stats(); s.Injected != n || s.Read != n || s.Written+s.Dropped != n {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// segment is a minimal IPv4/TCP segment (ACK, no options) of flow sport→80.
+func segment(sport uint16, seq uint32, payload int) []byte {
+	p := make([]byte, 40+payload)
+	p[0], p[9] = 0x45, 6
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	copy(p[12:], []byte{100, 64, 0, 2, 100, 64, 0, 1})
+	binary.BigEndian.PutUint16(p[20:], sport)
+	binary.BigEndian.PutUint16(p[22:], 80)
+	binary.BigEndian.PutUint32(p[24:], seq)
+	p[32], p[33] = 5<<4, 0x10
+	return p
+}
+
+// A batch comes out of one Read whole, behind single packets queued before it;
+// a batch that does not fit a read is refused.
+func TestInjectBatch(t *testing.T) {
+	d := NewConfig(Config{MTU: 100, BatchSize: 4})
+	if err := d.InjectBatch([][]byte{{1}, {2}, {3}, {4}, {5}}); err == nil {
+		t.Fatal("a batch of 5 accepted with BatchSize 4")
+	}
+	d.Inject([]byte{0x45, 0})
+	d.InjectBatch([][]byte{{0x45, 1}, {0x45, 2}, {0x45, 3}})
+	d.Inject([]byte{0x45, 4})
+	b := bufs(4, tundev.Offset+100)
+	sizes := make([]int, 4)
+	var got []int
+	for len(got) < 2 {
+		n, err := d.Read(b, sizes, tundev.Offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, n)
+	}
+	// 1 + 3 fit the first read (4); the last one waits for the next.
+	if got[0] != 4 || got[1] != 1 {
+		t.Errorf("reads returned %v packets, want 4 then 1", got[:2])
+	}
+	if st := d.Stats(); st.Injected != 5 || st.Read != 5 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// Write counts what the real device would coalesce: a run of one flow only
+// when its first buffer has the room (tundev.Stager lays it out).
+func TestWriteCoalesced(t *testing.T) {
+	const off = tundev.Offset
+	run := func(stage bool) uint64 {
+		d := NewConfig(Config{QueueLen: 64})
+		var pkts [][]byte
+		for i := range 6 {
+			seg := segment(1000, uint32(1+100*i), 100)
+			b := make([]byte, off+len(seg))
+			copy(b[off:], seg)
+			pkts = append(pkts, b)
+		}
+		pkts = append(pkts, append(make([]byte, off), segment(2000, 1, 100)...)) // another flow
+		if stage {
+			var s tundev.Stager
+			s.Stage(pkts, off)
+		}
+		if n, err := d.Write(pkts, off); n != 7 || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+		return d.Stats().Coalesced
+	}
+	if got := run(false); got != 0 {
+		t.Errorf("buffers without room: %d coalesced, want 0", got)
+	}
+	if got := run(true); got != 5 {
+		t.Errorf("staged: %d coalesced, want 5 (the run of 6 into its first)", got)
 	}
 }
