@@ -4,6 +4,7 @@ package conn
 
 import (
 	"encoding/binary"
+	"golang.org/x/sys/unix"
 	"net/netip"
 	"testing"
 )
@@ -47,13 +48,20 @@ func TestOffloadRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name, a, b string
 		noOffload  bool
+		noGSO      bool // a kernel without UDP_SEGMENT
 	}{
-		{"v4", "127.0.0.1:0", "127.0.0.1:0", false},
-		{"v4-wildcard", "127.0.0.1:0", "0.0.0.0:0", false},
-		{"v6", "[::1]:0", "[::1]:0", false},
-		{"v4-off", "127.0.0.1:0", "127.0.0.1:0", true},
+		{"v4", "127.0.0.1:0", "127.0.0.1:0", false, false},
+		{"v4-wildcard", "127.0.0.1:0", "0.0.0.0:0", false, false},
+		{"v6", "[::1]:0", "[::1]:0", false, false},
+		{"v4-off", "127.0.0.1:0", "127.0.0.1:0", true, false},
+		{"v4-kernel-without-gso", "127.0.0.1:0", "127.0.0.1:0", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.noGSO {
+				probe := probeGSO
+				probeGSO = func(int) error { return unix.ENOPROTOOPT }
+				t.Cleanup(func() { probeGSO = probe })
+			}
 			a := listen(t, Options{Addr: netip.MustParseAddrPort(tc.a), NoOffload: tc.noOffload})
 			b := listen(t, Options{Addr: netip.MustParseAddrPort(tc.b), NoOffload: tc.noOffload})
 			c := listen(t, Options{Addr: netip.MustParseAddrPort(tc.a), NoOffload: tc.noOffload})
@@ -93,6 +101,13 @@ func TestOffloadRoundTrip(t *testing.T) {
 			if tc.noOffload {
 				if sa.GSO || sa.GRO || sa.GSOSends != 0 || sb.GRORuns != 0 || sa.GSOOff != "disabled" {
 					t.Fatalf("offload off: sender %+v, receiver %+v", sa, sb)
+				}
+				return
+			}
+			if tc.noGSO {
+				// Every datagram went alone, and arrived (above); GRO stays on.
+				if sa.GSO || sa.GSOOff != "kernel" || sa.GSOSends != 0 || !sb.GRO {
+					t.Fatalf("kernel without UDP_SEGMENT: sender %+v, receiver %+v", sa, sb)
 				}
 				return
 			}
