@@ -4,9 +4,10 @@ package conn
 
 import (
 	"encoding/binary"
-	"golang.org/x/sys/unix"
 	"net/netip"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // offloadBatch builds a WriteBatch that exercises run building: runs of
