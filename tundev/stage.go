@@ -145,17 +145,6 @@ func ipHeaderLen(pkt []byte, v6 bool) int {
 	return int(pkt[0]&0x0f) * 4
 }
 
-// sameFlow reports whether two packets (at offset in a and b) are TCP or UDP
-// with the same addresses and ports: candidates for one coalesced packet.
-func sameFlow(a, b []byte, offset int) bool {
-	ka, ok := flowKey(a[offset:])
-	if !ok {
-		return false
-	}
-	kb, ok := flowKey(b[offset:])
-	return ok && ka == kb
-}
-
 // key is an IP version, a transport protocol, two addresses and two ports.
 type key struct {
 	v6         bool
