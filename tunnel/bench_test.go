@@ -140,10 +140,10 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 	}
 	cp := bp.cli.server
 	cp.cur = ikp
-	bp.cli.indices[ikp.LocalIndex] = indexEntry{peer: cp, kp: ikp}
+	bp.cli.setIndex(ikp.LocalIndex, indexEntry{peer: cp, kp: ikp})
 	bp.srvPeer = bp.srv.peers[0]
 	bp.srvPeer.cur = acc.Keypair
-	bp.srv.indices[acc.Keypair.LocalIndex] = indexEntry{peer: bp.srvPeer, kp: acc.Keypair}
+	bp.srv.setIndex(acc.Keypair.LocalIndex, indexEntry{peer: bp.srvPeer, kp: acc.Keypair})
 	// Every client path has been measured (so the scheduler uses it) with equal
 	// delay and rate.
 	for _, ps := range cp.paths {

@@ -173,6 +173,10 @@ type Engine struct {
 
 	idxMu   sync.RWMutex
 	indices map[uint32]indexEntry // receiver session index → peer and keys
+	// idxGen counts changes of indices (setIndex, dropIndex, under idxMu), so
+	// that a reader goroutine may keep the entry it looked up last and use it
+	// without the lock while the count stands (inbound.lookupIndex).
+	idxGen atomic.Uint64
 
 	counters counters
 	pool     bufPool

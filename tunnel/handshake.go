@@ -39,15 +39,27 @@ func (e *Engine) reserveIndex(ent indexEntry) (uint32, bool) {
 	defer e.idxMu.Unlock()
 	idx, ok := e.newIndex()
 	if ok {
-		e.indices[idx] = ent
+		e.setIndex(idx, ent)
 	}
 	return idx, ok
+}
+
+// setIndex maps idx to ent and dropIndex unmaps it; both count the change in
+// idxGen. Caller holds e.idxMu.
+func (e *Engine) setIndex(idx uint32, ent indexEntry) {
+	e.indices[idx] = ent
+	e.idxGen.Add(1)
+}
+
+func (e *Engine) dropIndex(idx uint32) {
+	delete(e.indices, idx)
+	e.idxGen.Add(1)
 }
 
 // releaseIndex frees a session index.
 func (e *Engine) releaseIndex(idx uint32) {
 	e.idxMu.Lock()
-	delete(e.indices, idx)
+	e.dropIndex(idx)
 	e.idxMu.Unlock()
 }
 
@@ -227,9 +239,9 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 	}
 	p.hs, p.hsIndex, p.hsMsg = nil, 0, nil
 	e.idxMu.Lock()
-	e.indices[kp.LocalIndex] = indexEntry{peer: p, kp: kp}
+	e.setIndex(kp.LocalIndex, indexEntry{peer: p, kp: kp})
 	if p.prev != nil {
-		delete(e.indices, p.prev.LocalIndex)
+		e.dropIndex(p.prev.LocalIndex)
 	}
 	e.idxMu.Unlock()
 	p.prev, p.cur = p.cur, kp
@@ -320,9 +332,9 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 	}
 	e.idxMu.Lock()
 	if p.next != nil {
-		delete(e.indices, p.next.LocalIndex)
+		e.dropIndex(p.next.LocalIndex)
 	}
-	e.indices[idx] = indexEntry{peer: p, kp: acc.Keypair}
+	e.setIndex(idx, indexEntry{peer: p, kp: acc.Keypair})
 	e.idxMu.Unlock()
 	p.next = acc.Keypair
 	p.lastHS = now
@@ -393,7 +405,7 @@ func (p *peer) confirmNext(now time.Time) {
 	e := p.e
 	e.idxMu.Lock()
 	if p.prev != nil {
-		delete(e.indices, p.prev.LocalIndex)
+		e.dropIndex(p.prev.LocalIndex)
 	}
 	e.idxMu.Unlock()
 	p.prev, p.cur, p.next = p.cur, p.next, nil
@@ -424,7 +436,7 @@ func (p *peer) endSession(now time.Time) {
 	e.idxMu.Lock()
 	for _, kp := range [](*noise.Keypair){p.cur, p.prev, p.next} {
 		if kp != nil {
-			delete(e.indices, kp.LocalIndex)
+			e.dropIndex(kp.LocalIndex)
 		}
 	}
 	e.idxMu.Unlock()

@@ -355,3 +355,38 @@ func TestHandshakeUnderLoadKnownEndpoint(t *testing.T) {
 		t.Fatalf("the validated endpoint %v under load: %d Diffie-Hellmans, want 1 (no cookie needed)", known, n)
 	}
 }
+
+// TestLookupIndexCache: a reader's kept index entry is used only while no
+// index has changed; after a drop the index is unknown, and a new session
+// under the same index is found, not the old one.
+func TestLookupIndexCache(t *testing.T) {
+	e := &Engine{indices: map[uint32]indexEntry{}}
+	a, b := &peer{name: "a"}, &peer{name: "b"}
+	set := func(idx uint32, p *peer) {
+		e.idxMu.Lock()
+		e.setIndex(idx, indexEntry{peer: p})
+		e.idxMu.Unlock()
+	}
+	in := &inbound{e: e}
+	set(7, a)
+	for range 2 { // the second from the kept entry
+		if ent, ok := in.lookupIndex(7); !ok || ent.peer != a {
+			t.Fatalf("lookup 7 = %v, %v; want peer a", ent.peer, ok)
+		}
+	}
+	e.releaseIndex(7)
+	if _, ok := in.lookupIndex(7); ok {
+		t.Fatal("a dropped index was still found (the kept entry outlived it)")
+	}
+	set(7, b)
+	if ent, ok := in.lookupIndex(7); !ok || ent.peer != b {
+		t.Fatalf("after a new session under 7: %v, %v; want peer b", ent.peer, ok)
+	}
+	set(9, a) // another index changing also refreshes the kept one
+	if ent, ok := in.lookupIndex(7); !ok || ent.peer != b {
+		t.Fatalf("lookup 7 after 9 was set = %v, %v; want peer b", ent.peer, ok)
+	}
+	if _, ok := in.lookupIndex(8); ok {
+		t.Fatal("unknown index 8 found")
+	}
+}

@@ -76,6 +76,34 @@ type inbound struct {
 	// the datagrams the receiver sends and a full stack traversal each.
 	acks  []*pathState
 	ackAt time.Time
+	idx   idxCache
+}
+
+// lookupIndex returns the peer and keys of receiver index idx. The entry found
+// last is kept and used again without taking idxMu while no index has changed
+// since (idxGen): a path's datagrams all carry one index, and the lock would
+// be taken per datagram.
+func (in *inbound) lookupIndex(idx uint32) (indexEntry, bool) {
+	e := in.e
+	if c := &in.idx; c.set && c.idx == idx && c.gen == e.idxGen.Load() {
+		return c.ent, true
+	}
+	e.idxMu.RLock()
+	ent, ok := e.indices[idx]
+	gen := e.idxGen.Load() // under the lock: the count of this map's state
+	e.idxMu.RUnlock()
+	if ok {
+		in.idx = idxCache{idx: idx, gen: gen, ent: ent, set: true}
+	}
+	return ent, ok
+}
+
+// idxCache is an inbound's last index lookup (lookupIndex).
+type idxCache struct {
+	idx uint32
+	gen uint64
+	ent indexEntry
+	set bool
 }
 
 func (in *inbound) lockPeer(p *peer) {
@@ -228,9 +256,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		e.counters.drop(dropMalformed)
 		return false
 	}
-	e.idxMu.RLock()
-	ent, ok := e.indices[h.Receiver]
-	e.idxMu.RUnlock()
+	ent, ok := in.lookupIndex(h.Receiver)
 	if !ok || ent.kp == nil {
 		e.counters.drop(dropUnknownIndex)
 		return false

@@ -235,10 +235,10 @@ func (p *peer) endSessionKeysOnly() {
 	e := p.e
 	e.idxMu.Lock()
 	if p.cur != nil {
-		delete(e.indices, p.cur.LocalIndex)
+		e.dropIndex(p.cur.LocalIndex)
 	}
 	if p.prev != nil {
-		delete(e.indices, p.prev.LocalIndex)
+		e.dropIndex(p.prev.LocalIndex)
 	}
 	e.idxMu.Unlock()
 	p.cur, p.prev = nil, nil
