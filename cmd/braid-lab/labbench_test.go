@@ -84,6 +84,16 @@ func TestLabBench(t *testing.T) {
 	if !(b.TunnelClient > 0 && b.TunnelServer > 0) {
 		t.Errorf("braid daemons' CPU %v / %v, want > 0", b.TunnelClient, b.TunnelServer)
 	}
+	// The offloads were in effect end to end: the server's TUN split the
+	// inner TCP's super-packets, its sends and the client's receives went in
+	// GSO/GRO runs, and the client laid out runs for its TUN to coalesce.
+	// kernel TCP has no daemon to ask.
+	if bt := rep.Cases[1].Batching; bt == nil || bt.ServerReadPackets < 2 || bt.ServerGSO < 2 || bt.ClientGRO < 2 || bt.ClientWritePackets < 2 || bt.ClientRunPackets < 2 {
+		t.Errorf("braid's batching %+v, want runs of at least 2 everywhere", bt)
+	}
+	if rep.Cases[0].Batching != nil {
+		t.Errorf("kernel TCP has batching %+v", *rep.Cases[0].Batching)
+	}
 	// Each daemon has a peak RSS (a Go program: some MB, far below a GB);
 	// kernel TCP has no daemon.
 	checkRSS(t, rep.Cases[1])

@@ -239,6 +239,13 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	if srv == 0 {
 		srv = -1
 	}
+	st, hasCounts := t.(statusTunnel)
+	var cliBefore, srvBefore counts
+	if hasCounts {
+		if cliBefore, srvBefore, err = st.counts(); err != nil {
+			return Sample{}, err
+		}
+	}
 	before, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
@@ -252,6 +259,15 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	after, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
+	}
+	var bat *Batching
+	if hasCounts {
+		cliAfter, srvAfter, err := st.counts()
+		if err != nil {
+			return Sample{}, err
+		}
+		b := batching(cliBefore, cliAfter, srvBefore, srvAfter)
+		bat = &b
 	}
 	// VmHWM is the peak since the daemon started, so reading it now, while
 	// the daemons still run, covers the warm-up and the timed download.
@@ -268,7 +284,7 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg, TunnelRSSMB: rss,
+		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg, TunnelRSSMB: rss, Batching: bat,
 	}
 	for i := range after.rx {
 		s.PathBytes = append(s.PathBytes, after.rx[i]-before.rx[i])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -126,6 +127,8 @@ type Sample struct {
 	// PathBytes is what each veth delivered to the client during the
 	// download (its RX bytes, headers included), in path order.
 	PathBytes []uint64 `json:"path_rx_bytes"`
+	// Batching is how the download crossed the kernel (braid cases only).
+	Batching *Batching `json:"batching,omitempty"`
 }
 
 // CaseResult is one case's samples and their summary.
@@ -142,9 +145,11 @@ type CaseResult struct {
 	// BackgroundCores is the samples' mean.
 	BackgroundCores Num `json:"background_cores"`
 	// TunnelRSSMB is the samples' largest, each side on its own.
-	TunnelRSSMB PeakRSS  `json:"tunnel_peak_rss_mb"`
-	Samples     []Sample `json:"samples"`
-	Errors      []string `json:"errors,omitempty"`
+	TunnelRSSMB PeakRSS `json:"tunnel_peak_rss_mb"`
+	// Batching is the samples' mean (braid cases only).
+	Batching *Batching `json:"batching,omitempty"`
+	Samples  []Sample  `json:"samples"`
+	Errors   []string  `json:"errors,omitempty"`
 }
 
 // Ratio compares a case with a reference case of the same run: case ÷ ref.
@@ -211,6 +216,7 @@ func (c *CaseResult) Summarize() {
 		bg += s.BackgroundCores
 	}
 	c.Mbps = stats.Summarize(mbps)
+	c.Batching = meanBatching(c.Samples)
 	if bytes == 0 {
 		c.CPUPerGB = CPU{NaN(), NaN(), NaN(), NaN(), NaN()}
 		c.BackgroundCores = NaN()
@@ -377,6 +383,10 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w)
 		writeTable(w, r.ratioRows())
 	}
+	if rows := r.batchingRows(); rows != nil {
+		fmt.Fprintln(w)
+		writeTable(w, rows)
+	}
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if c.Detail != "" {
@@ -389,9 +399,17 @@ func (r *Report) WriteText(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	for _, l := range Legend {
+	for _, l := range r.legend() {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
+}
+
+// legend is Legend, with the batching table's line when there is one.
+func (r *Report) legend() []string {
+	if r.batchingRows() == nil {
+		return Legend
+	}
+	return append(slices.Clip(Legend), batchingLegend)
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
@@ -426,6 +444,10 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintln(w)
 		writeMDTable(w, r.ratioRows())
 	}
+	if rows := r.batchingRows(); rows != nil {
+		fmt.Fprintln(w)
+		writeMDTable(w, rows)
+	}
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if c.Detail != "" {
@@ -439,7 +461,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "- note: %s\n", mdEscape(n))
 	}
 	fmt.Fprintln(w)
-	for _, l := range Legend {
+	for _, l := range r.legend() {
 		fmt.Fprintf(w, "- %s\n", mdEscape(l))
 	}
 }
