@@ -2,8 +2,8 @@ package tuntest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"sync"
