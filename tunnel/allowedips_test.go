@@ -30,6 +30,31 @@ func TestAllowedIPsLongestPrefix(t *testing.T) {
 	}
 }
 
+// TestLastLookup: the kept answer serves the same address of the same table
+// only; another address, or a rebuilt table (a reload moved 100.64.0.7 to
+// another peer), is looked up afresh.
+func TestLastLookup(t *testing.T) {
+	a, b := &peer{name: "a"}, &peer{name: "b"}
+	a.allowed = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/24")}
+	t1 := buildAllowedIPs([]*peer{a})
+	var c lastLookup
+	x, y := netip.MustParseAddr("100.64.0.7"), netip.MustParseAddr("100.64.1.1")
+	for _, q := range []struct {
+		table *allowedIPs
+		addr  netip.Addr
+		want  *peer
+	}{{t1, x, a}, {t1, x, a}, {t1, y, nil}, {t1, x, a}} {
+		if got := c.lookup(q.table, q.addr); got != q.want {
+			t.Fatalf("lookup(%v) = %s, want %s", q.addr, name(got), name(q.want))
+		}
+	}
+	b.allowed = []netip.Prefix{netip.MustParsePrefix("100.64.0.7/32")}
+	t2 := buildAllowedIPs([]*peer{a, b})
+	if got := c.lookup(t2, x); got != b {
+		t.Fatalf("after the reload lookup(%v) = %s, want b (the old table's answer was kept)", x, name(got))
+	}
+}
+
 func name(p *peer) string {
 	if p == nil {
 		return "<nil>"

@@ -18,6 +18,7 @@ func (e *Engine) routineInside() {
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
 	w := &writer{e: e}
+	var route lastLookup
 	for {
 		for i := range pbs {
 			if pbs[i] == nil {
@@ -48,7 +49,7 @@ func (e *Engine) routineInside() {
 		for i := 0; i < n; i++ {
 			pb := pbs[i]
 			pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+sizes[i]
-			p := e.routeOut(pb.b[pb.start:pb.end])
+			p := e.routeOut(pb.b[pb.start:pb.end], &route)
 			if p == nil {
 				continue // counted by routeOut; the buffer is reused
 			}
@@ -73,7 +74,7 @@ func (e *Engine) routineInside() {
 }
 
 // routeOut returns the peer an inner packet goes to, or nil (counted) when none.
-func (e *Engine) routeOut(pkt []byte) *peer {
+func (e *Engine) routeOut(pkt []byte, route *lastLookup) *peer {
 	dst, ok := innerDst(pkt)
 	if !ok {
 		e.counters.drop(dropBadInner)
@@ -83,7 +84,7 @@ func (e *Engine) routeOut(pkt []byte) *peer {
 	if e.role == Client {
 		p = e.server
 	} else {
-		p = e.allowed.Load().lookup(dst)
+		p = route.lookup(e.allowed.Load(), dst)
 	}
 	if p == nil {
 		e.counters.drop(dropNoRoute)

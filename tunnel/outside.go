@@ -77,6 +77,7 @@ type inbound struct {
 	acks  []*pathState
 	ackAt time.Time
 	idx   idxCache
+	src   lastLookup // the cryptokey routing check's last answer
 }
 
 // lookupIndex returns the peer and keys of receiver index idx. The entry found
@@ -424,7 +425,7 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 		e.counters.drop(dropBadInner)
 		return false
 	}
-	if a := e.allowed.Load(); a != nil && a.lookup(src) != p {
+	if a := e.allowed.Load(); a != nil && in.src.lookup(a, src) != p {
 		// Cryptokey routing: a client may only send from its own prefixes, a
 		// server only from what the client routes into the tunnel.
 		e.counters.drop(dropSpoofedSource)
