@@ -34,18 +34,7 @@ func Handler() http.Handler {
 		}
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		w.Header().Set("Content-Type", "application/octet-stream")
-		var chunk [patternLen]byte
-		fillPattern(chunk[:])
-		for n > 0 {
-			k := int64(len(chunk))
-			if n < k {
-				k = n
-			}
-			if _, err := w.Write(chunk[:k]); err != nil {
-				return
-			}
-			n -= k
-		}
+		writeBody(w, n)
 	})
 	return mux
 }
@@ -53,23 +42,27 @@ func Handler() http.Handler {
 // patternLen is the length of the body's repeating pattern.
 const patternLen = 32 << 10
 
-func fillPattern(chunk []byte) {
+// writeBody writes the n-byte body: a 32 KiB pattern repeated, cut at n. It
+// stops at the first write error (a client that went away).
+func writeBody(w io.Writer, n int64) {
+	var chunk [patternLen]byte
 	for i := range chunk {
 		chunk[i] = byte(i*131 + i>>8)
+	}
+	for n > 0 {
+		k := min(n, patternLen)
+		if _, err := w.Write(chunk[:k]); err != nil {
+			return
+		}
+		n -= k
 	}
 }
 
 // BodySum is the SHA-256 of the n-byte body Handler serves, to check a
 // download's Result.SHA256 against.
 func BodySum(n int64) [sha256.Size]byte {
-	var chunk [patternLen]byte
-	fillPattern(chunk[:])
 	h := sha256.New()
-	for n > 0 {
-		k := min(n, patternLen)
-		h.Write(chunk[:k])
-		n -= k
-	}
+	writeBody(h, n)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
