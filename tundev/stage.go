@@ -18,7 +18,8 @@ const MaxCoalesced = 65535
 //
 // Stage finds the runs the device can coalesce and copies the first packet of
 // each into a region of its arena sized for the whole run (one copy per run, not
-// per packet; the arena holds at most the batch's bytes). A run ends where the
+// per packet; the arena holds at most the batch's bytes and twice the headroom
+// per run, and keeps its size for the next batch). A run ends where the
 // device's GRO would end it: another flow, a gap in the TCP sequence, a segment
 // after one with PSH, other TCP options (timestamps), a larger UDP datagram, or
 // MaxCoalesced bytes. A wrong guess costs only coalescing: a region too small

@@ -164,9 +164,8 @@ func (in *inbound) flush() {
 // tunWrite is a goroutine's scratch for TUN writes: the batch's slices and the
 // buffers in which the device can coalesce it (tundev.Stager).
 type tunWrite struct {
-	bufs    [][]byte
-	stage   tundev.Stager
-	noStage bool // a throwaway for a rare write: no arena for it
+	bufs  [][]byte
+	stage tundev.Stager
 }
 
 // tunWriteChunk bounds the packets of one TUN write: a receive batch with GRO
@@ -182,24 +181,25 @@ func (e *Engine) writeTUN(pbs []*packetBuf, tw *tunWrite) {
 	if len(pbs) == 0 {
 		return
 	}
+	stage := tw != nil && !e.cfg.NoOffload
 	if tw == nil {
-		tw = &tunWrite{noStage: true}
+		tw = new(tunWrite) // a rare write: no arena for it
 	}
 	for len(pbs) > 0 {
 		n := min(len(pbs), tunWriteChunk)
-		e.writeTUNChunk(pbs[:n], tw)
+		e.writeTUNChunk(pbs[:n], tw, stage)
 		pbs = pbs[n:]
 	}
 }
 
-func (e *Engine) writeTUNChunk(pbs []*packetBuf, tw *tunWrite) {
+func (e *Engine) writeTUNChunk(pbs []*packetBuf, tw *tunWrite, stage bool) {
 	bufs := tw.bufs[:0]
 	for _, pb := range pbs {
 		bufs = append(bufs, pb.b[pb.start-tunWriteOffset:pb.end])
 	}
 	e.counters.tunWrites.Add(1)
 	e.counters.tunWritePkts.Add(uint64(len(bufs)))
-	if len(bufs) > 1 && !e.cfg.NoOffload && !tw.noStage {
+	if stage && len(bufs) > 1 {
 		if runs, pkts := tw.stage.Stage(bufs, tunWriteOffset); runs > 0 {
 			e.counters.tunRuns.Add(uint64(runs))
 			e.counters.tunRunPkts.Add(uint64(pkts))
