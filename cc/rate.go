@@ -57,6 +57,8 @@ const (
 	rateContendPacing   = 1.2                    // pacing gain over window/SRTT in contention (Linux's, in CA)
 	rateDrainCheckEvery = 8 * time.Second        // contention: how often the model drains to look for an empty queue
 	rateDrainCheckMin   = 200 * time.Millisecond // ... for at least this long (BBR's ProbeRTT duration)
+	rateDrainCapGain    = 0.5                    // in-flight cap of a drain, in BDPs (BBRv2's ProbeRTT cwnd gain)
+	rateQueueBackoffMax = 16                     // a drain that empties a standing queue doubles the detection window, up to this factor
 )
 
 // rateGains is ProbeBW's pacing-gain cycle, one phase per min RTT.
@@ -135,6 +137,13 @@ type rateState struct {
 	qMin   float64
 	qStart time.Time
 	qHigh  int
+	// Before contending the model drains to rateDrainCapGain BDPs until
+	// verifyUntil: a queue that then empties was its own (on a slow multi-hop
+	// path the cap's few extra segments stand above the slack), and the
+	// detection window grows by qBackoff (1 when zero) so the check does not
+	// cost the path a drain every half second.
+	verifyUntil time.Time
+	qBackoff    float64
 	// contend: a buffer-filling flow shares the bottleneck; cw (segments) is
 	// the AIMD window that then holds the path's share, last cut at cwCut.
 	contend bool
@@ -218,6 +227,9 @@ func (p *Path) rateTarget() float64 {
 	t := max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
 	if p.rs.contending() {
 		t = max(t, p.rs.cw)
+	}
+	if p.rs.draining() {
+		t = min(t, max(rateDrainCapGain*bdp/p.c.mss, rateMinCap))
 	}
 	return t
 }
@@ -370,6 +382,13 @@ func contendWin(q *Path) float64 {
 // contention and not draining to look for an empty queue).
 func (rs *rateState) contending() bool { return rs.contend && rs.drainUntil.IsZero() }
 
+// draining: the model holds its cap at rateDrainCapGain BDPs to see whether
+// the path's queue empties without it (before contending, or contention's
+// periodic check).
+func (rs *rateState) draining() bool {
+	return !rs.verifyUntil.IsZero() || (rs.contend && !rs.drainUntil.IsZero())
+}
+
 // queueSlack is how far above the min RTT the smallest RTT of a detection
 // window may be without a standing queue: a quarter of the min RTT, at least
 // 5 ms, plus the receiver's ack delay (AckAllowance).
@@ -394,36 +413,64 @@ func (p *Path) rateQueue(now time.Time, rtt float64) {
 	rs := &p.rs
 	mr := p.rateMinRTT()
 	if rs.mode != rateProbeBW || mr <= 0 {
-		rs.qStart, rs.qHigh = time.Time{}, 0
+		rs.qStart, rs.qHigh, rs.verifyUntil = time.Time{}, 0, time.Time{}
 		return
 	}
 	if rs.contend {
 		p.rateDrainCheck(now, rtt, mr)
 		return
 	}
+	if !rs.verifyUntil.IsZero() {
+		p.rateVerify(now, rtt, mr)
+		return
+	}
 	if rs.qStart.IsZero() {
 		rs.qStart, rs.qMin = now, rtt
 	}
 	rs.qMin = min(rs.qMin, rtt)
-	win := max(rateQueueRTTs*mr, rateQueueWindowMin.Seconds())
+	win := max(rateQueueRTTs*mr, rateQueueWindowMin.Seconds()) * max(rs.qBackoff, 1)
 	if now.Sub(rs.qStart).Seconds() < win {
 		return
 	}
 	if rs.qMin > mr+p.queueSlack(mr) {
 		rs.qHigh++
 	} else {
-		rs.qHigh = 0
+		// A window that crossed an empty queue: whatever stood before is gone.
+		rs.qHigh, rs.qBackoff = 0, 1
 	}
 	rs.qStart, rs.qMin = now, rtt
 	if rs.qHigh >= rateQueueWindows {
-		rs.contend, rs.qHigh = true, 0
-		// Start from what the path carries now: the bandwidth estimate over the
-		// RTT the queue makes.
-		rs.cw = max(p.cwnd, p.rateBw()*p.srtt/p.c.mss)
-		rs.cwCut, rs.cwSlow = now, true
-		rs.drainAt = now.Add(rateDrainCheckEvery)
-		rs.drainUntil = time.Time{}
+		rs.qHigh = 0
+		rs.verifyUntil = now.Add(p.drainTime())
 	}
+}
+
+// drainTime is how long a drain lasts: rateDrainCheckMin, at least 2 SRTT.
+func (p *Path) drainTime() time.Duration {
+	return max(rateDrainCheckMin, time.Duration(2*p.srtt*float64(time.Second)))
+}
+
+// rateVerify runs the drain that precedes contention: an RTT sample within
+// the slack of the min RTT means the queue was the model's own, and the next
+// detection waits twice as long; a drain without one enters contention.
+func (p *Path) rateVerify(now time.Time, rtt, mr float64) {
+	rs := &p.rs
+	if rtt <= mr+p.queueSlack(mr) {
+		rs.verifyUntil, rs.qStart = time.Time{}, time.Time{}
+		rs.qBackoff = min(max(rs.qBackoff, 1)*2, rateQueueBackoffMax)
+		return
+	}
+	if now.Before(rs.verifyUntil) {
+		return
+	}
+	rs.verifyUntil = time.Time{}
+	rs.contend, rs.qBackoff = true, 1
+	// Start from what the path carries now: the bandwidth estimate over the
+	// RTT the queue makes.
+	rs.cw = max(p.cwnd, p.rateBw()*p.srtt/p.c.mss)
+	rs.cwCut, rs.cwSlow = now, true
+	rs.drainAt = now.Add(rateDrainCheckEvery)
+	rs.drainUntil = time.Time{}
 }
 
 // rateDrainCheck runs contention's periodic check: for max(rateDrainCheckMin,
@@ -435,8 +482,7 @@ func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
 		if now.Before(rs.drainAt) {
 			return
 		}
-		d := max(rateDrainCheckMin, time.Duration(2*p.srtt*float64(time.Second)))
-		rs.drainUntil = now.Add(d)
+		rs.drainUntil = now.Add(p.drainTime())
 		return
 	}
 	if rtt <= mr+p.queueSlack(mr) {

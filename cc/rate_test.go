@@ -443,9 +443,18 @@ func TestRateContention(t *testing.T) {
 			t.Fatalf("contention at %d ms, want it at 2840 (two standing windows)", ms)
 		}
 	}
+	// Two standing windows: first a drain to half the BDP (20 segments of
+	// 1000 bytes) for max(200 ms, 2 SRTT); the queue stays (80 ms at 3040):
+	// contention.
 	rttAck(p, at(2840), 80*time.Millisecond, 0)
+	p.cwnd = 52 // as if cruising at the model's cap, 1.25 × 40 + 2
+	rttAck(p, at(2900), 80*time.Millisecond, rmss)
+	if p.Stats().Mode != "probe_bw" || !p.rs.draining() || p.cwnd != 20 {
+		t.Fatalf("after two standing windows: mode %q, draining %v, cap %v; want probe_bw, a drain and 20", p.Stats().Mode, p.rs.draining(), p.cwnd)
+	}
+	rttAck(p, at(3040), 80*time.Millisecond, 0)
 	if p.Stats().Mode != "contend" {
-		t.Fatalf("after two standing windows: mode %q, want contend", p.Stats().Mode)
+		t.Fatalf("after the drain: mode %q, want contend", p.Stats().Mode)
 	}
 	// cw = max(cwnd, bw × SRTT) = 1e6 × 0.08 / 1000 = 80 segments, above the
 	// model's cap 1.25 × 40 + 2 = 52.
@@ -455,45 +464,96 @@ func TestRateContention(t *testing.T) {
 	// It slow-starts: an ack of one segment adds one; the cap grows by the
 	// acked segment toward it; pacing 1.2 × cw / SRTT beats gain × bw.
 	p.cwnd = 60 // as if grown past the model's cap already
-	rttAck(p, at(2850), 80*time.Millisecond, rmss)
+	rttAck(p, at(3050), 80*time.Millisecond, rmss)
 	near(t, "cw after one ack in slow start", p.rs.cw, 81)
 	near(t, "cap after one ack", p.cwnd, 61)
 	near(t, "contention pacing", p.PacingRate(), max(1.2*81*rmss/0.080, rateGains[p.rs.phase]*1e6))
 
 	// A loss ends the slow start and cuts cw by 0.7 once per round trip: a
 	// second loss of a packet sent before the cut changes nothing.
-	p.OnLoss(Loss{Now: at(2900), Bytes: rmss, LargestSent: at(2890)})
+	p.OnLoss(Loss{Now: at(3100), Bytes: rmss, LargestSent: at(3090)})
 	near(t, "cw after a loss", p.rs.cw, 0.7*81)
-	p.OnLoss(Loss{Now: at(2910), Bytes: rmss, LargestSent: at(2895)})
+	p.OnLoss(Loss{Now: at(3110), Bytes: rmss, LargestSent: at(3095)})
 	near(t, "cw after a loss of the same round", p.rs.cw, 0.7*81)
 	// Then it grows by 0.625 · 3(0.3)/1.7 / cw per acked segment (alone in the
 	// coupling set: Reno's 1/cw).
-	rttAck(p, at(2920), 80*time.Millisecond, rmss)
+	rttAck(p, at(3120), 80*time.Millisecond, rmss)
 	ai := 0.625 * 3 * 0.3 / 1.7
 	near(t, "cw after one ack in avoidance", p.rs.cw, 0.7*81+ai/(0.7*81))
 	// An ack while the path is not window-limited (5 segments in flight of a
 	// larger cap, none sent limited lately) does not grow it.
 	cw := p.rs.cw
 	p.limitedSet = false
-	p.OnAck(Ack{Now: at(2930), Bytes: rmss, PriorInFlight: 5 * rmss, RTT: 80 * time.Millisecond, SRTT: 80 * time.Millisecond, MinRTT: rtt40, LargestSent: t0})
+	p.OnAck(Ack{Now: at(3130), Bytes: rmss, PriorInFlight: 5 * rmss, RTT: 80 * time.Millisecond, SRTT: 80 * time.Millisecond, MinRTT: rtt40, LargestSent: t0})
 	near(t, "cw after an ack that was not window-limited", p.rs.cw, cw)
 
 	// 8 s after entering, the drain check: for max(200 ms, 2 × 80 ms) the cap
-	// is the model's own (52). The queue stays (80 ms): contention goes on.
-	rttAck(p, at(10840), 80*time.Millisecond, 0)
-	rttAck(p, at(10900), 80*time.Millisecond, rmss)
-	if p.Stats().Mode != "contend" || p.cwnd != 52 {
-		t.Fatalf("during the drain check: mode %q cap %v, want contend and the model's 52", p.Stats().Mode, p.cwnd)
-	}
+	// is half the BDP (20). The queue stays (80 ms): contention goes on.
 	rttAck(p, at(11040), 80*time.Millisecond, 0)
+	rttAck(p, at(11100), 80*time.Millisecond, rmss)
+	if p.Stats().Mode != "contend" || p.cwnd != 20 {
+		t.Fatalf("during the drain check: mode %q cap %v, want contend and 20", p.Stats().Mode, p.cwnd)
+	}
+	rttAck(p, at(11240), 80*time.Millisecond, 0)
 	if !p.rs.contending() {
 		t.Fatalf("after the drain check found a queue: cw not in force")
 	}
 	// The next check (8 s later) sees the queue empty: the model takes over.
-	rttAck(p, at(19040), 80*time.Millisecond, 0)
-	rttAck(p, at(19100), 45*time.Millisecond, 0)
+	rttAck(p, at(19240), 80*time.Millisecond, 0)
+	rttAck(p, at(19300), 45*time.Millisecond, 0)
 	if p.Stats().Mode != "probe_bw" {
 		t.Fatalf("the drain check saw 45 ms: mode %q, want probe_bw", p.Stats().Mode)
+	}
+}
+
+// A standing queue that empties when the model drains was its own (a slow
+// multi-hop path where the cap's extra segments stand above the slack): no
+// contention, and the next detection takes windows twice as long, until a
+// window crosses an empty queue again. Hand-computed as in TestRateContention:
+// windows of 400 ms, slack 10 ms, drains of 200 ms.
+func TestRateOwnQueueDoesNotContend(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 1e6)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// firstDrain feeds 80 ms samples every 40 ms from ms on and returns when
+	// the drain began.
+	firstDrain := func(ms int) int {
+		for ; ms < 10000; ms += 40 {
+			rttAck(p, at(ms), 80*time.Millisecond, 0)
+			if p.rs.draining() {
+				return ms
+			}
+		}
+		t.Fatal("no drain within 10 s of standing queue")
+		return 0
+	}
+	// Windows from 40 ms: closed at 440 and 840; the drain begins at 840.
+	if d := firstDrain(40); d != 840 {
+		t.Fatalf("drain at %d ms, want 840 (two 400 ms windows)", d)
+	}
+	// The queue empties during the drain: the model's own.
+	rttAck(p, at(880), 45*time.Millisecond, 0)
+	if p.rs.draining() || p.Stats().Mode != "probe_bw" || p.rs.qBackoff != 2 {
+		t.Fatalf("a drain that emptied the queue: draining %v, mode %q, backoff %v; want no drain, probe_bw, 2", p.rs.draining(), p.Stats().Mode, p.rs.qBackoff)
+	}
+	// Windows of 800 ms from 920: closed at 1720 and 2520.
+	if d := firstDrain(920); d != 2520 {
+		t.Fatalf("second drain at %d ms, want 2520 (two 800 ms windows)", d)
+	}
+	rttAck(p, at(2560), 45*time.Millisecond, 0)
+	if p.rs.qBackoff != 4 {
+		t.Fatalf("backoff %v after the second drain that emptied the queue, want 4", p.rs.qBackoff)
+	}
+	// A window (1600 ms from 2600) that crosses an empty queue resets it.
+	for ms := 2600; ms <= 4200; ms += 40 {
+		r := 80 * time.Millisecond
+		if ms == 3000 {
+			r = 45 * time.Millisecond
+		}
+		rttAck(p, at(ms), r, 0)
+	}
+	if p.rs.qBackoff != 1 || p.rs.draining() {
+		t.Fatalf("after a window that crossed an empty queue: backoff %v, draining %v; want 1 and no drain", p.rs.qBackoff, p.rs.draining())
 	}
 }
 

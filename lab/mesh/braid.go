@@ -26,11 +26,6 @@ func BraidClientConfig(plan *Plan, serverKey keys.Key, socket, scheduler string)
 	}
 	f := runner.BraidClientFile(serverKey, socket, []string{netip.AddrPortFrom(plan.Service, runner.BraidPort).String()}, paths)
 	f.Client.Scheduler = scheduler
-	// The mesh's links lose nothing, and its published figures (seed 003, Fig. 10)
-	// were made without loss recovery and its rate model; with them braid reached
-	// only 1.15–1.19× TCP on two channels (docs/results/recovery), so the mesh lab
-	// keeps the configuration it documents until the rate model is fixed.
-	f.Client.Recovery = "off"
 	return f
 }
 
