@@ -17,10 +17,10 @@ import (
 )
 
 // BraidClientConfig is the client's file for paths. With one path it
-// talks to the server address on that path only: one subflow, one veth.
-// With more it lists every server address, as a real client does and as
-// the lab's braid transport does, so the full mesh has paths × addresses
-// subflows (the crossing ones still leave through their own veth: a socket
+// talks to the server address on that path only: one daemon path, one
+// veth. With more it lists every server address, as a real client does and
+// as the lab's braid transport does, so the full mesh has paths × addresses
+// daemon paths (the crossing ones still leave through their own veth: a socket
 // pinned to a device with no route to the address treats it as on-link).
 // Every option but congestion and recovery (from Config) is braid's
 // default, and nothing is routed into the tunnel but its own subnet.
@@ -61,28 +61,23 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 }
 
 // braidDetail names the scheduler, congestion control and recovery and
-// counts the subflows: the client
-// opens one from each path to each server address it lists (see
-// BraidClientConfig), and the daemon lists each with its state.
+// counts the daemon paths: the client opens one from each path to each
+// server address it lists (see BraidClientConfig), and the daemon lists
+// each with its state.
 func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
-	sched, cc, rec, usable := "", "", "", 0
+	sched, cc, rec := "", "", ""
 	for _, p := range st.Peers {
-		if !p.Established {
-			continue
-		}
-		sched, cc, rec = p.Scheduler, p.Congestion, p.Recovery
-		for _, ps := range p.Paths {
-			if ps.State == "active" || ps.State == "degraded" {
-				usable++
-			}
+		if p.Established {
+			sched, cc, rec = p.Scheduler, p.Congestion, p.Recovery
 		}
 	}
+	usable := runner.UsableAny(st)
 	veths := make([]string, len(paths))
 	for i, p := range paths {
 		veths[i] = p.ClientIf
 	}
 	n := len(paths)
-	s := fmt.Sprintf("braid scheduler %s, congestion %s, recovery %s, %d path(s) over veth %s to %d server address(es): %d of %d subflows usable",
+	s := fmt.Sprintf("braid scheduler %s, congestion %s, recovery %s, %d path(s) over veth %s to %d server address(es): %d of %d daemon paths usable",
 		sched, cc, rec, n, strings.Join(veths, "+"), n, usable, n*n)
 	if mtu > 0 {
 		s += fmt.Sprintf(", inner MTU %d", mtu)

@@ -61,7 +61,7 @@ func TestBraidDetail(t *testing.T) {
 		{Established: false, Scheduler: "other", Paths: paths},
 	}}
 	got := braidDetail(st, benchPaths, 1380)
-	want := "braid scheduler earliest-arrival, congestion rate, recovery retransmit+fec, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 subflows usable, inner MTU 1380"
+	want := "braid scheduler earliest-arrival, congestion rate, recovery retransmit+fec, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 daemon paths usable, inner MTU 1380"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -17,8 +17,8 @@ import (
 // mesh path, given as the path's address (a socket bound to it follows
 // the path's rule on every node), and one server address, the service
 // address. The client opens the full mesh of paths × servers, which with
-// one server address is exactly one subflow per path: none can wander
-// onto another path. scheduler "" keeps braid's default.
+// one server address is exactly one daemon path per mesh path: none can
+// wander onto another. scheduler "" keeps braid's default.
 func BraidClientConfig(plan *Plan, serverKey keys.Key, socket, scheduler string) *config.File {
 	var paths []string
 	for _, pp := range plan.Paths {
@@ -37,14 +37,14 @@ func BraidServerConfig(clientKey keys.Key, socket string) *config.File {
 }
 
 // Braid is a braid server in the destination and a braid client in the
-// source, with one subflow per mesh path.
+// source, with one daemon path per mesh path.
 type Braid struct {
 	mesh *Mesh
 	pair *runner.BraidPair
 }
 
 // StartBraid writes keys and configs into dir, starts both daemons with
-// bc and waits until the client has a usable subflow on every path.
+// bc and waits until the client has a usable daemon path on every mesh path.
 func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler string) (*Braid, error) {
 	pair, err := runner.StartBraidPair(ctx, bc, dir, m.Destination(), m.Source(),
 		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
@@ -56,35 +56,13 @@ func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, sche
 	return &Braid{mesh: m, pair: pair}, nil
 }
 
-// UsablePaths counts the mesh paths on which st has an active or degraded
-// subflow of an established peer, telling paths apart by local address.
+// UsablePaths counts the mesh paths on which st has a usable daemon path,
+// telling them apart by local address.
 func UsablePaths(st control.Status, plan *Plan) int {
-	n := 0
-	for k := range plan.Paths {
-		if len(PathStatuses(st, plan, k)) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// PathStatuses are st's usable subflows of mesh path k.
-func PathStatuses(st control.Status, plan *Plan, k int) []control.PathStatus {
-	var out []control.PathStatus
-	for _, peer := range st.Peers {
-		if !peer.Established {
-			continue
-		}
-		for _, ps := range peer.Paths {
-			if ps.State != "active" && ps.State != "degraded" {
-				continue
-			}
-			if ap, err := netip.ParseAddrPort(ps.Local); err == nil && ap.Addr().Unmap() == plan.Paths[k].ClientAddr {
-				out = append(out, ps)
-			}
-		}
-	}
-	return out
+	return runner.UsableOn(st, len(plan.Paths), func(ps control.PathStatus, k int) bool {
+		ap, err := netip.ParseAddrPort(ps.Local)
+		return err == nil && ap.Addr().Unmap() == plan.Paths[k].ClientAddr
+	})
 }
 
 // Status queries the client.

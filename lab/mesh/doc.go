@@ -31,10 +31,11 @@
 //
 // braid's client opens the full mesh of its paths × its servers' addresses.
 // The client here lists its paths as addresses (ClientAddr, so each
-// subflow's socket is bound to one and follows that path's rule) and the
-// server by the one service address: paths × 1 subflows, one per path, and
-// none can take a hop of another path. (With one server address per path,
-// the crossing subflows would need the paths to meet somewhere.) Plain
+// daemon path's socket is bound to one and follows that mesh path's rule)
+// and the server by the one service address: paths × 1 daemon paths, one
+// per mesh path, and none can take a hop of another. (With one server
+// address per path, the crossing daemon paths would need the mesh paths to
+// meet somewhere.) Plain
 // TCP over a path binds the path's address the same way (DialPath).
 //
 // # Radio model

@@ -298,7 +298,7 @@ func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err
 	s := &braidSession{env: env, paths: paths, onePath: set.onePath, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
 	want, usable := len(paths), func(st control.Status) int { return UsablePaths(st, paths) }
 	if set.onePath {
-		want, usable = 1, usableAny
+		want, usable = 1, UsableAny
 	}
 	s.pair, err = StartBraidPair(ctx, env.Braid, env.Dir, env.TB.Server(), env.TB.Client(),
 		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
@@ -314,36 +314,38 @@ func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err
 	return s, nil
 }
 
-// UsablePaths counts the testbed paths on which st's first established peer
-// has an active or degraded subflow.
+// UsablePaths counts the testbed paths on which an established peer of st
+// has a usable daemon path.
 func UsablePaths(st control.Status, paths []testbed.Path) int {
-	n := 0
-	for _, p := range paths {
-		ok := false
-		for _, peer := range st.Peers {
-			if !peer.Established {
-				continue
-			}
-			for _, ps := range peer.Paths {
-				if (ps.State == "active" || ps.State == "degraded") && onPath(ps, p) {
-					ok = true
-				}
-			}
-		}
-		if ok {
-			n++
-		}
-	}
-	return n
+	return UsableOn(st, len(paths), func(ps control.PathStatus, k int) bool { return onPath(ps, paths[k]) })
 }
 
-// usableAny counts the active or degraded paths of st's established peers,
+// UsableOn counts the network paths 0..n-1 on which an established peer of
+// st has an active or degraded daemon path; on tells which network path a
+// daemon path takes (each lab topology tells them apart its own way).
+func UsableOn(st control.Status, n int, on func(ps control.PathStatus, k int) bool) int {
+	count := 0
+	for k := 0; k < n; k++ {
+		found := false
+		for _, peer := range st.Peers {
+			for _, ps := range peer.Paths {
+				found = found || (usable(peer, ps) && on(ps, k))
+			}
+		}
+		if found {
+			count++
+		}
+	}
+	return count
+}
+
+// UsableAny counts the usable daemon paths of st's established peers,
 // wherever they leave from (an MPTCP tunnel's one path has no device).
-func usableAny(st control.Status) int {
+func UsableAny(st control.Status) int {
 	n := 0
 	for _, peer := range st.Peers {
 		for _, ps := range peer.Paths {
-			if peer.Established && (ps.State == "active" || ps.State == "degraded") {
+			if usable(peer, ps) {
 				n++
 			}
 		}
@@ -351,7 +353,12 @@ func usableAny(st control.Status) int {
 	return n
 }
 
-// onPath tells whether a braid subflow belongs to testbed path p: by its
+// usable: a daemon path that carries traffic, of an established session.
+func usable(peer control.PeerStatus, ps control.PathStatus) bool {
+	return peer.Established && (ps.State == "active" || ps.State == "degraded")
+}
+
+// onPath tells whether a braid daemon path takes testbed path p: by its
 // device, or by its local address when the status has no device.
 func onPath(ps control.PathStatus, p testbed.Path) bool {
 	if ps.Device != "" {
