@@ -2,17 +2,17 @@ package mesh
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/linkemu"
+	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -30,21 +30,20 @@ type Options struct {
 type Mesh struct {
 	Plan *Plan
 
-	nodes  map[int]*netns.Namespace
-	linkNS []*netns.Namespace
-	links  []*linkemu.Link
+	tb    *testbed.Testbed
+	links []*linkemu.Link
 
 	mu       sync.Mutex
 	channels Channels
 	groups   [][]int
 	media    []*linkemu.Medium
-	undo     []func() error
 }
 
 // Build creates one namespace per node of the plan and one link node per
-// hop, the veths, addresses, emulators, routes and rules. On error
-// everything already created is removed.
-func Build(plan *Plan, opt Options) (m *Mesh, err error) {
+// hop, the veths, addresses, emulators, routes and rules, by the same
+// builder as the two-path testbed (testbed.Start). On error everything
+// already created is removed.
+func Build(plan *Plan, opt Options) (*Mesh, error) {
 	prefix := opt.Prefix
 	if prefix == "" {
 		prefix = Prefix
@@ -57,101 +56,77 @@ func Build(plan *Plan, opt Options) (m *Mesh, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := netns.Cleanup(prefix); err != nil {
-		return nil, fmt.Errorf("mesh: removing stale namespaces: %w", err)
+	tp, err := plan.testbedPlan(groups)
+	if err != nil {
+		return nil, err
 	}
-	m = &Mesh{Plan: plan, nodes: map[int]*netns.Namespace{}}
-	defer func() {
-		if err != nil {
-			m.Close()
-			m = nil
-		}
-	}()
-	g := plan.Graph
-	for _, v := range plan.Nodes {
-		ns, err := netns.New(prefix)
-		if err != nil {
-			return m, fmt.Errorf("mesh: node %s: %w", g.ID(v), err)
-		}
-		m.onClose(ns.Close)
-		m.nodes[v] = ns
-		for _, s := range plan.Sysctls[v] {
-			if err := setSysctl(ns, s); err != nil {
-				return m, fmt.Errorf("mesh: node %s: %w", g.ID(v), err)
-			}
-		}
+	tb, err := testbed.Start(tp, testbed.Options{Prefix: prefix})
+	if err != nil {
+		return nil, fmt.Errorf("mesh: %w", err)
+	}
+	m := &Mesh{Plan: plan, tb: tb, channels: ch, groups: groups}
+	for i := range groups {
+		m.media = append(m.media, tb.Medium(mediumName(i)))
 	}
 	for h := range plan.Hops {
-		ns, err := netns.New(prefix)
-		if err != nil {
-			return m, fmt.Errorf("mesh: link node of hop %d: %w", h, err)
-		}
-		m.onClose(ns.Close)
-		m.linkNS = append(m.linkNS, ns)
-		for _, s := range LinkNodeSysctls {
-			if err := setSysctl(ns, s); err != nil {
-				return m, fmt.Errorf("mesh: link node of hop %d: %w", h, err)
-			}
-		}
-	}
-	for h, hop := range plan.Hops {
-		ln := m.linkNS[h]
-		from := netns.VethEnd{NS: m.nodes[hop.From], Name: hop.FromIf, Addrs: []netip.Prefix{netip.PrefixFrom(hop.FromAddr, 30)}}
-		to := netns.VethEnd{NS: m.nodes[hop.To], Name: hop.ToIf, Addrs: []netip.Prefix{netip.PrefixFrom(hop.ToAddr, 30)}}
-		a := netns.VethEnd{NS: ln, Name: hop.LinkA}
-		b := netns.VethEnd{NS: ln, Name: hop.LinkB}
-		// Veths go with either namespace: closing them undoes this.
-		for _, pair := range [][2]netns.VethEnd{{from, a}, {b, to}} {
-			if err := netns.AddVeth(pair[0], pair[1]); err != nil {
-				return m, fmt.Errorf("mesh: hop %d (%s–%s): %w", h, g.ID(hop.From), g.ID(hop.To), err)
-			}
-			// Everything feeding an emulator must send plain frames.
-			for _, e := range pair {
-				if err := linkemu.DisableOffloads(e.NS, e.Name); err != nil {
-					return m, fmt.Errorf("mesh: hop %d: %w", h, err)
-				}
-			}
-		}
-	}
-	if err := m.nodes[plan.Dst].AddAddr("lo", netip.PrefixFrom(plan.Service, 32)); err != nil {
-		return m, fmt.Errorf("mesh: service address: %w", err)
-	}
-	media := newMedia(plan, groups)
-	for h, hop := range plan.Hops {
-		ab, ba := hopShapes(plan, h, groups, media)
-		l, err := linkemu.Start(linkemu.Config{NS: m.linkNS[h], A: hop.LinkA, B: hop.LinkB, AtoB: ab, BtoA: ba})
-		if err != nil {
-			return m, fmt.Errorf("mesh: emulator of hop %d: %w", h, err)
-		}
-		// Emulators close before the namespaces (undo runs backwards).
-		m.onClose(l.Close)
-		m.links = append(m.links, l)
-	}
-	m.channels, m.groups, m.media = ch, groups, media
-	for _, v := range plan.Nodes {
-		ns := m.nodes[v]
-		for _, r := range plan.Routes[v] {
-			if err := ns.AddRoute(r); err != nil {
-				return m, fmt.Errorf("mesh: node %s: %w", g.ID(v), err)
-			}
-		}
-		for _, r := range plan.Rules[v] {
-			if err := ns.AddRule(r); err != nil {
-				return m, fmt.Errorf("mesh: node %s: %w", g.ID(v), err)
-			}
-		}
+		m.links = append(m.links, tb.LinkEmulator(hopName(h)))
 	}
 	return m, nil
 }
 
-// setSysctl writes s; a key the kernel lacks is fine only for IPv6
-// settings (a kernel without IPv6 has nothing to switch off).
-func setSysctl(ns *netns.Namespace, s Sysctl) error {
-	err := ns.SetSysctl(s.Key, s.Value)
-	if err != nil && errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(s.Key, "net.ipv6.") {
-		return nil
+// The testbed names of the mesh's parts: a graph node by its ID, hop h's
+// link node and emulated link, contention group i's medium.
+func linkNodeName(h int) string { return fmt.Sprintf("link node of hop %d", h) }
+func hopName(h int) string      { return fmt.Sprintf("hop %d", h) }
+func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
+
+// testbedPlan is the plan as the testbed builder takes it: the graph nodes
+// and a link node per hop, a veth from each hop end to its link node (no
+// offloads: the emulator wants plain frames), the service address, an
+// emulated link per hop on its group's medium, the routes and rules.
+func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
+	g := plan.Graph
+	tp := &testbed.Plan{Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{}}
+	for _, v := range plan.Nodes {
+		id := g.ID(v)
+		for h := range plan.Hops {
+			if id == linkNodeName(h) {
+				return nil, fmt.Errorf("mesh: node ID %q is the name of a link node", id)
+			}
+		}
+		tp.Nodes = append(tp.Nodes, scenario.Node{Name: id})
+		tp.Sysctls[id], tp.Routes[id], tp.Rules[id] = plan.Sysctls[v], plan.Routes[v], plan.Rules[v]
 	}
-	return err
+	tp.Addrs = []testbed.Addr{{Node: g.ID(plan.Dst), If: "lo", Prefix: netip.PrefixFrom(plan.Service, 32)}}
+	for i := range groups {
+		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
+	}
+	for h, hop := range plan.Hops {
+		ln := linkNodeName(h)
+		tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
+		tp.Sysctls[ln] = LinkNodeSysctls
+		tp.Veths = append(tp.Veths,
+			testbed.Veth{NodeA: g.ID(hop.From), IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
+			testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: g.ID(hop.To), IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
+		e := testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h}
+		if i := groupOf(groups, h); i >= 0 {
+			e.Medium = mediumName(i)
+		}
+		e.AtoB, _ = hopShapes(plan, h, groups, nil)
+		e.BtoA = e.AtoB
+		tp.Emulated = append(tp.Emulated, e)
+	}
+	return tp, nil
+}
+
+// groupOf is the index of the contention group hop h is in, -1 if none.
+func groupOf(groups [][]int, h int) int {
+	for i, grp := range groups {
+		if slices.Contains(grp, h) {
+			return i
+		}
+	}
+	return -1
 }
 
 func newMedia(plan *Plan, groups [][]int) []*linkemu.Medium {
@@ -163,21 +138,16 @@ func newMedia(plan *Plan, groups [][]int) []*linkemu.Medium {
 }
 
 // hopShapes are hop h's two directions: the hop's delay, serialized on
-// its group's medium.
+// its group's medium (media[group]; nil media: the medium is the caller's
+// to attach). A hop outside every group gets a channel of its own.
 func hopShapes(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) (ab, ba linkemu.Shape) {
-	var med *linkemu.Medium
-	for i, grp := range groups {
-		for _, x := range grp {
-			if x == h {
-				med = media[i]
-			}
-		}
-	}
-	s := linkemu.Shape{Delay: plan.Hops[h].Delay, Medium: med}
-	if med == nil {
-		// Not reachable for a plan's own groups (every hop is in one);
-		// a hop outside every group gets a channel of its own.
+	s := linkemu.Shape{Delay: plan.Hops[h].Delay}
+	switch i := groupOf(groups, h); {
+	case i < 0:
+		// Not reachable for a plan's own groups (every hop is in one).
 		s.Rate, s.QueuePackets = plan.Config.Rate, plan.Config.QueuePackets
+	case media != nil:
+		s.Medium = media[i]
 	}
 	return s, s
 }
@@ -224,25 +194,21 @@ func (m *Mesh) Groups() [][]int {
 func (m *Mesh) Medium(h int) *linkemu.Medium {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, grp := range m.groups {
-		for _, x := range grp {
-			if x == h {
-				return m.media[i]
-			}
-		}
+	if i := groupOf(m.groups, h); i >= 0 {
+		return m.media[i]
 	}
 	return nil
 }
 
 // Node returns graph node v's namespace (nil if v is on no path).
-func (m *Mesh) Node(v int) *netns.Namespace { return m.nodes[v] }
+func (m *Mesh) Node(v int) *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(v)) }
 
 // Source and Destination are the two ends' namespaces.
-func (m *Mesh) Source() *netns.Namespace      { return m.nodes[m.Plan.Src] }
-func (m *Mesh) Destination() *netns.Namespace { return m.nodes[m.Plan.Dst] }
+func (m *Mesh) Source() *netns.Namespace      { return m.Node(m.Plan.Src) }
+func (m *Mesh) Destination() *netns.Namespace { return m.Node(m.Plan.Dst) }
 
 // LinkNode returns hop h's link node.
-func (m *Mesh) LinkNode(h int) *netns.Namespace { return m.linkNS[h] }
+func (m *Mesh) LinkNode(h int) *netns.Namespace { return m.tb.NS(linkNodeName(h)) }
 
 // Link returns hop h's emulator.
 func (m *Mesh) Link(h int) *linkemu.Link { return m.links[h] }
@@ -303,24 +269,6 @@ func (m *Mesh) DialPath(k int, cc string) func(ctx context.Context, network, add
 	}
 }
 
-func (m *Mesh) onClose(f func() error) {
-	m.mu.Lock()
-	m.undo = append(m.undo, f)
-	m.mu.Unlock()
-}
-
 // Close stops the emulators and removes every namespace with its links
 // and processes. It is idempotent and returns the first error.
-func (m *Mesh) Close() error {
-	m.mu.Lock()
-	undo := m.undo
-	m.undo = nil
-	m.mu.Unlock()
-	var first error
-	for i := len(undo) - 1; i >= 0; i-- {
-		if err := undo[i](); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+func (m *Mesh) Close() error { return m.tb.Close() }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/route"
 )
@@ -133,7 +134,7 @@ func (c *Config) fill() error {
 }
 
 // Sysctl is one setting written in a namespace.
-type Sysctl struct{ Key, Value string }
+type Sysctl = scenario.Sysctl
 
 // Hop is one link of a path, emulated as From —veth— link node —veth— To.
 // From is the end nearer the source; the link node's A side faces it, so
@@ -194,8 +195,8 @@ type Plan struct {
 // node's own stack sends nothing (router solicitations, MLD reports)
 // onto the wire the emulator owns.
 var LinkNodeSysctls = []Sysctl{
-	{"net.ipv6.conf.all.disable_ipv6", "1"},
-	{"net.ipv6.conf.default.disable_ipv6", "1"},
+	{Key: "net.ipv6.conf.all.disable_ipv6", Value: "1"},
+	{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
 }
 
 // nodeSysctls are a mesh node's settings. Reverse-path filtering is off
@@ -208,11 +209,11 @@ func nodeSysctls(relay bool) []Sysctl {
 		fwd = "1"
 	}
 	return []Sysctl{
-		{"net.ipv4.conf.all.rp_filter", "0"},
-		{"net.ipv4.conf.default.rp_filter", "0"},
-		{"net.ipv6.conf.all.disable_ipv6", "1"},
-		{"net.ipv6.conf.default.disable_ipv6", "1"},
-		{"net.ipv4.ip_forward", fwd},
+		{Key: "net.ipv4.conf.all.rp_filter", Value: "0"},
+		{Key: "net.ipv4.conf.default.rp_filter", Value: "0"},
+		{Key: "net.ipv6.conf.all.disable_ipv6", Value: "1"},
+		{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
+		{Key: "net.ipv4.ip_forward", Value: fwd},
 	}
 }
 

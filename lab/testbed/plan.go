@@ -5,9 +5,12 @@
 //
 // The work is split in two. Plan is pure: it turns a topology into the list of
 // veth pairs, emulated links, routes, rules and sysctls, so that the routing
-// decisions can be unit-tested without root. Build executes a plan, registering
-// the undo of every step before taking it, so that a failure half-way (or
-// Close) leaves nothing behind.
+// decisions can be unit-tested without root. Start executes a plan (Build is
+// NewPlan then Start), registering the undo of every step before taking it,
+// so that a failure half-way (or Close) leaves nothing behind. Start is the
+// lab's one topology builder: the mesh lab (lab/mesh) turns its plan into a
+// testbed Plan of nodes, link nodes, veths, media and emulated links and
+// starts it the same way.
 //
 // Routing, and why:
 //
@@ -83,6 +86,14 @@ type Emulated struct {
 	Seq int
 }
 
+// Addr is an address added to an interface after the veths exist (the
+// mesh lab's service address on the destination's loopback, which its
+// routes name as their source).
+type Addr struct {
+	Node, If string
+	Prefix   netip.Prefix
+}
+
 // Shaped is a plain veth end rate-limited by the kernel's tbf.
 type Shaped struct {
 	Node, If string
@@ -110,6 +121,7 @@ type Plan struct {
 	Media    []scenario.Medium
 	Sysctls  map[string][]scenario.Sysctl // node → settings
 	Veths    []Veth
+	Addrs    []Addr
 	Emulated []Emulated
 	Shaped   []Shaped
 	Routes   map[string][]netns.Route // node → routes

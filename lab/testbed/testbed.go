@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
@@ -46,11 +47,18 @@ type Testbed struct {
 
 // Build creates the namespaces, links, emulators, routes and sysctls of top.
 // On error everything already created is removed.
-func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
+func Build(top *scenario.Topology, opt Options) (*Testbed, error) {
 	plan, err := NewPlan(top, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
+	return Start(plan, opt)
+}
+
+// Start executes a plan: the two-path testbed's (NewPlan) or any other
+// shape a lab builds its plan for (the mesh lab's). On error everything
+// already created is removed.
+func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	prefix := opt.Prefix
 	if prefix == "" {
 		prefix = Prefix
@@ -114,6 +122,11 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 			}
 		}
 	}
+	for _, a := range plan.Addrs {
+		if err := tb.ns[a.Node].AddAddr(a.If, a.Prefix); err != nil {
+			return tb, fmt.Errorf("testbed: node %s: address %v on %s: %w", a.Node, a.Prefix, a.If, err)
+		}
+	}
 	for _, pa := range plan.Paths {
 		if pa.MTU > 0 {
 			if err := tb.Client().SetMTU(pa.ClientIf, pa.MTU); err != nil {
@@ -173,7 +186,8 @@ func Build(top *scenario.Topology, opt Options) (tb *Testbed, err error) {
 // why: a namespace refuses congestion controls the host does not allow there
 // (the lab sets TCP_CONGESTION per socket), some kernels keep net.core
 // buffer limits global, and a kernel without MPTCP has no net.mptcp (the
-// mptcp-direct transport then fails with its own error).
+// mptcp-direct transport then fails with its own error), and a kernel
+// without IPv6 has no IPv6 to switch off.
 func tolerable(key string, err error) (string, bool) {
 	switch {
 	case key == "net.ipv4.tcp_congestion_control":
@@ -182,6 +196,8 @@ func tolerable(key string, err error) (string, bool) {
 		return "not present in the namespace", true
 	case errors.Is(err, fs.ErrPermission) && slices.Contains(hostWide, key):
 		return "read-only in the namespace (the host's value applies)", true
+	case errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(key, "net.ipv6."):
+		return "no IPv6 in this kernel (nothing to switch off)", true
 	}
 	return "", false
 }
