@@ -7,12 +7,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // GB is the unit of the CPU figures: 10^9 bytes, the same decimal prefix
@@ -277,25 +275,24 @@ func (r *Report) ComputeRatios() {
 	}
 }
 
-func fnum(x Num, prec int) string {
-	if !x.Valid() {
-		return "—"
-	}
-	return strconv.FormatFloat(float64(x), 'f', prec, 64)
-}
+// format is how the bench's tables write numbers: "—" for a figure that
+// does not apply (a tunnel's CPU for kernel TCP) or was not measured.
+var format = table.Style{NaN: "—"}
+
+func fnum(x Num, prec int) string { return format.Num(float64(x), prec) }
 
 func fpair(a, b Num, prec int) string {
 	if !a.Valid() && !b.Valid() {
-		return "—"
+		return format.NaN
 	}
 	return fnum(a, prec) + " / " + fnum(b, prec)
 }
 
 func fratio(x Num) string {
 	if !x.Valid() {
-		return "—"
+		return format.NaN
 	}
-	return strconv.FormatFloat(float64(x), 'f', 2, 64) + "×"
+	return fnum(x, 2) + "×"
 }
 
 func (r *Report) label(name string) string {
@@ -348,18 +345,10 @@ var Legend = []string{
 	"Ratios: case ÷ reference, against kernel TCP, against wireguard-go (braid only) and against braid on one path (braid on more paths); a throughput ratio above 1 and a CPU ratio below 1 favour the case.",
 }
 
-func writeTable(w io.Writer, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, row := range rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	tw.Flush()
-}
-
 func (r *Report) setupLine() string {
-	s := fmt.Sprintf("%s × %d per case", scenario.FormatSize(r.Size), r.Reps)
+	s := fmt.Sprintf("%s × %d per case", table.Size(r.Size, ""), r.Reps)
 	if r.Parallel > 1 {
-		part := scenario.FormatSize(r.Size / int64(r.Parallel))
+		part := table.Size(r.Size/int64(r.Parallel), "")
 		if r.Size%int64(r.Parallel) != 0 {
 			part = "≈" + part
 		}
@@ -378,14 +367,14 @@ func (r *Report) setupLine() string {
 // WriteText writes the report as aligned tables.
 func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "braid lab bench: %s\n\n", r.setupLine())
-	writeTable(w, r.resultRows())
+	table.WriteText(w, r.resultRows())
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(w)
-		writeTable(w, r.ratioRows())
+		table.WriteText(w, r.ratioRows())
 	}
 	if rows := r.batchingRows(); rows != nil {
 		fmt.Fprintln(w)
-		writeTable(w, rows)
+		table.WriteText(w, rows)
 	}
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
@@ -412,56 +401,37 @@ func (r *Report) legend() []string {
 	return append(slices.Clip(Legend), batchingLegend)
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-func writeMDTable(w io.Writer, rows [][]string) {
-	for i, row := range rows {
-		cells := make([]string, len(row))
-		for j, c := range row {
-			cells[j] = mdEscape(c)
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-		if i == 0 {
-			seps := make([]string, len(row))
-			for j := range seps {
-				seps[j] = "---"
-				if j > 0 {
-					seps[j] = "---:"
-				}
-			}
-			fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
-		}
-	}
-}
+// mdTable right-aligns every column but the case or ratio name.
+var mdTable = table.Markdown{First: "---", Others: "---:"}
 
 // WriteMarkdown writes the report as Markdown tables with the setup and
 // the legend.
 func (r *Report) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "# braid lab bench\n\n%s; started %s, took %s.\n\n", r.setupLine(),
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
-	writeMDTable(w, r.resultRows())
+	mdTable.Write(w, r.resultRows())
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(w)
-		writeMDTable(w, r.ratioRows())
+		mdTable.Write(w, r.ratioRows())
 	}
 	if rows := r.batchingRows(); rows != nil {
 		fmt.Fprintln(w)
-		writeMDTable(w, rows)
+		mdTable.Write(w, rows)
 	}
 	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if c.Detail != "" {
-			fmt.Fprintf(w, "- %s: %s\n", mdEscape(c.Label), mdEscape(c.Detail))
+			fmt.Fprintf(w, "- %s: %s\n", table.Escape(c.Label), table.Escape(c.Detail))
 		}
 		for _, e := range c.Errors {
-			fmt.Fprintf(w, "- %s: error: %s\n", mdEscape(c.Label), mdEscape(e))
+			fmt.Fprintf(w, "- %s: error: %s\n", table.Escape(c.Label), table.Escape(e))
 		}
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "- note: %s\n", mdEscape(n))
+		fmt.Fprintf(w, "- note: %s\n", table.Escape(n))
 	}
 	fmt.Fprintln(w)
 	for _, l := range r.legend() {
-		fmt.Fprintf(w, "- %s\n", mdEscape(l))
+		fmt.Fprintf(w, "- %s\n", table.Escape(l))
 	}
 }

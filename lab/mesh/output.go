@@ -12,18 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/braid-vpn/braid/lab/report"
-	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/table"
 	"github.com/braid-vpn/braid/route"
 )
 
@@ -78,22 +72,9 @@ func (r *Result) hopCounts() []int {
 	return hs
 }
 
-func num(v float64, prec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "—"
-	}
-	return strconv.FormatFloat(v, 'f', prec, 64)
-}
-
-func meanCI(s stats.Summary, prec int) string {
-	if s.N == 0 {
-		return "—"
-	}
-	if math.IsNaN(s.CI95) {
-		return num(s.Mean, prec)
-	}
-	return num(s.Mean, prec) + " ± " + num(s.CI95, prec)
-}
+// format is how the mesh lab's tables write numbers: "—" for one it has
+// not got, and a mean alone where one download leaves no interval.
+var format = table.Style{NaN: "—", None: "—", BareMean: true}
 
 func hopsLabel(h int) string {
 	if h == 0 {
@@ -129,13 +110,9 @@ func (r *Result) tables() (goodput, ratio [][]string) {
 				continue
 			}
 			topos = max(topos, s.Topologies)
-			g = append(g, meanCI(s.Goodput, 2))
+			g = append(g, format.MeanCI(&s.Goodput, 2))
 			if c != TCP {
-				if s.Ratio != nil {
-					q = append(q, meanCI(*s.Ratio, 2))
-				} else {
-					q = append(q, "—")
-				}
+				q = append(q, format.MeanCI(s.Ratio, 2))
 			}
 		}
 		g[1], q[1] = strconv.Itoa(topos), strconv.Itoa(topos)
@@ -170,7 +147,7 @@ func (r *Result) topologyTable() [][]string {
 		for _, c := range cases {
 			cell := "—"
 			if m := t.measurement(c.Name()); m != nil && m.Goodput.N > 0 {
-				cell = num(m.Goodput.Mean, 2)
+				cell = format.Num(m.Goodput.Mean, 2)
 				if m.Error != "" {
 					cell += "*"
 				}
@@ -182,29 +159,8 @@ func (r *Result) topologyTable() [][]string {
 	return out
 }
 
-func writeAligned(w io.Writer, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
-}
-
-func writeMarkdownTable(w io.Writer, rows [][]string) {
-	for i, r := range rows {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
-		if i == 0 {
-			seps := make([]string, len(r))
-			for j := range seps {
-				seps[j] = "---"
-				if j > 0 {
-					seps[j] = "--:"
-				}
-			}
-			fmt.Fprintf(w, "|%s|\n", strings.Join(seps, "|"))
-		}
-	}
-}
+// mdTable right-aligns every column but the first.
+var mdTable = table.Markdown{First: "---", Others: "--:"}
 
 // setupLine says what was run, in one line.
 func (r *Result) setupLine() string {
@@ -213,19 +169,7 @@ func (r *Result) setupLine() string {
 		what = "graph " + r.GraphFile
 	}
 	return fmt.Sprintf("%s; %d × %s per case, %s; %s Mbit/s per channel, %s–%s ms per hop, medium queue %d frames",
-		what, r.Reps, sizeString(r.Size), r.CC, num(float64(r.RateBps)/1e6, 1), num(r.MinDelayMs, 1), num(r.MaxDelayMs, 1), r.QueuePackets)
-}
-
-func sizeString(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + " " + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + " B"
+		what, r.Reps, table.Size(r.Size, " "), r.CC, format.Num(float64(r.RateBps)/1e6, 1), format.Num(r.MinDelayMs, 1), format.Num(r.MaxDelayMs, 1), r.QueuePackets)
 }
 
 // errors lists the measurements that failed or were skipped.
@@ -247,11 +191,11 @@ func (r *Result) errorLines() []string {
 func WriteText(w io.Writer, r *Result) {
 	g, q := r.tables()
 	fmt.Fprintln(w, "goodput, Mbit/s (mean ± 95% CI over downloads):")
-	writeAligned(w, g)
+	table.WriteText(w, g)
 	fmt.Fprintln(w, "\ngoodput ÷ TCP's on the same topology (mean ± 95% CI over topologies):")
-	writeAligned(w, q)
+	table.WriteText(w, q)
 	fmt.Fprintln(w, "\nper topology (mean goodput, Mbit/s; * = some downloads failed):")
-	writeAligned(w, r.topologyTable())
+	table.WriteText(w, r.topologyTable())
 	for _, l := range r.errorLines() {
 		fmt.Fprintln(w, "error:", l)
 	}
@@ -262,11 +206,11 @@ func WriteText(w io.Writer, r *Result) {
 func WriteMarkdown(w io.Writer, r *Result) {
 	g, q := r.tables()
 	fmt.Fprintf(w, "%s.\n\nGoodput in Mbit/s, mean ± 95%% CI over all downloads of the topologies with that shortest-path hop count:\n\n", r.setupLine())
-	writeMarkdownTable(w, g)
+	mdTable.Write(w, g)
 	fmt.Fprintf(w, "\nGoodput ÷ TCP's on the same topology, mean ± 95%% CI over topologies:\n\n")
-	writeMarkdownTable(w, q)
+	mdTable.Write(w, q)
 	fmt.Fprintf(w, "\nPer topology (mean goodput in Mbit/s; * = some downloads failed):\n\n")
-	writeMarkdownTable(w, r.topologyTable())
+	mdTable.Write(w, r.topologyTable())
 	if errs := r.errorLines(); len(errs) > 0 {
 		fmt.Fprintln(w, "\nErrors:")
 		fmt.Fprintln(w)
@@ -287,8 +231,8 @@ func WriteCSV(r *Result, dir string) error {
 			for _, s := range m.Samples {
 				w.Write([]string{
 					strconv.Itoa(t.Index), strconv.Itoa(t.Candidate), strconv.Itoa(t.ShortestHops), m.Case,
-					joinInts(m.Hops), strconv.Itoa(s.Rep + 1), csvNum(s.GoodputMbps, 4), csvNum(s.Seconds, 4),
-					strconv.FormatInt(s.Bytes, 10), csvNum(s.MaxStallMs, 1), strconv.FormatInt(s.Retransmits, 10),
+					joinInts(m.Hops), strconv.Itoa(s.Rep + 1), table.CSV.Num(s.GoodputMbps, 4), table.CSV.Num(s.Seconds, 4),
+					strconv.FormatInt(s.Bytes, 10), table.CSV.Num(s.MaxStallMs, 1), strconv.FormatInt(s.Retransmits, 10),
 					joinUints(s.PathBytes),
 				})
 			}
@@ -304,21 +248,13 @@ func WriteCSV(r *Result, dir string) error {
 	for _, s := range r.Summary {
 		rm, rc := "", ""
 		if s.Ratio != nil {
-			rm, rc = csvNum(s.Ratio.Mean, 4), csvNum(s.Ratio.CI95, 4)
+			rm, rc = table.CSV.Num(s.Ratio.Mean, 4), table.CSV.Num(s.Ratio.CI95, 4)
 		}
 		w.Write([]string{s.Case, hopsLabel(s.Hops), strconv.Itoa(s.Topologies), strconv.Itoa(s.Goodput.N),
-			csvNum(s.Goodput.Mean, 4), csvNum(s.Goodput.CI95, 4), csvNum(s.Goodput.Min, 4), csvNum(s.Goodput.Max, 4), rm, rc})
+			table.CSV.Num(s.Goodput.Mean, 4), table.CSV.Num(s.Goodput.CI95, 4), table.CSV.Num(s.Goodput.Min, 4), table.CSV.Num(s.Goodput.Max, 4), rm, rc})
 	}
 	w.Flush()
 	return os.WriteFile(filepath.Join(dir, "summary.csv"), b.Bytes(), 0o644)
-}
-
-// csvNum is num for CSV: an undefined value is an empty field.
-func csvNum(v float64, prec int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
 func joinInts(xs []int) string {
@@ -387,14 +323,6 @@ func (r *Result) figures() []figure {
 	return out
 }
 
-// series is one case's points: x, mean, CI half-width; it is the XYer and
-// YErrorer the plotters take.
-type series struct{ x, y, ci []float64 }
-
-func (s *series) Len() int                        { return len(s.x) }
-func (s *series) XY(i int) (float64, float64)     { return s.x[i], s.y[i] }
-func (s *series) YError(i int) (float64, float64) { return s.ci[i], s.ci[i] }
-
 // Plot draws the figures as PNG and SVG in the lab's house style (the
 // size, resolution and error bars of lab/report): goodput against the
 // shortest path's hop count, one series per case with its 95% interval,
@@ -411,92 +339,43 @@ func Plot(r *Result, dir string) ([]string, error) {
 	}
 	var files []string
 	for _, f := range r.figures() {
-		p := plot.New()
-		p.Title.Text = f.title
-		p.Title.Padding = vg.Points(8)
+		p := report.NewPlot(f.title, "goodput (Mbit/s)", true)
 		p.X.Label.Text = "hops of the shortest path"
-		p.Y.Label.Text = "goodput (Mbit/s)"
 		p.Legend.Top = true
-		p.Legend.Padding = vg.Points(2)
-		p.Legend.XOffs = -vg.Points(6)
-		p.Add(plotter.NewGrid())
 		top := 0.0
 		n := len(f.cases)
 		for si, c := range f.cases {
-			var d series
+			var d report.Series
 			off := (float64(si) - float64(n-1)/2) * 0.08
 			for _, h := range hops {
-				s := r.row(c.Name(), h)
-				if s == nil || s.Goodput.N == 0 {
-					continue
+				if s := r.row(c.Name(), h); s != nil && s.Goodput.N > 0 {
+					d.Add(float64(h)+off, s.Goodput.Mean, s.Goodput.CI95)
 				}
-				ci := s.Goodput.CI95
-				if math.IsNaN(ci) || ci < 0 {
-					ci = 0
-				}
-				d.x = append(d.x, float64(h)+off)
-				d.y = append(d.y, s.Goodput.Mean)
-				d.ci = append(d.ci, ci)
-				top = math.Max(top, s.Goodput.Mean+ci)
 			}
 			if d.Len() == 0 {
 				continue
 			}
-			col := plotutil.Color(si)
-			line, pts, err := plotter.NewLinePoints(&d)
+			top = math.Max(top, d.Top())
+			line, err := report.AddLine(p, si, c.Label(), &d)
 			if err != nil {
 				return files, err
 			}
-			line.Color, line.Width = col, vg.Points(1.2)
 			if c != TCP && c.Channels == SingleChannel {
 				line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 			}
-			pts.Color, pts.Shape, pts.Radius = col, plotutil.Shape(si), vg.Points(3)
-			bars, err := plotter.NewYErrorBars(&d)
-			if err != nil {
-				return files, err
-			}
-			bars.Color, bars.CapWidth = col, vg.Points(6)
-			p.Add(line, pts, bars)
-			p.Legend.Add(c.Label(), line, pts)
 		}
-		if !(top > 0) {
-			top = 1
-		}
-		p.Y.Min, p.Y.Max = 0, top*(1.08+0.07*float64(n))
+		report.FitY(p, top, n)
 		p.X.Min, p.X.Max = float64(hops[0])-0.5, float64(hops[len(hops)-1])+0.5
 		ticks := make(plot.ConstantTicks, len(hops))
 		for i, h := range hops {
 			ticks[i] = plot.Tick{Value: float64(h), Label: strconv.Itoa(h)}
 		}
 		p.X.Tick.Marker = ticks
-		for _, ext := range []string{".png", ".svg"} {
-			name := filepath.Join(dir, f.stem+ext)
-			if err := savePlot(p, name, ext); err != nil {
-				return files, fmt.Errorf("mesh: %s: %w", name, err)
-			}
-			files = append(files, name)
+		saved, err := report.SavePlot(p, dir, f.stem)
+		files = append(files, saved...)
+		if err != nil {
+			return files, fmt.Errorf("mesh: %w", err)
 		}
 	}
 	return files, nil
-}
-
-func savePlot(p *plot.Plot, name, ext string) error {
-	w, h := vg.Length(report.PlotWidthInches)*vg.Inch, vg.Length(report.PlotHeightInches)*vg.Inch
-	var buf bytes.Buffer
-	switch ext {
-	case ".png":
-		c := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(report.PlotDPI))
-		p.Draw(draw.New(c))
-		if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
-			return err
-		}
-	default:
-		c := vgsvg.New(w, h)
-		p.Draw(draw.New(c))
-		if _, err := c.WriteTo(&buf); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(name, buf.Bytes(), 0o644)
 }

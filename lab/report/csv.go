@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // WriteJSON writes the run as one indented JSON document: the complete
@@ -47,7 +48,7 @@ func axisCells(p *results.Point, axes []string) []string {
 		}
 		c = append(c, q.Text)
 		if hasValue(a) {
-			c = append(c, num(q.Value))
+			c = append(c, table.CSV.Num(q.Value, -1))
 		}
 	}
 	return c
@@ -103,10 +104,10 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 			}
 			row = append(row,
 				strconv.Itoa(s.Rep),
-				num(s.GoodputMbps),
-				num(s.Seconds),
+				table.CSV.Num(s.GoodputMbps, -1),
+				table.CSV.Num(s.Seconds, -1),
 				strconv.FormatInt(s.Bytes, 10),
-				num(s.MaxStallMs),
+				table.CSV.Num(s.MaxStallMs, -1),
 				retr,
 				strconv.FormatUint(s.Reordered, 10),
 				strconv.FormatUint(s.ReorderTimeouts, 10),
@@ -149,7 +150,7 @@ func figureCells(cols []pointColumn, p *results.Point) []string {
 	var cells []string
 	for _, c := range cols {
 		if s := c.of(p); s != nil {
-			cells = append(cells, num(s.Mean), num(s.CI95))
+			cells = append(cells, table.CSV.Num(s.Mean, -1), table.CSV.Num(s.CI95, -1))
 		} else {
 			cells = append(cells, "", "")
 		}
@@ -213,24 +214,27 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 		row := []string{strconv.Itoa(p.Index)}
 		row = append(row, axisCells(p, axes)...)
 		row = append(row, p.Transport, p.Label, optionsString(p.Options),
-			strconv.Itoa(s.N), num(s.Mean), num(s.CI95), num(s.Median), num(s.Min), num(s.Max), num(s.StdDev))
+			strconv.Itoa(s.N))
+		for _, x := range []float64{s.Mean, s.CI95, s.Median, s.Min, s.Max, s.StdDev} {
+			row = append(row, table.CSV.Num(x, -1))
+		}
 		for _, path := range paths {
 			if v, ok := p.PathShares[path]; ok {
-				row = append(row, num(v))
+				row = append(row, table.CSV.Num(v, -1))
 			} else {
 				row = append(row, "")
 			}
 		}
 		if comp {
 			if p.Competing != nil {
-				row = append(row, num(p.Competing.Mean), num(p.Competing.CI95))
+				row = append(row, table.CSV.Num(p.Competing.Mean, -1), table.CSV.Num(p.Competing.CI95, -1))
 			} else {
 				row = append(row, "", "")
 			}
 		}
 		row = append(row, figureCells(figs, p)...)
 		if rt != nil {
-			row = append(row, num(extraBytesPct(run, p)))
+			row = append(row, table.CSV.Num(extraBytesPct(run, p), -1))
 		}
 		row = append(row, figureCells(rec, p)...)
 		if rec != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // The path events' figures ([[events]]): per point the longest stall, each
@@ -103,13 +104,13 @@ func eventSampleColumns(run *results.Run) []sampleColumn {
 				if i >= len(s.Events) || !s.Events[i].Fired {
 					return ""
 				}
-				return num(s.Events[i].AtMs)
+				return table.CSV.Num(s.Events[i].AtMs, -1)
 			}},
 			sampleColumn{fmt.Sprintf("event%d_react_ms", i+1), func(s *results.Sample) string {
 				if i >= len(s.Events) || s.Events[i].ReactMs == nil {
 					return ""
 				}
-				return num(*s.Events[i].ReactMs)
+				return table.CSV.Num(*s.Events[i].ReactMs, -1)
 			}})
 	}
 	for i := range ev.Phases {

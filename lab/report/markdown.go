@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // Markdown writes the report: the setup (scenario, download size,
@@ -272,32 +273,29 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 	if len(paths) > 0 {
 		head = append(head, "path shares")
 	}
-	fmt.Fprintf(w, "| %s |\n|", strings.Join(head, " | "))
-	for range head {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprintln(w)
+	rows := [][]string{head}
 	for _, p := range f.points {
 		cells := f.rowStart(p)
 		s := summaryOf(p)
 		switch {
 		case p.Error != "":
-			cells = append(cells, "failed: "+mdText(p.Error), strconv.Itoa(s.N), fmtMbps(s.Median))
+			cells = append(cells, "failed: "+mdText(p.Error), strconv.Itoa(s.N), mdNum.Num(s.Median, mbpsDecimals))
 		default:
-			cells = append(cells, fmtMbps(s.Mean)+" ± "+fmtMbps(s.CI95), strconv.Itoa(s.N), fmtMbps(s.Median))
+			cells = append(cells, mdNum.MeanCI(&s, mbpsDecimals), strconv.Itoa(s.N), mdNum.Num(s.Median, mbpsDecimals))
 		}
 		if comp {
 			c := "–"
 			if p.Competing != nil {
-				c = fmtMbps(p.Competing.Mean) + " ± " + fmtMbps(p.Competing.CI95)
+				c = mdNum.MeanCI(p.Competing, mbpsDecimals)
 			}
 			cells = append(cells, c)
 		}
 		if len(paths) > 0 {
 			cells = append(cells, shares(p, paths))
 		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		rows = append(rows, cells)
 	}
+	mdTable.Write(w, rows)
 }
 
 // rowStart is the first cells of p's row in a figure's table: the x value
@@ -347,14 +345,18 @@ func shares(p *results.Point, paths []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// fmtMbps writes goodputs with two decimals: 10 kbit/s is below anything
-// the lab's repetitions can resolve on a 10 Mbit/s path.
-func fmtMbps(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return "n/a"
-	}
-	return strconv.FormatFloat(x, 'f', 2, 64)
-}
+// mbpsDecimals is two: 10 kbit/s is below anything the lab's repetitions
+// can resolve on a 10 Mbit/s path.
+const mbpsDecimals = 2
+
+// The report's tables write an undefined number (a CI of one download) as
+// "n/a". A latency, real-time, recovery or event figure that a point has
+// not got at all is "–" (mdFigure), but a goodput without downloads keeps
+// the "n/a ± n/a" its tables have always shown (mdNum).
+var (
+	mdNum    = table.Style{NaN: "n/a"}
+	mdFigure = table.Style{NaN: "n/a", None: "–"}
+)
 
 func orUnknown(s string) string {
 	if s == "" {
@@ -374,6 +376,10 @@ func dateRange(start, end time.Time) string {
 	}
 	return s
 }
+
+// mdTable is the report's tables: cells escaped by mdText, every column
+// left-aligned.
+var mdTable = table.Markdown{First: "---", Others: "---", Escaped: true}
 
 // mdText escapes what would break a table cell or start markup.
 func mdText(s string) string {

@@ -49,38 +49,65 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 			if err != nil {
 				return files, fmt.Errorf("report: figure %s: %w", stem, err)
 			}
-			for _, ext := range []string{".png", ".svg"} {
-				name := filepath.Join(dir, stem+ext)
-				if err := plotfile.Save(p, name, vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch, PlotDPI); err != nil {
-					return files, fmt.Errorf("report: %w", err)
-				}
-				files = append(files, name)
+			saved, err := SavePlot(p, dir, stem)
+			files = append(files, saved...)
+			if err != nil {
+				return files, fmt.Errorf("report: %w", err)
 			}
 		}
 	}
 	return files, nil
 }
 
-// seriesData is one transport's points on a figure, sorted by x; it is
-// the XYer and YErrorer the plotters take.
-type seriesData struct {
-	x, y, ci []float64
-}
-
-func (s *seriesData) Len() int                        { return len(s.x) }
-func (s *seriesData) XY(i int) (float64, float64)     { return s.x[i], s.y[i] }
-func (s *seriesData) YError(i int) (float64, float64) { return s.ci[i], s.ci[i] }
-
-// errHalf is the error bar's half-height: the CI, or nothing where the CI
-// is undefined (one sample), which the table then marks.
-func errHalf(ci float64) float64 {
-	if math.IsNaN(ci) || math.IsInf(ci, 0) || ci < 0 {
-		return 0
+// SavePlot writes p into dir as stem.png and stem.svg at the lab's figure
+// size and resolution (the PNG to embed in Markdown, the SVG to print) and
+// returns the files written, PNG first.
+func SavePlot(p *plot.Plot, dir, stem string) ([]string, error) {
+	var files []string
+	for _, ext := range []string{".png", ".svg"} {
+		name := filepath.Join(dir, stem+ext)
+		if err := plotfile.Save(p, name, vg.Length(PlotWidthInches)*vg.Inch, vg.Length(PlotHeightInches)*vg.Inch, PlotDPI); err != nil {
+			return files, fmt.Errorf("%s: %w", name, err)
+		}
+		files = append(files, name)
 	}
-	return ci
+	return files, nil
 }
 
-func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
+// Series is one line of a figure: points with the half-height of their
+// error bars, as the plotters take them (an XYer and a YErrorer).
+type Series struct {
+	X, Y, CI []float64
+}
+
+func (s *Series) Len() int                        { return len(s.X) }
+func (s *Series) XY(i int) (float64, float64)     { return s.X[i], s.Y[i] }
+func (s *Series) YError(i int) (float64, float64) { return s.CI[i], s.CI[i] }
+
+// Add appends a point whose error bar is ci, or none where ci is undefined
+// (one sample), which the tables then mark: a NaN bar would make the
+// figure's y range NaN.
+func (s *Series) Add(x, y, ci float64) {
+	if math.IsNaN(ci) || math.IsInf(ci, 0) || ci < 0 {
+		ci = 0
+	}
+	s.X, s.Y, s.CI = append(s.X, x), append(s.Y, y), append(s.CI, ci)
+}
+
+// Top is the highest error bar's top, for FitY.
+func (s *Series) Top() float64 {
+	top := 0.0
+	for i := range s.Y {
+		top = math.Max(top, s.Y[i]+s.CI[i])
+	}
+	return top
+}
+
+// NewPlot starts a figure in the lab's style: the title, the y label,
+// y from 0 (a goodput axis that does not start at 0 exaggerates
+// differences), a grid and the legend's spacing. verticalGrid is false for
+// bar charts, whose categories need no vertical lines.
+func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
@@ -96,10 +123,35 @@ func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	return p
 }
 
-// fitY sets the y range from 0 to above the highest error bar, with
+// AddLine draws d as series number i of p (its colour and marker, a line
+// through the points and the error bars) under label in the legend, and
+// returns the line for a caller that styles it further.
+func AddLine(p *plot.Plot, i int, label string, d *Series) (*plotter.Line, error) {
+	col := plotutil.Color(i)
+	line, pts, err := plotter.NewLinePoints(d)
+	if err != nil {
+		return nil, err
+	}
+	line.Color = col
+	line.Width = vg.Points(1.2)
+	pts.Color = col
+	pts.Shape = plotutil.Shape(i)
+	pts.Radius = vg.Points(3)
+	bars, err := plotter.NewYErrorBars(d)
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = col
+	bars.CapWidth = vg.Points(6)
+	p.Add(line, pts, bars)
+	p.Legend.Add(label, line, pts)
+	return line, nil
+}
+
+// FitY sets the y range from 0 to above the highest error bar, with
 // headroom for a legend of n entries at the top so it does not cover the
 // data.
-func fitY(p *plot.Plot, top float64, legend int) {
+func FitY(p *plot.Plot, top float64, legend int) {
 	if !(top > 0) {
 		top = 1
 	}
@@ -109,7 +161,7 @@ func fitY(p *plot.Plot, top float64, legend int) {
 
 func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 	sc := scaleFor(run, f.x)
-	p := newPlot(f.title, m.ylabel, true)
+	p := NewPlot(f.title, m.ylabel, true)
 	if t, ok := axisTitles[f.x]; ok && sc.numeric {
 		p.X.Label.Text = t
 	} else {
@@ -119,7 +171,7 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 
 	top := 0.0
 	for si, label := range f.series {
-		var d seriesData
+		var d Series
 		for _, pt := range f.points {
 			if pt.Label != label || !measured(pt, m) {
 				continue
@@ -133,35 +185,18 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 				continue
 			}
 			s, _ := m.of(pt)
-			d.x = append(d.x, x)
-			d.y = append(d.y, s.Mean)
-			d.ci = append(d.ci, errHalf(s.CI95))
-			top = math.Max(top, s.Mean+errHalf(s.CI95))
+			d.Add(x, s.Mean, s.CI95)
 		}
 		if d.Len() == 0 {
 			continue
 		}
 		sortSeries(&d)
-		col := plotutil.Color(si)
-		line, pts, err := plotter.NewLinePoints(&d)
-		if err != nil {
+		top = math.Max(top, d.Top())
+		if _, err := AddLine(p, si, label, &d); err != nil {
 			return nil, err
 		}
-		line.Color = col
-		line.Width = vg.Points(1.2)
-		pts.Color = col
-		pts.Shape = plotutil.Shape(si)
-		pts.Radius = vg.Points(3)
-		bars, err := plotter.NewYErrorBars(&d)
-		if err != nil {
-			return nil, err
-		}
-		bars.Color = col
-		bars.CapWidth = vg.Points(6)
-		p.Add(line, pts, bars)
-		p.Legend.Add(label, line, pts)
 	}
-	fitY(p, top, len(f.series))
+	FitY(p, top, len(f.series))
 
 	lo, hi := sc.pos[0], sc.pos[len(sc.pos)-1]
 	if !sc.numeric {
@@ -191,12 +226,12 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 
 // sortSeries orders a series by x so that its line does not double back
 // (categorical positions already arrive in order; values may not).
-func sortSeries(d *seriesData) {
-	for i := 1; i < len(d.x); i++ {
-		for j := i; j > 0 && d.x[j] < d.x[j-1]; j-- {
-			d.x[j], d.x[j-1] = d.x[j-1], d.x[j]
-			d.y[j], d.y[j-1] = d.y[j-1], d.y[j]
-			d.ci[j], d.ci[j-1] = d.ci[j-1], d.ci[j]
+func sortSeries(d *Series) {
+	for i := 1; i < len(d.X); i++ {
+		for j := i; j > 0 && d.X[j] < d.X[j-1]; j-- {
+			d.X[j], d.X[j-1] = d.X[j-1], d.X[j]
+			d.Y[j], d.Y[j-1] = d.Y[j-1], d.Y[j]
+			d.CI[j], d.CI[j-1] = d.CI[j-1], d.CI[j]
 		}
 	}
 }
@@ -205,10 +240,9 @@ func sortSeries(d *seriesData) {
 // its interval. Each bar is its own BarChart so that it takes its series
 // colour, the same as the label's line in swept figures.
 func barPlot(f *figure, m metric) (*plot.Plot, error) {
-	p := newPlot(f.title, m.ylabel, false)
+	p := NewPlot(f.title, m.ylabel, false)
 	p.X.Label.Text = "transport"
-	top := 0.0
-	var d seriesData
+	var d Series
 	for si, label := range f.series {
 		for _, pt := range f.points {
 			if pt.Label != label || !measured(pt, m) {
@@ -223,10 +257,7 @@ func barPlot(f *figure, m metric) (*plot.Plot, error) {
 			bar.Color = plotutil.Color(si)
 			bar.LineStyle.Width = vg.Points(0.5)
 			p.Add(bar)
-			d.x = append(d.x, float64(si))
-			d.y = append(d.y, s.Mean)
-			d.ci = append(d.ci, errHalf(s.CI95))
-			top = math.Max(top, s.Mean+errHalf(s.CI95))
+			d.Add(float64(si), s.Mean, s.CI95)
 			break // one point per label without sweep axes
 		}
 	}
@@ -239,7 +270,7 @@ func barPlot(f *figure, m metric) (*plot.Plot, error) {
 		bars.Width = vg.Points(1.2)
 		p.Add(bars)
 	}
-	fitY(p, top, 0)
+	FitY(p, d.Top(), 0)
 	if len(f.series) > 0 {
 		p.NominalX(f.series...)
 		p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/braid-vpn/braid/lab/results"
@@ -215,16 +214,6 @@ func optionsString(m map[string]string) string {
 		b.WriteString(m[k])
 	}
 	return b.String()
-}
-
-// num formats a float for CSV: the shortest decimal that reads back as the
-// same float, never in exponent form, and empty for NaN and ±Inf, which
-// spreadsheets and pandas both read as missing.
-func num(x float64) string {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return ""
-	}
-	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
 // sizeString writes a download size the way the scenario files do.

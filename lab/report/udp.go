@@ -6,10 +6,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // The latency probes' and the real-time flow's figures, as CSV columns and
@@ -43,32 +43,32 @@ func realtimeOf(p *results.Point, f func(*results.RealtimeSummary) *stats.Summar
 
 var (
 	latencySampleColumns = []sampleColumn{
-		{"idle_rtt_ms", func(s *results.Sample) string { return num(s.Latency.IdleMedianMs) }},
-		{"added_p50_ms", func(s *results.Sample) string { return num(s.Latency.AddedP50Ms) }},
-		{"added_p95_ms", func(s *results.Sample) string { return num(s.Latency.AddedP95Ms) }},
-		{"added_p99_ms", func(s *results.Sample) string { return num(s.Latency.AddedP99Ms) }},
-		{"added_max_ms", func(s *results.Sample) string { return num(s.Latency.AddedMaxMs) }},
+		{"idle_rtt_ms", func(s *results.Sample) string { return table.CSV.Num(s.Latency.IdleMedianMs, -1) }},
+		{"added_p50_ms", func(s *results.Sample) string { return table.CSV.Num(s.Latency.AddedP50Ms, -1) }},
+		{"added_p95_ms", func(s *results.Sample) string { return table.CSV.Num(s.Latency.AddedP95Ms, -1) }},
+		{"added_p99_ms", func(s *results.Sample) string { return table.CSV.Num(s.Latency.AddedP99Ms, -1) }},
+		{"added_max_ms", func(s *results.Sample) string { return table.CSV.Num(s.Latency.AddedMaxMs, -1) }},
 		{"probes", func(s *results.Sample) string { return strconv.Itoa(s.Latency.Probes) }},
 		{"probes_lost", func(s *results.Sample) string { return strconv.Itoa(s.Latency.Lost) }},
 	}
 	realtimeSampleColumns = []sampleColumn{
 		{"rt_sent", func(s *results.Sample) string { return strconv.Itoa(s.Realtime.Sent) }},
 		{"rt_delivered", func(s *results.Sample) string { return strconv.Itoa(s.Realtime.Delivered) }},
-		{"rt_loss_pct", func(s *results.Sample) string { return num(s.Realtime.LossPct) }},
-		{"owd_p50_ms", func(s *results.Sample) string { return num(s.Realtime.OWDP50Ms) }},
-		{"owd_p99_ms", func(s *results.Sample) string { return num(s.Realtime.OWDP99Ms) }},
-		{"owd_max_ms", func(s *results.Sample) string { return num(s.Realtime.OWDMaxMs) }},
-		{"rt_late_pct", func(s *results.Sample) string { return num(s.Realtime.LatePct) }},
-		{"rt_miss_pct", func(s *results.Sample) string { return num(s.Realtime.MissPct) }},
+		{"rt_loss_pct", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.LossPct, -1) }},
+		{"owd_p50_ms", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.OWDP50Ms, -1) }},
+		{"owd_p99_ms", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.OWDP99Ms, -1) }},
+		{"owd_max_ms", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.OWDMaxMs, -1) }},
+		{"rt_late_pct", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.LatePct, -1) }},
+		{"rt_miss_pct", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.MissPct, -1) }},
 		{"outer_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.Realtime.OuterBytes, 10) }},
-		{"outer_per_payload", func(s *results.Sample) string { return num(s.Realtime.OuterPerPayload) }},
+		{"outer_per_payload", func(s *results.Sample) string { return table.CSV.Num(s.Realtime.OuterPerPayload, -1) }},
 	}
 	bulkRecoverySampleColumns = []sampleColumn{
 		{"recovery_resent_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.BulkRecovery.ResentBytes, 10) }},
 		{"recovery_repair_bytes", func(s *results.Sample) string { return strconv.FormatUint(s.BulkRecovery.RepairBytes, 10) }},
-		{"path_loss_rate", func(s *results.Sample) string { return num(s.BulkRecovery.PathLossRate) }},
-		{"recovery_overhead", func(s *results.Sample) string { return num(s.BulkRecovery.Overhead) }},
-		{"overhead_bound", func(s *results.Sample) string { return num(s.BulkRecovery.Bound) }},
+		{"path_loss_rate", func(s *results.Sample) string { return table.CSV.Num(s.BulkRecovery.PathLossRate, -1) }},
+		{"recovery_overhead", func(s *results.Sample) string { return table.CSV.Num(s.BulkRecovery.Overhead, -1) }},
+		{"overhead_bound", func(s *results.Sample) string { return table.CSV.Num(s.BulkRecovery.Bound, -1) }},
 	}
 	// The point figures are in percent, easier to read than fractions of
 	// a few hundredths.
@@ -226,20 +226,6 @@ func extraBytesPct(run *results.Run, p *results.Point) float64 {
 	return 100 * (p.Realtime.OuterPerPayload.Mean/ref.Realtime.OuterPerPayload.Mean - 1)
 }
 
-// meanCI writes "mean ± ci" with the given decimals; "–" for none.
-func meanCI(s *stats.Summary, decimals int) string {
-	if s == nil || s.N == 0 {
-		return "–"
-	}
-	f := func(x float64) string {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return "n/a"
-		}
-		return strconv.FormatFloat(x, 'f', decimals, 64)
-	}
-	return f(s.Mean) + " ± " + f(s.CI95)
-}
-
 // udpTable writes a figure's latency or real-time table (mean ± 95% CI of
 // each column); extra adds cells after them.
 func udpTable(w io.Writer, f *figure, title string, cols []pointColumn, extraHead string, extra func(*results.Point) string) {
@@ -254,15 +240,17 @@ func udpTable(w io.Writer, f *figure, title string, cols []pointColumn, extraHea
 	if extraHead != "" {
 		head = append(head, extraHead)
 	}
-	fmt.Fprintf(w, "\n%s\n\n| %s |\n|%s\n", title, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	fmt.Fprintf(w, "\n%s\n\n", title)
+	rows := [][]string{head}
 	for _, p := range f.points {
 		cells := f.rowStart(p)
 		for _, c := range cols {
-			cells = append(cells, meanCI(c.of(p), 2))
+			cells = append(cells, mdFigure.MeanCI(c.of(p), 2))
 		}
 		if extraHead != "" {
 			cells = append(cells, extra(p))
 		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		rows = append(rows, cells)
 	}
+	mdTable.Write(w, rows)
 }

@@ -1,0 +1,71 @@
+package report
+
+import (
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// An undefined or negative interval draws no error bar rather than one
+// that would hide the point or break the plot's range.
+func TestSeriesAdd(t *testing.T) {
+	var d Series
+	d.Add(1, 5, 0.5)
+	d.Add(2, 7, math.NaN())
+	d.Add(3, 6, math.Inf(1))
+	d.Add(4, 2, -1)
+	if want := []float64{0.5, 0, 0, 0}; !reflect.DeepEqual(d.CI, want) {
+		t.Errorf("CI %v, want %v", d.CI, want)
+	}
+	if d.Len() != 4 {
+		t.Errorf("Len %d", d.Len())
+	}
+	if x, y := d.XY(1); x != 2 || y != 7 {
+		t.Errorf("XY(1) = %v, %v", x, y)
+	}
+	if lo, hi := d.YError(0); lo != 0.5 || hi != 0.5 {
+		t.Errorf("YError(0) = %v, %v", lo, hi)
+	}
+	if top := d.Top(); top != 7 {
+		t.Errorf("Top %v, want 7", top)
+	}
+	p := NewPlot("t", "y", true)
+	FitY(p, d.Top(), 2)
+	if p.Y.Min != 0 || math.Abs(p.Y.Max-7*1.22) > 1e-9 {
+		t.Errorf("y range %v..%v, want 0..%v", p.Y.Min, p.Y.Max, 7*1.22)
+	}
+	FitY(p, math.NaN(), 0)
+	if p.Y.Max != 1.08 {
+		t.Errorf("y max without data %v, want 1.08", p.Y.Max)
+	}
+}
+
+// SavePlot writes the PNG and the SVG under the stem, the PNG at the
+// lab's figure size.
+func TestSavePlot(t *testing.T) {
+	dir := t.TempDir()
+	p := NewPlot("t", "y", false)
+	var d Series
+	d.Add(1, 1, 0.1)
+	d.Add(2, 3, 0.2)
+	if _, err := AddLine(p, 0, "series-one", &d); err != nil {
+		t.Fatal(err)
+	}
+	files, err := SavePlot(p, dir, "fig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "fig.png"), filepath.Join(dir, "fig.svg")}
+	if !reflect.DeepEqual(files, want) {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	checkPNG(t, files[0])
+	if text := checkSVG(t, files[1]); !strings.Contains(text, "series-one") {
+		t.Errorf("SVG without the legend: %q", text)
+	}
+	if _, err := SavePlot(p, filepath.Join(dir, "missing"), "fig"); err == nil {
+		t.Error("no error for a missing directory")
+	}
+}
