@@ -57,7 +57,8 @@ const (
 	rateContendPacing   = 1.2                    // pacing gain over window/SRTT in contention (Linux's, in CA)
 	rateDrainCheckEvery = 8 * time.Second        // contention: how often the model drains to look for an empty queue
 	rateDrainCheckMin   = 200 * time.Millisecond // ... for at least this long (BBR's ProbeRTT duration)
-	rateDrainCapGain    = 0.5                    // in-flight cap of a drain, in BDPs (BBRv2's ProbeRTT cwnd gain)
+	rateDrainCapGain    = 0.5                    // in-flight cap of a drain, in BDPs (BBRv2's ProbeRTT cwnd gain) ...
+	rateDrainMinCap     = 2.0                    // ... and at least this many segments (below rateMinCap: see draining)
 	rateQueueBackoffMax = 16                     // a drain that empties a standing queue doubles the detection window, up to this factor
 )
 
@@ -229,7 +230,7 @@ func (p *Path) rateTarget() float64 {
 		t = max(t, p.rs.cw)
 	}
 	if p.rs.draining() {
-		t = min(t, max(rateDrainCapGain*bdp/p.c.mss, rateMinCap))
+		t = min(t, max(rateDrainCapGain*bdp/p.c.mss, rateDrainMinCap))
 	}
 	return t
 }
@@ -384,7 +385,12 @@ func (rs *rateState) contending() bool { return rs.contend && rs.drainUntil.IsZe
 
 // draining: the model holds its cap at rateDrainCapGain BDPs to see whether
 // the path's queue empties without it (before contending, or contention's
-// periodic check).
+// periodic check). The drain may go below rateMinCap: on a path slower than
+// about 2 Mbit/s four segments are more than a BDP and the cruising cap is
+// the floor itself, whose own standing queue (25 ms at 1 Mbit/s) is above
+// the slack; a drain held at the floor drained nothing, and the model
+// contended against its own queue (lab, rate-ratio 1:0.1: the 1 Mbit/s path
+// at 250 ms of RTT for 16 s of a download).
 func (rs *rateState) draining() bool {
 	return !rs.verifyUntil.IsZero() || (rs.contend && !rs.drainUntil.IsZero())
 }
@@ -394,6 +400,21 @@ func (rs *rateState) draining() bool {
 // 5 ms, plus the receiver's ack delay (AckAllowance).
 func (p *Path) queueSlack(minRTT float64) float64 {
 	return max(minRTT/4, 0.005) + p.c.cfg.AckAllowance.Seconds()
+}
+
+// emptyQueue says whether an RTT sample crossed an empty queue: it is within
+// the slack of the min RTT, or within one segment's transmission at the
+// estimated bandwidth plus the ack delay, whichever is more. The min RTT may
+// come from a probe or an ack of a few dozen bytes, while a full segment
+// takes mss/bw on the wire: 12 ms at 1 Mbit/s, more than the slack, so that
+// a slow path saw a standing queue in every window and, draining, never saw
+// it empty. Above about 3 Mbit/s the slack is the larger and nothing changes.
+func (p *Path) emptyQueue(rtt, mr float64) bool {
+	slack := p.queueSlack(mr)
+	if bw := p.rateBw(); bw > 0 {
+		slack = max(slack, p.c.mss/bw+p.c.cfg.AckAllowance.Seconds())
+	}
+	return rtt <= mr+slack
 }
 
 // rateQueue looks for a standing queue the model did not build. The model
@@ -432,7 +453,7 @@ func (p *Path) rateQueue(now time.Time, rtt float64) {
 	if now.Sub(rs.qStart).Seconds() < win {
 		return
 	}
-	if rs.qMin > mr+p.queueSlack(mr) {
+	if !p.emptyQueue(rs.qMin, mr) {
 		rs.qHigh++
 	} else {
 		// A window that crossed an empty queue: whatever stood before is gone.
@@ -455,7 +476,7 @@ func (p *Path) drainTime() time.Duration {
 // detection waits twice as long; a drain without one enters contention.
 func (p *Path) rateVerify(now time.Time, rtt, mr float64) {
 	rs := &p.rs
-	if rtt <= mr+p.queueSlack(mr) {
+	if p.emptyQueue(rtt, mr) {
 		rs.verifyUntil, rs.qStart = time.Time{}, time.Time{}
 		rs.qBackoff = min(max(rs.qBackoff, 1)*2, rateQueueBackoffMax)
 		return
@@ -485,7 +506,7 @@ func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
 		rs.drainUntil = now.Add(p.drainTime())
 		return
 	}
-	if rtt <= mr+p.queueSlack(mr) {
+	if p.emptyQueue(rtt, mr) {
 		rs.contend = false
 		rs.drainUntil = time.Time{}
 		rs.qStart = time.Time{}
@@ -607,7 +628,11 @@ func (p *Path) rateWindow(n float64) {
 	case target == 0 || p.cwnd < target:
 		p.cwnd += n
 	}
-	p.cwnd = min(max(p.cwnd, rateMinCap), p.c.cfg.MaxWindow)
+	floor := rateMinCap
+	if rs.draining() {
+		floor = rateDrainMinCap
+	}
+	p.cwnd = min(max(p.cwnd, floor), p.c.cfg.MaxWindow)
 }
 
 func (p *Path) rateLoss(l *Loss) {

@@ -506,6 +506,32 @@ func TestRateContention(t *testing.T) {
 	}
 }
 
+// On a slow path the cruising cap is the 4-segment floor, more than a BDP:
+// bw 1.25e5 B/s (1 Mbit/s) and min RTT 40 ms make a BDP of 5 segments of
+// 1000 bytes, so a drain to half of it (2.5) must go below the floor, or it
+// drains nothing and the model contends against its own queue.
+func TestRateDrainBelowFloorOnSlowPaths(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	inProbeBW(p, 1.25e5)
+	p.cwnd = rateMinCap + 2
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for ms := 40; ; ms += 40 {
+		rttAck(p, at(ms), 80*time.Millisecond, rmss)
+		if p.rs.draining() {
+			break
+		}
+		if ms > 2000 {
+			t.Fatal("no drain after 2 s of standing queue")
+		}
+	}
+	for ms := 0; ms < 3; ms++ { // acks during the drain move the window to the drain's cap
+		rttAck(p, at(900+ms), 80*time.Millisecond, rmss)
+	}
+	if p.cwnd != 2.5 {
+		t.Fatalf("drain on a 1 Mbit/s path: cap %v segments, want 2.5 (half the BDP, below the floor of %v)", p.cwnd, rateMinCap)
+	}
+}
+
 // A standing queue that empties when the model drains was its own (a slow
 // multi-hop path where the cap's extra segments stand above the slack): no
 // contention, and the next detection takes windows twice as long, until a
