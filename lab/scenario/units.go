@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/braid-vpn/braid/lab/table"
 )
 
 // Rate is a link rate in bits per second; 0 means unshaped.
@@ -136,17 +138,7 @@ func ParseSize(s string) (int64, error) {
 
 // FormatSize writes a byte count with a binary unit when it is a whole
 // number of them ("16MiB"), else in bytes.
-func FormatSize(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + u.name
-		}
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
+func FormatSize(n int64) string { return table.Size(n, "") }
 
 // splitNumber splits "10.5mbit" into "10.5" and "mbit".
 func splitNumber(s string) (num, unit string) {
