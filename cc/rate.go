@@ -420,7 +420,8 @@ func (p *Path) emptyQueue(rtt, mr float64) bool {
 // rateQueue looks for a standing queue the model did not build. The model
 // keeps at most a few milliseconds queued and its 0.75 phase drains them once
 // a gain cycle, so in a window of rateQueueRTTs min RTTs some packet crosses an
-// empty queue; when none did in rateQueueWindows windows in a row, a
+// empty queue (emptyQueue); when none did in rateQueueWindows windows in a
+// row, the model drains (rateVerify). If the queue outlives the drain, a
 // buffer-filling flow (a loss-based TCP) holds the bottleneck's queue, and a
 // cap near one BDP would give it nearly all the link. The path then contends:
 // a window that slow-starts from what the path carries to the first loss, then
@@ -428,8 +429,8 @@ func (p *Path) emptyQueue(rtt, mr float64) bool {
 // and is cut by 0.7 per loss event, holds its share (a newcomer's slow start
 // is how a TCP flow takes its share from a running one; without it the
 // coupled increase alone took longer than a download to get there). Every
-// rateDrainCheckEvery it drains to its own BDP for a while; if the queue then
-// empties, the competitor is gone and the model takes over again.
+// rateDrainCheckEvery it drains again for a while; if the queue then empties,
+// the competitor is gone and the model takes over again.
 func (p *Path) rateQueue(now time.Time, rtt float64) {
 	rs := &p.rs
 	mr := p.rateMinRTT()
@@ -471,9 +472,10 @@ func (p *Path) drainTime() time.Duration {
 	return max(rateDrainCheckMin, time.Duration(2*p.srtt*float64(time.Second)))
 }
 
-// rateVerify runs the drain that precedes contention: an RTT sample within
-// the slack of the min RTT means the queue was the model's own, and the next
-// detection waits twice as long; a drain without one enters contention.
+// rateVerify runs the drain that precedes contention: an RTT sample that
+// crossed an empty queue (emptyQueue) means the queue was the model's own,
+// and the next detection waits twice as long; a drain without one enters
+// contention.
 func (p *Path) rateVerify(now time.Time, rtt, mr float64) {
 	rs := &p.rs
 	if p.emptyQueue(rtt, mr) {
@@ -494,9 +496,9 @@ func (p *Path) rateVerify(now time.Time, rtt, mr float64) {
 	rs.drainUntil = time.Time{}
 }
 
-// rateDrainCheck runs contention's periodic check: for max(rateDrainCheckMin,
-// 2 SRTT) the cap falls back to the model's own; an RTT sample within the
-// slack of the min RTT during it ends contention.
+// rateDrainCheck runs contention's periodic check: for drainTime the cap is
+// the drain's (rateTarget); an RTT sample that crossed an empty queue
+// (emptyQueue) during it ends contention.
 func (p *Path) rateDrainCheck(now time.Time, rtt, mr float64) {
 	rs := &p.rs
 	if rs.drainUntil.IsZero() {

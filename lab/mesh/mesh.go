@@ -112,7 +112,7 @@ func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
 		if i := groupOf(groups, h); i >= 0 {
 			e.Medium = mediumName(i)
 		}
-		e.AtoB, _ = hopShapes(plan, h, groups, nil)
+		e.AtoB = hopShape(plan, h, groups, nil)
 		e.BtoA = e.AtoB
 		tp.Emulated = append(tp.Emulated, e)
 	}
@@ -137,10 +137,10 @@ func newMedia(plan *Plan, groups [][]int) []*linkemu.Medium {
 	return media
 }
 
-// hopShapes are hop h's two directions: the hop's delay, serialized on
+// hopShape is each of hop h's two directions: the hop's delay, serialized on
 // its group's medium (media[group]; nil media: the medium is the caller's
 // to attach). A hop outside every group gets a channel of its own.
-func hopShapes(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) (ab, ba linkemu.Shape) {
+func hopShape(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) linkemu.Shape {
 	s := linkemu.Shape{Delay: plan.Hops[h].Delay}
 	switch i := groupOf(groups, h); {
 	case i < 0:
@@ -149,7 +149,7 @@ func hopShapes(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) (ab, 
 	case media != nil:
 		s.Medium = media[i]
 	}
-	return s, s
+	return s
 }
 
 // SetChannels switches the radio model while the mesh runs: fresh media
@@ -164,12 +164,11 @@ func (m *Mesh) SetChannels(ch Channels) error {
 	defer m.mu.Unlock()
 	media := newMedia(m.Plan, groups)
 	for h, l := range m.links {
-		ab, ba := hopShapes(m.Plan, h, groups, media)
-		if err := l.SetShape(linkemu.AtoB, ab); err != nil {
-			return err
-		}
-		if err := l.SetShape(linkemu.BtoA, ba); err != nil {
-			return err
+		sh := hopShape(m.Plan, h, groups, media)
+		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
+			if err := l.SetShape(d, sh); err != nil {
+				return err
+			}
 		}
 	}
 	m.channels, m.groups, m.media = ch, groups, media
