@@ -47,7 +47,7 @@ func sample() Status {
 			RxBytes:       1536,
 			TxPackets:     1000,
 			RxPackets:     20,
-			ReorderStats:  ReorderStatus{HoldMs: 12.5, InOrder: 100, Reordered: 3, Timeouts: 1, Late: 2, Duplicates: 4, Held: 5},
+			ReorderStats:  ReorderStatus{HoldMs: 12.5, InOrder: 100, Bypassed: 6, Reordered: 3, Timeouts: 1, Late: 2, Duplicates: 4, Held: 5},
 			Paths: []PathStatus{
 				{ID: 0, Local: "198.18.1.1:40000", Remote: "198.18.1.2:7000", Device: "eth1", State: "active", MTU: 1472,
 					SRTTMs: 20.04, RTTVarMs: 2, MinRTTMs: 18, LossRate: 0.001, DeliveryRateBps: 9_800_000, Share: 0.6,
@@ -326,7 +326,7 @@ peer server (SERVERKEY=)
   session:     established, index 0x1a2b3c4d, last handshake 12s ago
   scheduler:   earliest-arrival, reorder adaptive (hold 12.5 ms), congestion none
   transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
-  reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
+  reorder:     100 in order, 6 acks past gaps, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
 
   PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX   MTU
      0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  1472
@@ -351,7 +351,7 @@ peer P=
   session:     not established, last handshake never
   scheduler:   minrtt, reorder off (hold 0.0 ms), congestion none
   transfer:    0 B sent (0 packets), 0 B received (0 packets)
-  reorder:     0 in order, 0 reordered, 0 timeouts, 0 late, 0 duplicates, 0 held
+  reorder:     0 in order, 0 acks past gaps, 0 reordered, 0 timeouts, 0 late, 0 duplicates, 0 held
   no paths
 `
 	if got := b.String(); got != want {
@@ -412,6 +412,7 @@ braid_peer_last_handshake_timestamp_seconds{name="server",peer="SERVERKEY="} 1.7
 braid_peer_tx_bytes_total{name="server",peer="SERVERKEY="} 3.221225472e+09
 # HELP braid_peer_reorder_packets_total Received packets by reorder outcome.
 # TYPE braid_peer_reorder_packets_total counter
+braid_peer_reorder_packets_total{name="server",outcome="bypassed",peer="SERVERKEY="} 6
 braid_peer_reorder_packets_total{name="server",outcome="duplicate",peer="SERVERKEY="} 4
 braid_peer_reorder_packets_total{name="server",outcome="in_order",peer="SERVERKEY="} 100
 braid_peer_reorder_packets_total{name="server",outcome="late",peer="SERVERKEY="} 2
@@ -435,11 +436,11 @@ braid_info{interface="braid0",public_key="CLIENTKEY=",role="client"} 1
 		t.Error(err)
 	}
 	// Instance: info, uptime, 3 drop reasons, 1 event = 6. Peer: established,
-	// handshake, 4 traffic counters, hold, held, 5 reorder outcomes = 13.
+	// handshake, 4 traffic counters, hold, held, 6 reorder outcomes = 14.
 	// Path: state, 9 gauges, 5 counters, priority = 16, and the MTU of the
 	// path that has one (path 1 is still probing).
-	if n := countSamples(c); n != 6+13+2*16+1 {
-		t.Errorf("collected %d metrics, want %d", n, 6+13+2*16+1)
+	if n := countSamples(c); n != 6+14+2*16+1 {
+		t.Errorf("collected %d metrics, want %d", n, 6+14+2*16+1)
 	}
 	for _, p := range lintMetrics(c) {
 		// The one deliberate exception: delivery rate is in bits per second,
@@ -585,7 +586,7 @@ peer server (SERVERKEY=)
   session:     established, index 0x1a2b3c4d, last handshake 12s ago
   scheduler:   earliest-arrival, reorder adaptive (hold 12.5 ms), congestion lia (3 queued)
   transfer:    3.00 GiB sent (1000 packets), 1.50 KiB received (20 packets)
-  reorder:     100 in order, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
+  reorder:     100 in order, 6 acks past gaps, 3 reordered, 1 timeouts, 2 late, 4 duplicates, 5 held
 
   PATH             LOCAL           REMOTE  DEVICE    STATE      RTT     LOSS         RATE   SHARE        TX     RX   MTU       CWND   SSTHRESH   INFLIGHT  PACING
      0  198.18.1.1:40000  198.18.1.2:7000    eth1   active  20.0 ms   0.10 %  9.80 Mbit/s  60.0 %  2.00 MiB  512 B  1472  28.75 KiB  14.38 KiB  27.34 KiB       -
@@ -641,9 +642,9 @@ braid_peer_cc_queued_packets{name="server",peer="SERVERKEY="} 3
 		"braid_path_in_flight_bytes", "braid_path_congestion_events_total", "braid_peer_cc_queued_packets"); err != nil {
 		t.Error(err)
 	}
-	// 52 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
-	if n := countSamples(c); n != 6+13+2*16+1+6 {
-		t.Errorf("collected %d metrics, want %d", n, 6+13+2*16+1+6)
+	// 53 as without a controller, plus cwnd ×2, ssthresh ×1, events ×2, queued ×1.
+	if n := countSamples(c); n != 6+14+2*16+1+6 {
+		t.Errorf("collected %d metrics, want %d", n, 6+14+2*16+1+6)
 	}
 	if err := checkExposition(c); err != nil {
 		t.Errorf("pedantic check: %v", err)

@@ -90,8 +90,8 @@ func formatPeer(ew *errWriter, now time.Time, p *PeerStatus) {
 	ew.printf("  transfer:    %s sent (%d packets), %s received (%d packets)\n",
 		HumanBytes(p.TxBytes), p.TxPackets, HumanBytes(p.RxBytes), p.RxPackets)
 	r := &p.ReorderStats
-	ew.printf("  reorder:     %d in order, %d reordered, %d timeouts, %d late, %d duplicates, %d held\n",
-		r.InOrder, r.Reordered, r.Timeouts, r.Late, r.Duplicates, r.Held)
+	ew.printf("  reorder:     %d in order, %d acks past gaps, %d reordered, %d timeouts, %d late, %d duplicates, %d held\n",
+		r.InOrder, r.Bypassed, r.Reordered, r.Timeouts, r.Late, r.Duplicates, r.Held)
 	if q := p.Queue; q != nil {
 		ew.printf("  queue:       %.1f ms delay, %d CoDel marks, %d CoDel drops\n", q.DelayMs, q.Marks, q.Drops)
 	}

@@ -191,7 +191,7 @@ func (c *Collector) collect() map[*metricDesc][]metricSample {
 		for _, o := range []struct {
 			outcome string
 			n       uint64
-		}{{"in_order", r.InOrder}, {"reordered", r.Reordered}, {"timeout", r.Timeouts}, {"late", r.Late}, {"duplicate", r.Duplicates}} {
+		}{{"in_order", r.InOrder}, {"bypassed", r.Bypassed}, {"reordered", r.Reordered}, {"timeout", r.Timeouts}, {"late", r.Late}, {"duplicate", r.Duplicates}} {
 			counter(descPeerReorderTotal, o.n, p.PublicKey, p.Name, o.outcome)
 		}
 		if hasCC(p) {

@@ -207,10 +207,13 @@ type ReorderStatus struct {
 	// chosen now; for fixed, the configured one).
 	HoldMs float64 `json:"hold_ms"`
 	// InOrder counts packets delivered at once because they were next in
-	// sequence; Reordered those delivered after waiting for a gap to fill;
+	// sequence; Bypassed pure TCP acks delivered at once ahead of a gap (an
+	// ack needs no order, and held it would stop the sender's ack clock);
+	// Reordered those delivered after waiting for a gap to fill;
 	// Timeouts gaps given up on when the hold expired; Late packets that
 	// arrived after their gap was given up on; Duplicates packets received twice.
 	InOrder    uint64 `json:"in_order"`
+	Bypassed   uint64 `json:"bypassed"`
 	Reordered  uint64 `json:"reordered"`
 	Timeouts   uint64 `json:"timeouts"`
 	Late       uint64 `json:"late"`

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzBuffer drives one Buffer with an adversarial sequence of Push/PushClass,
-// Abandon, clock advances, Expire, SetHold/SetRecoveryHold, Flush and Reset
+// PushUnordered, Abandon, clock advances, Expire, SetHold/SetRecoveryHold, Flush and Reset
 // decoded from the fuzz input, and checks every result against a model of what
 // the package documentation promises:
 //
@@ -22,6 +22,7 @@ import (
 //   - a flow's releases are in increasing sequence order, except a packet that
 //     arrives after its gap was given up ("late"): it is released at its own
 //     Push, as the last item, counted in Stats.Late — never from the buffer;
+//     and a PushUnordered packet, which may go out ahead of its flow's gaps;
 //   - Stats.Held never exceeds MaxHeld and covers every item the buffer owns;
 //     Off mode holds nothing; Stats counters add up to what was seen;
 //   - after Expire(now) no gap is overdue (NextDeadline is after now), and
@@ -50,7 +51,7 @@ func FuzzBuffer(f *testing.F) {
 	}
 	// op encodings (see decode below): push k=0|1|7 (bits 5-6 choose the seq:
 	// 0 next, 1 cursor+int8, 2 big jump, 3 replay of an earlier seq; bits 3-4
-	// the class), abandon k=2, time k=3, expire k=4, holds k=5, flush/reset k=6.
+	// the class; bit 7 PushUnordered), abandon k=2, time k=3, expire k=4, holds k=5, flush/reset k=6.
 	inOrder := [4]byte{0x00, 1, 0, 0}
 	gap := [4]byte{0x20, 1, 3, 0}     // cursor+3: a gap of two
 	back := [4]byte{0x20, 1, 0xfe, 0} // cursor-2: fills it
@@ -63,6 +64,9 @@ func FuzzBuffer(f *testing.F) {
 	f.Add(op(hdr(2|4, 2, 1, 0, 255, 7, 0), o{0x20, 0, 2, 0}, o{0x22, 0, 0xff, 0}, o{0x21, 0, 5, 0}, o{0x38, 3, 3, 0}, o{2, 3, 0, 0}, o{0x60, 3, 0, 0}, wait, wait, o{4, 0, 0, 0}))
 	// Tombstones: hold 3, abandon 2, then 2 turns up (the tombstone becomes it).
 	f.Add(op(hdr(1|4, 0, 8, 0, 50, 0, 0), o{0x00, 0, 0, 0}, o{0x20, 0, 3, 0}, o{0x22, 0, 0xff, 0}, o{0x20, 0, 0xff, 0}, o{0x20, 0, 0xfe, 0}, o{0x60, 0, 2, 0}))
+	// Unordered packets past a gap, a copy, the gap filled, one past a tombstone.
+	f.Add(op(hdr(1|4, 0, 8, 0, 50, 0, 0), o{0x00, 0, 0, 0}, o{0xa0, 0, 3, 0}, o{0x20, 0, 1, 0}, o{0xe0, 0, 1, 0}, o{0x20, 0, 0xfd, 0},
+		o{0x20, 0, 4, 0}, o{0x22, 0, 0xff, 0}, o{0xa0, 0, 0, 0}, o{0x20, 0, 0xfe, 0}, wait, o{4, 0, 0, 0}))
 	// Long pseudo-random runs over every op, for each mode.
 	for i := range 4 {
 		rng := rand.New(rand.NewPCG(uint64(i), 1))
@@ -94,9 +98,10 @@ type fuzzKey struct {
 }
 
 type fuzzItem struct {
-	key      fuzzKey
-	released bool
-	dup      bool
+	key       fuzzKey
+	released  bool
+	dup       bool
+	unordered bool // pushed with PushUnordered: may go out ahead of its flow
 }
 
 // fuzzOp describes the operation under check; it is formatted only when a
@@ -112,8 +117,8 @@ type fuzzOp struct {
 
 func (o fuzzOp) String() string {
 	switch o.name {
-	case "PushClass":
-		return fmt.Sprintf("op %d: PushClass(flow %d, seq %d [u %d], class %d)", o.n, o.flow, uint32(o.u), o.u, o.class)
+	case "PushClass", "PushUnordered":
+		return fmt.Sprintf("op %d: %s(flow %d, seq %d [u %d], class %d)", o.n, o.name, o.flow, uint32(o.u), o.u, o.class)
 	case "Abandon":
 		return fmt.Sprintf("op %d: Abandon(flow %d, seq %d [u %d])", o.n, o.flow, uint32(o.u), o.u)
 	case "Expire":
@@ -245,6 +250,9 @@ func runBufferOps(t *testing.T, data []byte) {
 				}
 			}
 			bk := it.key.bucket
+			if it.unordered {
+				continue // out of order by design; its flow's order is not its
+			}
 			if !haveLast[bk] || it.key.u > last[bk] {
 				last[bk], haveLast[bk] = it.key.u, true
 				continue
@@ -276,8 +284,8 @@ func runBufferOps(t *testing.T, data []byte) {
 		if cfg.Mode == Off && st.Held != 0 {
 			t.Fatalf("%s: Off mode holds %d", what, st.Held)
 		}
-		if got := st.InOrder + st.Reordered + st.Late; got != released {
-			t.Fatalf("%s: InOrder+Reordered+Late = %d, %d items released: %+v", what, got, released, st)
+		if got := st.InOrder + st.Reordered + st.Late + st.Bypassed; got != released {
+			t.Fatalf("%s: InOrder+Reordered+Late+Bypassed = %d, %d items released: %+v", what, got, released, st)
 		}
 		if got := st.Duplicates + st.Stale; got != dups {
 			t.Fatalf("%s: Duplicates+Stale = %d, %d duplicates returned: %+v", what, got, dups, st)
@@ -314,7 +322,11 @@ func runBufferOps(t *testing.T, data []byte) {
 			items = append(items, fuzzItem{key: key})
 			c := Class((k >> 3) & 3) // 2 and 3 are not classes: taken as Recoverable
 			what.name, what.u, what.class = "PushClass", u, c
-			res, dup := b.PushClass(flow, uint32(u), id, c, now, out[:0])
+			push := b.PushClass
+			if k&0x80 != 0 {
+				what.name, push, items[id].unordered = "PushUnordered", b.PushUnordered, true
+			}
+			res, dup := push(flow, uint32(u), id, c, now, out[:0])
 			after := b.Stats()
 			if dup {
 				items[id].dup = true

@@ -113,6 +113,7 @@ func DefaultConfig() Config {
 // Stats counts what the buffer did. Counters are cumulative.
 type Stats struct {
 	InOrder    uint64 // delivered on arrival without being held
+	Bypassed   uint64 // delivered on arrival ahead of a gap (PushUnordered)
 	Reordered  uint64 // held, then delivered
 	Timeouts   uint64 // gaps given up because the hold time passed
 	Overflows  uint64 // gaps given up because MaxHeld packets were held
@@ -129,10 +130,19 @@ type node[T any] struct {
 	item T
 	at   int64 // arrival, ns since the buffer's epoch
 	seq  uint32
-	skip bool // a tombstone: the sender abandoned seq (Abandon); nothing to deliver
+	kind nodeKind
 	prev int32
 	next int32 // also the free-list link
 }
+
+// nodeKind says what a node stands for.
+type nodeKind uint8
+
+const (
+	heldNode      nodeKind = iota // a packet waiting for its gap
+	abandonedNode                 // a tombstone: the sender abandoned seq (Abandon)
+	deliveredNode                 // a tombstone: seq went out already (PushUnordered)
+)
 
 // flowState is everything known about one flow bucket.
 type flowState struct {
@@ -372,7 +382,11 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 			b.markNext(fi, fs)
 			out = append(out, item)
 			if fs.held > 0 {
-				b.observeLate(t, t-fs.since)
+				if b.nodes[fs.head].kind == heldNode {
+					// Only a packet that waited says how late gaps fill;
+					// tombstones of packets already out waited for nothing.
+					b.observeLate(t, t-fs.since)
+				}
 				out = b.release(fi, fs, out)
 				out = b.expireFlow(fi, fs, t, out)
 			}
@@ -386,10 +400,10 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 		}
 		after, match := b.locate(fs, seq)
 		if match >= 0 {
-			if nd := &b.nodes[match]; nd.skip {
+			if nd := &b.nodes[match]; nd.kind == abandonedNode {
 				// Abandoned by the sender but here after all (a spurious loss):
 				// the tombstone becomes the packet.
-				nd.item, nd.skip = item, false
+				nd.item, nd.kind = item, heldNode
 				b.stats.Abandoned--
 				return out, false
 			}
@@ -406,9 +420,46 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 		if fs.held == 0 {
 			fs.class = min(c, numClasses-1)
 		}
-		b.insert(fi, fs, seq, item, t, after, false)
+		b.insert(fi, fs, seq, item, t, after, heldNode)
 		return b.expireFlow(fi, fs, t, out), false
 	}
+}
+
+// PushUnordered is PushClass for a packet that needs no order: a TCP segment with
+// no payload (an acknowledgement), which a later one supersedes. Held behind a gap
+// it would stop the sender's ack clock for as long as the gap waits for its
+// recovery, so it goes out at once, ahead of the gap; a tombstone keeps its place,
+// so the flow moves past it when the gap closes and a copy of it is dropped.
+func (b *Buffer[T]) PushUnordered(flow uint16, seq uint32, item T, c Class, now time.Time, out []T) (res []T, dup bool) {
+	fi := uint32(flow) & b.flowMask
+	fs := &b.flows[fi]
+	if ahead := seq - fs.next; b.mode == Off || !fs.started || ahead == 0 || ahead > 1<<31 {
+		return b.PushClass(flow, seq, item, c, now, out)
+	}
+	after, match := b.locate(fs, seq)
+	if match >= 0 {
+		nd := &b.nodes[match]
+		if nd.kind != abandonedNode {
+			b.stats.Duplicates++
+			return out, true
+		}
+		// Abandoned by the sender but here after all: out it goes.
+		nd.kind = deliveredNode
+		b.stats.Abandoned--
+		b.stats.Bypassed++
+		return append(out, item), false
+	}
+	if b.free < 0 {
+		return b.PushClass(flow, seq, item, c, now, out)
+	}
+	if fs.held == 0 {
+		fs.class = min(c, numClasses-1)
+	}
+	t := b.clock(now)
+	var zero T
+	b.insert(fi, fs, seq, zero, t, after, deliveredNode)
+	b.stats.Bypassed++
+	return b.expireFlow(fi, fs, t, append(out, item)), false
 }
 
 // Expire releases, in order, packets whose gap has been waited for at least the
@@ -493,7 +544,7 @@ func (b *Buffer[T]) Abandon(flow uint16, seq uint32, now time.Time, out []T) []T
 	}
 	b.stats.Abandoned++
 	var zero T
-	b.insert(fi, fs, seq, zero, t, after, true)
+	b.insert(fi, fs, seq, zero, t, after, abandonedNode)
 	return out
 }
 
@@ -619,11 +670,11 @@ func (b *Buffer[T]) locate(fs *flowState, seq uint32) (after, match int32) {
 	}
 }
 
-func (b *Buffer[T]) insert(fi uint32, fs *flowState, seq uint32, item T, t int64, after int32, skip bool) {
+func (b *Buffer[T]) insert(fi uint32, fs *flowState, seq uint32, item T, t int64, after int32, kind nodeKind) {
 	n := b.free
 	nd := &b.nodes[n]
 	b.free = nd.next
-	nd.item, nd.at, nd.seq, nd.skip = item, t, seq, skip
+	nd.item, nd.at, nd.seq, nd.kind = item, t, seq, kind
 	if after < 0 {
 		nd.prev, nd.next = -1, fs.head
 		if fs.head >= 0 {
@@ -660,11 +711,11 @@ func (b *Buffer[T]) release(fi uint32, fs *flowState, out []T) []T {
 	for fs.head >= 0 && b.nodes[fs.head].seq == fs.next {
 		n := fs.head
 		nd := &b.nodes[n]
-		skip := nd.skip
-		if !skip {
+		kind := nd.kind
+		if kind == heldNode {
 			out = append(out, nd.item)
 		}
-		nd.item, nd.skip = zero, false // drop the reference for the GC
+		nd.item, nd.kind = zero, heldNode // drop the reference for the GC
 		fs.head = nd.next
 		if fs.head >= 0 {
 			b.nodes[fs.head].prev = -1
@@ -675,11 +726,14 @@ func (b *Buffer[T]) release(fi uint32, fs *flowState, out []T) []T {
 		b.free = n
 		fs.held--
 		b.held--
-		if skip {
+		switch kind {
+		case abandonedNode:
 			// Not delivered: a copy that turns up later goes out once, as late.
 			b.skipTo(fi, fs, fs.next+1)
 			b.stats.Skipped-- // counted as Abandoned, not as a given-up gap
-		} else {
+		case deliveredNode:
+			b.markNext(fi, fs) // out already; a later copy is a duplicate
+		default:
 			b.markNext(fi, fs)
 			b.stats.Reordered++
 		}

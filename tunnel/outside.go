@@ -9,6 +9,7 @@ import (
 	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/reorder"
 	"github.com/braid-vpn/braid/tundev"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -434,7 +435,12 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 	p.clampSYN(pkt)
 	pb.start, pb.end = start, start+len(pkt)
 	var dup bool
-	in.toTUN, dup = p.reorder.PushClass(f.Flow&uint16(len(p.flowSq)-1), f.FlowSeq, pb, p.flowClass(pkt), now, in.toTUN)
+	flow, class := f.Flow&uint16(len(p.flowSq)-1), p.flowClass(pkt)
+	if reorder.PureAck(pkt) {
+		in.toTUN, dup = p.reorder.PushUnordered(flow, f.FlowSeq, pb, class, now, in.toTUN)
+	} else {
+		in.toTUN, dup = p.reorder.PushClass(flow, f.FlowSeq, pb, class, now, in.toTUN)
+	}
 	return !dup
 }
 

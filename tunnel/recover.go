@@ -235,7 +235,8 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 			if e.Resends == 0 && !down && !congested(ps) {
 				p.fecObserve(true)
 			}
-			if wait := p.fecWait(e.Item.b[e.Item.start:e.Item.end]); wait > 0 && e.Resends == 0 && !down {
+			pkt := e.Item.b[e.Item.start:e.Item.end]
+			if wait := p.fecWait(pkt); wait > 0 && e.Resends == 0 && !down && !reorder.PureAck(pkt) {
 				p.deferred = append(p.deferred, deferredLoss{e: e, at: now.Add(wait)})
 				continue
 			}
@@ -268,7 +269,9 @@ func (p *peer) processDeferred(w *writer, now time.Time) {
 	p.deferred = keep
 }
 
-// resendOrGiveUp sends a lost payload again or gives it up.
+// resendOrGiveUp sends a lost payload again or gives it up. A pure TCP ack is
+// given up at once: the acks sent after it say all it said, and its receiver
+// does not hold them for it (reorder.PushUnordered).
 func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.Time) {
 	if p.wasRebuilt(e.Flow, e.FlowSeq) {
 		// The receiver rebuilt it from repairs already.
@@ -280,7 +283,7 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	}
 	size := e.Size + wire.DataPacketOverhead
 	idx := -1
-	if int(e.Resends) < p.recCfg.MaxResends && p.rec.Has(recovery.Retransmit) {
+	if int(e.Resends) < p.recCfg.MaxResends && p.rec.Has(recovery.Retransmit) && !reorder.PureAck(e.Item.b[e.Item.start:e.Item.end]) {
 		var hidden [maxPaths]bool
 		masked := p.hideUnfit(size, &hidden)
 		idx = recovery.Choose(p.infos, size, now, e.Deadline)

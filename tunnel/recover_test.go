@@ -93,3 +93,118 @@ func TestEngineRecoversLoss(t *testing.T) {
 		t.Errorf("recovery off: %d of %d delivered; the loss should show (is the link lossy?)", len(got), n)
 	}
 }
+
+// A TCP flow's pure acks are not held behind its gaps (reorder.PushUnordered):
+// while a lost segment waits for its resend, the acks sent after it reach the
+// server's TUN at once, ahead of the data held behind the gap, each once; the
+// data still arrives in order.
+func TestEnginePureAcksPassGaps(t *testing.T) {
+	const n = 300
+	r := lossyRig(t, Params{}, 0.08)
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	// Each step sends data segment i, then a pure ack whose sequence field says
+	// which step it belongs to (i | 1<<31).
+	type got struct {
+		step uint32
+		ack  bool
+	}
+	var order []got
+	collect := func(d time.Duration) {
+		deadline := time.After(d)
+		for {
+			select {
+			case pkt := <-r.srvTun.Outbound():
+				if len(pkt) >= 40 && pkt[9] == 6 {
+					seq := binary.BigEndian.Uint32(pkt[24:])
+					order = append(order, got{step: seq &^ (1 << 31), ack: seq&(1<<31) != 0})
+				}
+			case <-deadline:
+				return
+			}
+		}
+	}
+	payload := make([]byte, 1000)
+	for i := uint32(0); i < n; i++ {
+		r.cliATun.Inject(tcp4(inCliA, inSrv, 4000, 80, i, payload))
+		ack := tcp4(inCliA, inSrv, 4000, 80, i|1<<31, nil)
+		ack[33] = 0x10 // ACK
+		r.cliATun.Inject(ack)
+		if i%10 == 9 {
+			collect(5 * time.Millisecond)
+		}
+	}
+	collect(1500 * time.Millisecond)
+
+	var lastData int64 = -1
+	acks := map[uint32]bool{}
+	overtook := 0
+	for _, g := range order {
+		if !g.ack {
+			if int64(g.step) <= lastData {
+				t.Fatalf("data segment %d after %d: out of order", g.step, lastData)
+			}
+			lastData = int64(g.step)
+			continue
+		}
+		if acks[g.step] {
+			t.Fatalf("ack of step %d delivered twice", g.step)
+		}
+		acks[g.step] = true
+		if int64(g.step) > lastData {
+			// Sent after data segment g.step, delivered before it.
+			overtook++
+		}
+	}
+	if overtook == 0 {
+		t.Errorf("no pure ack overtook a data segment held behind a gap (%d deliveries, %d acks): acks wait for gaps", len(order), len(acks))
+	}
+	if len(acks) < n*8/10 {
+		t.Errorf("%d of %d acks delivered", len(acks), n)
+	}
+	t.Logf("%d of %d acks overtook held data; %d acks, data up to %d", overtook, n, len(acks), lastData)
+}
+
+// A lost pure ack is given up at once, never resent: the acks after it say all
+// it said.
+func TestEngineGivesUpLostPureAcks(t *testing.T) {
+	const n = 300
+	r := lossyRig(t, Params{}, 0.08)
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	delivered := 0
+	collect := func(d time.Duration) {
+		deadline := time.After(d)
+		for {
+			select {
+			case <-r.srvTun.Outbound():
+				delivered++
+			case <-deadline:
+				return
+			}
+		}
+	}
+	for i := uint32(0); i < n; i++ {
+		ack := tcp4(inCliA, inSrv, 4000, 80, i, nil)
+		ack[33] = 0x10
+		r.cliATun.Inject(ack)
+		if i%10 == 9 {
+			collect(5 * time.Millisecond)
+		}
+	}
+	collect(time.Second)
+	var resent, residual uint64
+	for _, pa := range r.cliA.Status().Peers[0].Paths {
+		if pa.Recovery != nil {
+			resent += pa.Recovery.Retransmitted
+			residual += pa.Recovery.Residual
+		}
+	}
+	if resent != 0 || residual == 0 {
+		t.Errorf("pure acks: %d resent, %d given up; want none resent, the lost ones given up", resent, residual)
+	}
+	if delivered < n*8/10 || delivered > n {
+		t.Errorf("%d of %d acks delivered", delivered, n)
+	}
+	t.Logf("%d of %d delivered, %d given up", delivered, n, residual)
+}

@@ -117,6 +117,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 		ps.ReorderStats = control.ReorderStatus{
 			HoldMs:     ms(p.reorder.Hold()),
 			InOrder:    rs.InOrder,
+			Bypassed:   rs.Bypassed,
 			Reordered:  rs.Reordered,
 			Timeouts:   rs.Timeouts,
 			Late:       rs.Late,
