@@ -175,6 +175,10 @@ type RecoveryStatus struct {
 	// the resends the budget refused (those are given up too).
 	GiveUps   uint64 `json:"give_ups"`
 	BudgetOut uint64 `json:"budget_refused"`
+	// EarlyResends counts losses resent at once instead of after waiting for
+	// the receiver to report them rebuilt: their FEC block had lost more
+	// sources than it had repairs, so no report could come.
+	EarlyResends uint64 `json:"early_resends"`
 	// Abandoned counts gaps the peer's give-ups released here.
 	Abandoned uint64 `json:"abandoned"`
 	// FEC is the repair rate in use ("k+m", "" = none) and Rebuilt the packets

@@ -103,6 +103,7 @@ type Encoder struct {
 	nruns   int
 
 	nextBlock uint32
+	ledger    Ledger // the blocks closed lately, for Lost
 
 	// The last closed block: its repair frames until the next close.
 	out    Repair
@@ -307,6 +308,7 @@ func (e *Encoder) close() int {
 	e.out.K, e.out.M, e.out.NRuns = n, m, e.nruns
 	copy(e.out.Runs[:], e.runs[:e.nruns])
 	e.ready = m
+	e.ledger.Record(e.out.Block, e.out.Runs[:e.nruns], m)
 	e.stats.Blocks++
 	e.stats.Repairs += uint64(m)
 	return m
@@ -334,8 +336,16 @@ func (e *Encoder) AppendRepair(b []byte, i int) []byte {
 	return AppendRepair(b, &e.out)
 }
 
+// Lost tells the encoder that the paths lost source id. It returns the block
+// that protected it and whether that block has now lost more sources than it
+// had repairs, so that the receiver cannot rebuild them (see Ledger); ok is
+// false when id is in no recently closed block (unprotected, too old, or in
+// the open block).
+func (e *Encoder) Lost(id SourceID) (block uint32, beyond, ok bool) { return e.ledger.Lost(id) }
+
 // Reset drops the open block and the ready repairs and numbers blocks from 0 again
 // (a fresh session: the peer's decoder is reset too).
 func (e *Encoder) Reset() {
 	e.open, e.n, e.nruns, e.ready, e.nextBlock = false, 0, 0, 0, 0
+	e.ledger.Reset()
 }

@@ -54,6 +54,7 @@ type peer struct {
 	recycle      []*packetBuf
 	giveupsSent  uint64
 	recBudgetOut uint64 // resends refused by the budget
+	recEarly     uint64 // losses resent without waiting for a REBUILT report
 
 	// forward error correction (fec.go); nil unless the mode has FEC
 	fecEnc     *fec.Encoder

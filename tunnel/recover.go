@@ -3,6 +3,7 @@ package tunnel
 import (
 	"time"
 
+	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/recovery"
 	"github.com/braid-vpn/braid/reorder"
@@ -43,8 +44,12 @@ type giveUpRef struct {
 // deferredLoss is a lost payload whose resend waits for the receiver's report
 // that it rebuilt it from repairs.
 type deferredLoss struct {
-	e  recovery.Entry[*packetBuf]
-	at time.Time
+	e     recovery.Entry[*packetBuf]
+	at    time.Time
+	block uint32 // the FEC block that protected it, if inBlock
+	// inBlock: the encoder's ledger knew its block, so the resend goes as soon
+	// as the block has lost more sources than it had repairs.
+	inBlock bool
 }
 
 // retxMeta carries a resent payload's history into transmit.
@@ -223,6 +228,7 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 		return
 	}
 	p.refreshInfos(now)
+	expedited := false
 	// Resending may declare more losses (a wrapped ring): they are appended and
 	// handled in the same loop.
 	for i := 0; i < len(p.lostQ); i++ {
@@ -237,13 +243,36 @@ func (p *peer) processLosses(w *writer, now time.Time) {
 			}
 			pkt := e.Item.b[e.Item.start:e.Item.end]
 			if wait := p.fecWait(pkt); wait > 0 && e.Resends == 0 && !down && !reorder.PureAck(pkt) {
-				p.deferred = append(p.deferred, deferredLoss{e: e, at: now.Add(wait)})
-				continue
+				block, beyond, known := p.fecEnc.Lost(fec.SourceID{Flow: e.Flow, Seq: e.FlowSeq})
+				if !beyond {
+					p.deferred = append(p.deferred, deferredLoss{e: e, at: now.Add(wait), block: block, inBlock: known})
+					continue
+				}
+				// Its block cannot rebuild it: no report will come. Resend it
+				// now, and the block's other deferred losses with it.
+				p.recEarly++
+				expedited = p.expediteBlock(block, now) || expedited
 			}
 			p.resendOrGiveUp(w, e, now)
 		}
 	}
 	p.lostQ = p.lostQ[:0]
+	if expedited {
+		p.processDeferred(w, now)
+	}
+}
+
+// expediteBlock makes the deferred losses of FEC block b due now, and reports
+// whether there were any. Caller holds p.mu.
+func (p *peer) expediteBlock(b uint32, now time.Time) bool {
+	found := false
+	for i := range p.deferred {
+		if d := &p.deferred[i]; d.inBlock && d.block == b && d.at.After(now) {
+			d.at, found = now, true
+			p.recEarly++
+		}
+	}
+	return found
 }
 
 // processDeferred resends or gives up the deferred losses whose wait is over

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/fec"
 )
 
 // lossyRig is the engine rig with both client paths losing the fraction loss
@@ -207,4 +208,40 @@ func TestEngineGivesUpLostPureAcks(t *testing.T) {
 		t.Errorf("%d of %d acks delivered", delivered, n)
 	}
 	t.Logf("%d of %d delivered, %d given up", delivered, n, residual)
+}
+
+// When a FEC block loses more sources than it had repairs, the receiver cannot
+// rebuild them, so the sender resends them at once rather than waiting for a
+// REBUILT report (status: early_resends); the flow still arrives in order.
+func TestEngineResendsUnrebuildableBlocksEarly(t *testing.T) {
+	const n = 800
+	r := lossyRig(t, Params{}, 0.12)
+	waitUsable(t, r.cliA, "server", 2)
+	// Repairs capped near 3 % of the payload (32+1): at 12 % loss most blocks
+	// lose more sources than their one repair.
+	p := r.cliA.server
+	p.mu.Lock()
+	if p.fecEnc == nil {
+		p.mu.Unlock()
+		t.Fatal("no FEC encoder with recovery auto")
+	}
+	p.fecCtl.Policy = fec.Policy{Target: 1e-3, MinLoss: 1e-3, MaxK: fec.MaxK, CapBase: 0.035}
+	p.mu.Unlock()
+	got := sendTCPFlow(t, r, n)
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("delivery %d is segment %d after %d (out of order)", i, got[i], got[i-1])
+		}
+	}
+	rs := r.cliA.Status().Peers[0].RecoveryStats
+	if rs == nil {
+		t.Fatal("no recovery status")
+	}
+	if rs.EarlyResends == 0 {
+		t.Errorf("no early resend at 12 %% loss (FEC %q): blocks beyond their repairs still wait for a report", rs.FEC)
+	}
+	if len(got) < n*97/100 {
+		t.Errorf("%d of %d delivered", len(got), n)
+	}
+	t.Logf("%d of %d delivered; %d resent early; FEC %s", len(got), n, rs.EarlyResends, rs.FEC)
 }

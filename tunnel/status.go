@@ -90,11 +90,12 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 	}
 	if p.store != nil {
 		ps.RecoveryStats = &control.RecoveryStatus{
-			HoldMs:    ms(p.recHold),
-			Retained:  p.store.Len(),
-			GiveUps:   p.giveupsSent,
-			BudgetOut: p.recBudgetOut,
-			Rebuilt:   p.fecUsed,
+			HoldMs:       ms(p.recHold),
+			Retained:     p.store.Len(),
+			GiveUps:      p.giveupsSent,
+			BudgetOut:    p.recBudgetOut,
+			EarlyResends: p.recEarly,
+			Rebuilt:      p.fecUsed,
 		}
 		if p.fecEnc != nil {
 			if r := p.fecEnc.Rate(); !r.Off() {
