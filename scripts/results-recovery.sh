@@ -22,6 +22,10 @@
 #   GE and GE on both, 1 % at 100 ms, no loss 1:1-1:5, Fig. 9's loss points at
 #   40 ms against the MPTCP tunnels, and the shared bottleneck
 #   (docs/results/recovery/final2), about 55 minutes.
+#   SET acks: after pure TCP acks pass their flow's gaps and unrebuildable
+#   blocks are resent at once (docs/results/recovery/acks): the targets'
+#   points and a subset of Fig. 10 (GE 1 %, RTT ratios 1:1, 1:3, 1:5, braid's
+#   default against the MPTCP tunnels), about 75 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -49,6 +53,16 @@ if [ "$set" = bulk ]; then
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
 	run realtime recovery-realtime.toml --seed $seed
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	exit 0
+fi
+if [ "$set" = acks ]; then
+	seed=20261126
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	run shared recovery-shared.toml --seed $seed
+	run realtime recovery-realtime.toml --only "transport=braid,braid no recovery" --seed $seed
+	run tunnels-ratio tunnels-ratio.toml --only "rtt_ratio=1:1,1:3,1:5" --only "loss=gemodel 1% 75% 50% 1%" --only "transport=mptcp-tunnel,openvpn-mptcp,braid" --reps 5 --seed $seed
 	exit 0
 fi
 if [ "$set" = final2 ]; then
