@@ -40,6 +40,10 @@ const (
 // without the binaries it needs.
 var ErrNoOpenVPN = errors.New("openvpn is not installed (Debian: apt-get install openvpn; openvpn-mptcp also needs mptcpize from apt-get install mptcpd)")
 
+// ErrNoMptcpize is returned when openvpn-mptcp runs where openvpn is
+// installed but mptcpize, which puts it on MPTCP sockets, is not.
+var ErrNoMptcpize = errors.New("mptcpize is not installed, openvpn-mptcp needs it (Debian: apt-get install mptcpd)")
+
 // OpenVPNArgs is the command line of one end. proto is "udp" or "tcp";
 // the server listens on server, the client connects to it. The tunnel
 // addresses are braid's, so the testbed's return route from the web server
@@ -90,7 +94,7 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 		if mptcp {
 			mz, err := exec.LookPath("mptcpize")
 			if err != nil {
-				return nil, ErrNoOpenVPN
+				return nil, ErrNoMptcpize
 			}
 			wrap = []string{mz, "run"}
 		}
