@@ -317,6 +317,16 @@ func TestFirstPacketStartsFlow(t *testing.T) {
 // TestRandomizedExactlyOnce shuffles several flows with copies and losses and checks
 // the invariants: nothing is delivered twice, every packet that arrived is delivered,
 // and with no losses each flow comes out exactly in order.
+// randomRunBuffer is the buffer of the randomized exactly-once tests: a hold
+// no lossless run reaches, or 5 ms so that a lossy run times gaps out.
+func randomRunBuffer[T any](lossy bool, flows int) *Buffer[T] {
+	hold := time.Hour
+	if lossy {
+		hold = 5 * ms
+	}
+	return New[T](Config{Mode: Fixed, Hold: hold, MaxHeld: 1024, Flows: flows, DedupWindow: 1024})
+}
+
 func TestRandomizedExactlyOnce(t *testing.T) {
 	type ev struct {
 		flow uint16
@@ -365,11 +375,7 @@ func TestRandomizedExactlyOnce(t *testing.T) {
 				idx[f] = idx[f][1:]
 			}
 		}
-		hold := time.Hour
-		if lossy {
-			hold = 5 * ms
-		}
-		b := New[ev](Config{Mode: Fixed, Hold: hold, MaxHeld: 1024, Flows: 8, DedupWindow: 1024})
+		b := randomRunBuffer[ev](lossy, 8)
 		var out []ev
 		now := t0
 		for _, e := range order {

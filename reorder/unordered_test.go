@@ -88,11 +88,7 @@ func TestUnorderedRandomizedExactlyOnce(t *testing.T) {
 			}
 		}
 		unordered := func(seq uint32) bool { return seq%3 == 1 }
-		hold := 1000 * ms
-		if lossy {
-			hold = 5 * ms
-		}
-		b := New[uint32](Config{Mode: Fixed, Hold: hold, MaxHeld: 1024, Flows: 1, DedupWindow: 1024})
+		b := randomRunBuffer[uint32](lossy, 1)
 		var out []uint32
 		now := t0
 		for _, s := range order {

@@ -20,6 +20,22 @@ func lossyRig(t *testing.T, params Params, loss float64) *rig {
 	return r
 }
 
+// drainSrvTUN reads what the server's TUN gets for d and passes the sequence
+// number of each TCP segment to seen.
+func drainSrvTUN(r *rig, d time.Duration, seen func(seq uint32)) {
+	deadline := time.After(d)
+	for {
+		select {
+		case pkt := <-r.srvTun.Outbound():
+			if len(pkt) >= 40 && pkt[9] == 6 {
+				seen(binary.BigEndian.Uint32(pkt[24:]))
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
 // sendTCPFlow sends n segments of one TCP flow client → server, paced so that
 // no queue overflows, and returns the sequence numbers the server's TUN got, in
 // the order it got them.
@@ -30,17 +46,7 @@ func sendTCPFlow(t *testing.T, r *rig, n int) []uint32 {
 	payload := make([]byte, 1000)
 	var got []uint32
 	collect := func(d time.Duration) {
-		deadline := time.After(d)
-		for {
-			select {
-			case pkt := <-r.srvTun.Outbound():
-				if len(pkt) >= 40 && pkt[9] == 6 {
-					got = append(got, binary.BigEndian.Uint32(pkt[24:]))
-				}
-			case <-deadline:
-				return
-			}
-		}
+		drainSrvTUN(r, d, func(seq uint32) { got = append(got, seq) })
 	}
 	for i := 0; i < n; i++ {
 		r.cliATun.Inject(tcp4(inCliA, inSrv, 4000, 80, uint32(i), payload))
@@ -112,18 +118,9 @@ func TestEnginePureAcksPassGaps(t *testing.T) {
 	}
 	var order []got
 	collect := func(d time.Duration) {
-		deadline := time.After(d)
-		for {
-			select {
-			case pkt := <-r.srvTun.Outbound():
-				if len(pkt) >= 40 && pkt[9] == 6 {
-					seq := binary.BigEndian.Uint32(pkt[24:])
-					order = append(order, got{step: seq &^ (1 << 31), ack: seq&(1<<31) != 0})
-				}
-			case <-deadline:
-				return
-			}
-		}
+		drainSrvTUN(r, d, func(seq uint32) {
+			order = append(order, got{step: seq &^ (1 << 31), ack: seq&(1<<31) != 0})
+		})
 	}
 	payload := make([]byte, 1000)
 	for i := uint32(0); i < n; i++ {
@@ -174,17 +171,7 @@ func TestEngineGivesUpLostPureAcks(t *testing.T) {
 	waitUsable(t, r.cliA, "server", 2)
 	waitUsable(t, r.srv, "a", 2)
 	delivered := 0
-	collect := func(d time.Duration) {
-		deadline := time.After(d)
-		for {
-			select {
-			case <-r.srvTun.Outbound():
-				delivered++
-			case <-deadline:
-				return
-			}
-		}
-	}
+	collect := func(d time.Duration) { drainSrvTUN(r, d, func(uint32) { delivered++ }) }
 	for i := uint32(0); i < n; i++ {
 		ack := tcp4(inCliA, inSrv, 4000, 80, i, nil)
 		ack[33] = 0x10
