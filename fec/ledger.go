@@ -42,7 +42,9 @@ func (l *Ledger) Lost(id SourceID) (block uint32, beyond, ok bool) {
 		e := &l.entries[(l.n-1-i)%ledgerBlocks]
 		for _, r := range e.runs[:e.nruns] {
 			if r.Flow == id.Flow && id.Seq-r.Seq < uint32(r.Count) {
-				e.lost = min(e.lost+1, 255)
+				if e.lost < 255 { // copies of a source on many paths may each be lost
+					e.lost++
+				}
 				return e.block, e.lost > e.m, true
 			}
 		}
