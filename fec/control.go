@@ -11,7 +11,8 @@ type Policy struct {
 	// MaxK bounds the block (latency: a block waits for up to MaxK sources or
 	// MaxDelay).
 	MaxK int
-	// The overhead m/k may not exceed CapBase + CapPerLoss × loss.
+	// The overhead m/k plus the residual it leaves to resend may not exceed
+	// CapBase + CapPerLoss × loss.
 	CapBase, CapPerLoss float64
 }
 
@@ -119,9 +120,11 @@ func Residual(k, m int, loss, burst float64, spread int) (fail, residual float64
 // if the engine sends them back to back on one path; see the package doc).
 //
 // The rule: no repairs if loss < pol.MinLoss. Otherwise, among the (k, m) with
-// 1 ≤ k ≤ pol.MaxK, 1 ≤ m ≤ MaxM and m/k within the cap, take the lowest overhead
-// m/k whose residual meets pol.Target (ties: lower residual); if none does, the
-// lowest residual within the cap (best effort). A block closed early with n < k
+// 1 ≤ k ≤ pol.MaxK, 1 ≤ m ≤ MaxM and m/k plus the residual within the cap (the
+// residual is resent), take the lowest overhead m/k whose residual meets
+// pol.Target (ties: lower residual); if none does, the lowest residual within the
+// cap (best effort). Where no (k, m) keeps both within it, the cap bounds m/k
+// alone. A block closed early with n < k
 // sources gets the fewest repairs, up to M[K], that meet the target for n sources
 // (Rate.M[n]); if it holds bulk sources only, no more than the cap allows n sources,
 // but at least one (Rate.Bulk[n]).
@@ -134,7 +137,7 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 	d.fill(loss, burst, spread)
 	maxK := min(max(pol.MaxK, 1), MaxK)
 	limit := pol.CapBase + pol.CapPerLoss*loss + 1e-12
-	bk, bm, bres, bok := 0, 0, math.Inf(1), false
+	bk, bm, bres, bok, bfits := 0, 0, math.Inf(1), false, false
 	for k := 1; k <= maxK; k++ {
 		for m := 1; m <= MaxM; m++ {
 			ov := float64(m) / float64(k)
@@ -143,10 +146,16 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 			}
 			_, res := d.block(k, m)
 			ok := res <= pol.Target
+			// What the repairs leave unrecovered is resent, so the cap is
+			// first on both together; on repairs alone only where no rate
+			// keeps both within it (a cap below the loss rate).
+			fits := ov+res <= limit
 			better := false
 			switch {
 			case bk == 0:
 				better = true
+			case fits != bfits:
+				better = fits
 			case ok != bok:
 				better = ok
 			case ok: // both meet the target: lowest overhead, then residual
@@ -156,7 +165,7 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 				better = res < bres || res == bres && ov < float64(bm)/float64(bk)
 			}
 			if better {
-				bk, bm, bres, bok = k, m, res, ok
+				bk, bm, bres, bok, bfits = k, m, res, ok, fits
 			}
 		}
 	}

@@ -72,9 +72,11 @@
 //
 // Choose's rule: no repairs below Policy.MinLoss (0.1 %), or before the
 // Controller has MinSamples (500) outcomes. Otherwise, among 1 ≤ k ≤ Policy.MaxK,
-// 1 ≤ m ≤ MaxM with m/k ≤ CapBase + CapPerLoss·p, the lowest overhead m/k that
-// meets Target (ties: lower residual); if none does, the lowest residual
-// within the cap. Classes:
+// 1 ≤ m ≤ MaxM with m/k + residual ≤ CapBase + CapPerLoss·p (the residual is
+// resent, so the cap is on both), the lowest overhead m/k that meets Target
+// (ties: lower residual); if none does, the lowest residual within the cap. Only
+// when no rate keeps both within the cap (a cap below the loss rate) does it
+// bound m/k alone. Classes:
 //
 //	Bulk:     Target 1e-3, cap 5 % + 2·p, MaxK 32   (1 %: RS(32+2), 6.25 %)
 //	RealTime: Target 1e-4, cap 35 %,      MaxK 16   (2 %: RS(15+3), 20 %)
