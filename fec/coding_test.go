@@ -326,6 +326,37 @@ func TestStore(t *testing.T) {
 	}
 }
 
+// TestBulkCredit: short bulk blocks earn Rate.BulkCap per source and get one
+// repair whenever the credit reaches one, so a slow flow's 3-source blocks get
+// a full block's repairs per source (1 in 16), not one each (1 in 3) nor none.
+func TestBulkCredit(t *testing.T) {
+	count := func(r Rate) (repairs int) {
+		e := NewEncoder(EncoderConfig{BulkDelay: 25 * time.Millisecond})
+		e.SetRate(r)
+		now := t0
+		for seq := uint32(0); seq < 480; seq++ {
+			repairs += e.Add(SourceID{1, seq}, payload(int(seq), 100), now, true)
+			if seq%3 == 2 { // the block's deadline passes every 3 sources
+				now = now.Add(25 * time.Millisecond)
+				repairs += e.Tick(now)
+			}
+		}
+		return repairs
+	}
+	r := Choose(Bulk, 0.01, 1, 1) // RS(32+2): Bulk[3] = 0, M[3] ≥ 1
+	if r.Bulk[3] != 0 || r.M[3] == 0 {
+		t.Fatalf("Bulk[3] = %d, M[3] = %d", r.Bulk[3], r.M[3])
+	}
+	// 160 blocks of 3 at 1/16 per source: 480/16 = 30 repairs, each block at most one.
+	if got := count(r); got != 30 {
+		t.Errorf("%d repairs for 480 sources in blocks of 3, want 30", got)
+	}
+	r.BulkCap = 0
+	if got := count(r); got != 0 {
+		t.Errorf("without BulkCap: %d repairs, want Bulk[3] = 0 each", got)
+	}
+}
+
 // TestBulkDelay: a block of bulk sources waits BulkDelay and sends Rate.Bulk
 // repairs; a latency-sensitive source closes it within MaxDelay of its own
 // arrival and makes it send Rate.M.

@@ -126,8 +126,9 @@ func Residual(k, m int, loss, burst float64, spread int) (fail, residual float64
 // cap (best effort). Where no (k, m) keeps both within it, the cap bounds m/k
 // alone. A block closed early with n < k
 // sources gets the fewest repairs, up to M[K], that meet the target for n sources
-// (Rate.M[n]); if it holds bulk sources only, no more than the cap allows n sources,
-// but at least one (Rate.Bulk[n]).
+// (Rate.M[n]); if it holds bulk sources only, no more repairs per source than a
+// full block (Rate.Bulk[n], rounded down; the encoder adds one when the credit of
+// earlier blocks allows: Rate.BulkCap).
 func Choose(pol Policy, loss, burst float64, spread int) Rate {
 	var r Rate
 	if !(loss >= pol.MinLoss) || loss <= 0 { // also NaN
@@ -174,6 +175,8 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 	}
 	r.K = bk
 	r.M[bk] = uint8(bm)
+	// Bulk blocks closed short get the full block's repairs per source.
+	r.BulkCap = float64(bm) / float64(bk)
 	for n := 1; n < bk; n++ {
 		r.M[n] = uint8(bm)
 		for m := 0; m < bm; m++ {
@@ -183,9 +186,9 @@ func Choose(pol Policy, loss, burst float64, spread int) Rate {
 			}
 		}
 		// A block of bulk flows alone keeps within the cap even when closed
-		// short, but always gets one repair: with none, every loss in it would
-		// be left to a resend.
-		r.Bulk[n] = min(r.M[n], uint8(max(1, int(limit*float64(n)))))
+		// short; what rounds down here it gets from the encoder's credit
+		// (Rate.BulkCap).
+		r.Bulk[n] = min(r.M[n], uint8(r.BulkCap*float64(n)))
 	}
 	r.Bulk[bk] = r.M[bk]
 	return r

@@ -214,29 +214,25 @@ func TestLossEstimator(t *testing.T) {
 	}
 }
 
-// TestChooseBulkShort: a bulk-only block closed short keeps within the overhead
-// cap, with at least one repair; a full block and mixed blocks are unchanged.
+// TestChooseBulkShort: a bulk-only block closed short gets no more repairs per
+// source than a full block (rounded down: the encoder's credit makes up the
+// rest); a full block and mixed blocks are unchanged.
 func TestChooseBulkShort(t *testing.T) {
 	r := Choose(Bulk, 0.01, 1, 1)
-	if r.K != 32 || r.M[32] != 2 || r.Bulk[32] != 2 {
-		t.Fatalf("chose K=%d M=%d Bulk=%d, want RS(32+2) for both", r.K, r.M[32], r.Bulk[32])
+	if r.K != 32 || r.M[32] != 2 || r.Bulk[32] != 2 || r.BulkCap != 2.0/32 {
+		t.Fatalf("chose K=%d M=%d Bulk=%d BulkCap=%v, want RS(32+2) for both and 1/16", r.K, r.M[32], r.Bulk[32], r.BulkCap)
 	}
 	// By hand at 1 %: RS(18+1) leaves P(≥2 of 19) ≈ 0.0153, residual ≈ 2/19 ×
-	// 0.0153 ≈ 1.6e-3 > 1e-3, so M[18] = 2 (11 %); the cap 5 % + 2 × 1 % = 7 %
-	// allows 18 × 0.07 = 1.26 repairs: Bulk[18] = 1. 28 × 0.07 = 1.96: 1;
-	// 29 × 0.07 = 2.03: 2. 3 sources: no repair within the cap, but one anyway.
-	for _, c := range []struct{ n, m, bulk int }{{18, 2, 1}, {28, 2, 1}, {29, 2, 2}} {
+	// 0.0153 ≈ 1.6e-3 > 1e-3, so M[18] = 2 (11 %); a full block's 1/16 per
+	// source gives 18/16 = 1.125: Bulk[18] = 1; 31/16 = 1.94: 1; 15/16: 0.
+	for _, c := range []struct{ n, m, bulk int }{{18, 2, 1}, {31, 2, 1}, {15, 2, 0}} {
 		if int(r.M[c.n]) != c.m || int(r.Bulk[c.n]) != c.bulk {
 			t.Errorf("n=%d: M=%d Bulk=%d, want %d and %d", c.n, r.M[c.n], r.Bulk[c.n], c.m, c.bulk)
 		}
 	}
-	if r.Bulk[3] != 1 {
-		t.Errorf("Bulk[3] = %d, want 1", r.Bulk[3])
-	}
-	limit := Bulk.CapBase + Bulk.CapPerLoss*0.01
 	for n := 1; n < r.K; n++ {
-		if b := int(r.Bulk[n]); b < 1 || b > int(r.M[n]) || b > 1 && float64(b) > limit*float64(n) {
-			t.Errorf("Bulk[%d] = %d (M %d, cap %.2f)", n, b, r.M[n], limit*float64(n))
+		if b := int(r.Bulk[n]); b > int(r.M[n]) || float64(b) > r.BulkCap*float64(n) {
+			t.Errorf("Bulk[%d] = %d (M %d, %.2f per full block's rate)", n, b, r.M[n], r.BulkCap*float64(n))
 		}
 	}
 }

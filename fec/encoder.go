@@ -26,9 +26,18 @@ const (
 // M[n] repairs for a block that closes with n sources (M[K] for a full one; a block
 // closed early by its delay needs fewer), Bulk[n] for a block of bulk sources
 // only (see Add). K == 0 or M[n] == 0 means no repairs.
+//
+// BulkCap > 0 is the repairs per bulk source (a full block's M[K]/K): blocks of
+// bulk sources then earn it per source and spend one per repair, so that the
+// short blocks of a slow flow (3 sources in a block's 25 ms at 1.5 Mbit/s),
+// whose Bulk[n] rounds down to none, still get one repair now and then (at most
+// M[n]), and the repairs per source stay those of a full block, within the
+// overhead cap, however short the blocks. "At least one per block" spent
+// 15–23 % of a 1.5 Mbit/s download on repairs at 0.3 % loss.
 type Rate struct {
 	K       int
 	M, Bulk [MaxK + 1]uint8
+	BulkCap float64
 }
 
 // FixedRate is blocks of k sources with m repairs, also for blocks closed early.
@@ -103,7 +112,8 @@ type Encoder struct {
 	nruns   int
 
 	nextBlock uint32
-	ledger    Ledger // the blocks closed lately, for Lost
+	ledger    Ledger  // the blocks closed lately, for Lost
+	credit    float64 // repairs earned by bulk blocks and not spent (Rate.BulkCap), ≤ 1
 
 	// The last closed block: its repair frames until the next close.
 	out    Repair
@@ -270,6 +280,13 @@ func (e *Encoder) close() int {
 	m := int(e.r.Bulk[min(n, e.r.K)])
 	if e.urgent {
 		m = int(e.r.M[min(n, e.r.K)])
+	} else if e.r.BulkCap > 0 {
+		e.credit += e.r.BulkCap*float64(n) - float64(m)
+		if e.credit >= 1 && m < int(e.r.M[min(n, e.r.K)]) {
+			m++
+			e.credit--
+		}
+		e.credit = min(e.credit, 1) // no hoard from full blocks or idle time
 	}
 	if n == 0 || m == 0 {
 		return 0
@@ -346,6 +363,6 @@ func (e *Encoder) Lost(id SourceID) (block uint32, beyond, ok bool) { return e.l
 // Reset drops the open block and the ready repairs and numbers blocks from 0 again
 // (a fresh session: the peer's decoder is reset too).
 func (e *Encoder) Reset() {
-	e.open, e.n, e.nruns, e.ready, e.nextBlock = false, 0, 0, 0, 0
+	e.open, e.n, e.nruns, e.ready, e.nextBlock, e.credit = false, 0, 0, 0, 0, 0
 	e.ledger.Reset()
 }
