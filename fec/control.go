@@ -252,8 +252,14 @@ func (e *LossEstimator) Burst() float64 {
 	return 1 / (1 - c)
 }
 
-// MinSamples is how many packets a Controller wants before it sends repairs.
-const MinSamples = 500
+// MinSamples is how many packets a Controller wants before it sends repairs:
+// 100, a sixth of a second of a 1 Mbit/s real-time flow of 200-byte packets.
+// With 500 such a flow went its first 0.8 s without repairs, its losses then
+// went to resends alone, and some arrived past a 40 ms deadline (lab,
+// recovery-realtime, 2 % loss, the session's first repetition: 4–6 packets late
+// up to 62 ms; 0 with 100). At 2 % loss 100 packets hold about 2 losses: enough
+// to start, and the estimate keeps improving.
+const MinSamples = 100
 
 // Controller couples a LossEstimator with a Policy: the engine calls Observe for
 // every packet whose fate it learns from acks, and Rate (e.g. every tick, or when

@@ -71,7 +71,7 @@
 // 7.6e-7; at 2 % RS(6+2) 1.6e-4, RS(8+3) 1.7e-5).
 //
 // Choose's rule: no repairs below Policy.MinLoss (0.1 %), or before the
-// Controller has MinSamples (500) outcomes. Otherwise, among 1 ≤ k ≤ Policy.MaxK,
+// Controller has MinSamples (100) outcomes. Otherwise, among 1 ≤ k ≤ Policy.MaxK,
 // 1 ≤ m ≤ MaxM with m/k + residual ≤ CapBase + CapPerLoss·p (the residual is
 // resent, so the cap is on both), the lowest overhead m/k that meets Target
 // (ties: lower residual); if none does, the lowest residual within the cap. Only
