@@ -38,11 +38,11 @@ const (
 
 // ErrNoOpenVPN is returned when an openvpn transport runs on a machine
 // without the binaries it needs.
-var ErrNoOpenVPN = errors.New("openvpn is not installed (Debian: apt-get install openvpn; openvpn-mptcp also needs mptcpize from apt-get install mptcpd)")
+var ErrNoOpenVPN = errors.New("openvpn is not installed (Debian: apt-get install openvpn; openvpn-mptcp also needs apt-get install mptcpize)")
 
 // ErrNoMptcpize is returned when openvpn-mptcp runs where openvpn is
 // installed but mptcpize, which puts it on MPTCP sockets, is not.
-var ErrNoMptcpize = errors.New("mptcpize is not installed, openvpn-mptcp needs it (Debian: apt-get install mptcpd)")
+var ErrNoMptcpize = errors.New("mptcpize is not installed, openvpn-mptcp needs it (Debian: apt-get install mptcpize)")
 
 // OpenVPNArgs is the command line of one end. proto is "udp" or "tcp";
 // the server listens on server, the client connects to it. The tunnel
