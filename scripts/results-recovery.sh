@@ -26,6 +26,11 @@
 #   blocks are resent at once (docs/results/recovery/acks): the targets'
 #   points and a subset of Fig. 10 (GE 1 %, RTT ratios 1:1, 1:3, 1:5, braid's
 #   default against the MPTCP tunnels), about 75 minutes.
+#   SET capjoint: after the repair cap holds for repairs plus the residual they
+#   leave, short bulk blocks get repairs from a credit, real-time resends go at
+#   once and repairs start after 100 outcomes (docs/results/recovery/capjoint):
+#   the targets' points those change, and Fig. 10 at 1:1 with OpenVPN over MPTCP,
+#   about 65 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/results/recovery}
@@ -53,6 +58,16 @@ if [ "$set" = bulk ]; then
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
 	run realtime recovery-realtime.toml --seed $seed
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	exit 0
+fi
+if [ "$set" = capjoint ]; then
+	seed=20261126
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run shared recovery-shared.toml --seed $seed
+	run realtime recovery-realtime.toml --only "transport=braid,braid no recovery" --reps 10 --seed $seed
+	run noloss recovery-noloss.toml --only "transport=braid,braid no recovery" --seed $seed
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run tunnels-ratio tunnels-ratio.toml --only "rtt_ratio=1:1" --only "loss=gemodel 1% 75% 50% 1%" --only "transport=mptcp-tunnel,openvpn-mptcp,braid" --reps 5 --seed $seed
 	exit 0
 fi
 if [ "$set" = acks ]; then
