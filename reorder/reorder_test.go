@@ -314,9 +314,6 @@ func TestFirstPacketStartsFlow(t *testing.T) {
 	push(t, b, 0, 1001, at(0), []uint32{1001}, false)
 }
 
-// TestRandomizedExactlyOnce shuffles several flows with copies and losses and checks
-// the invariants: nothing is delivered twice, every packet that arrived is delivered,
-// and with no losses each flow comes out exactly in order.
 // randomRunBuffer is the buffer of the randomized exactly-once tests: a hold
 // no lossless run reaches, or 5 ms so that a lossy run times gaps out.
 func randomRunBuffer[T any](lossy bool, flows int) *Buffer[T] {
@@ -327,6 +324,9 @@ func randomRunBuffer[T any](lossy bool, flows int) *Buffer[T] {
 	return New[T](Config{Mode: Fixed, Hold: hold, MaxHeld: 1024, Flows: flows, DedupWindow: 1024})
 }
 
+// TestRandomizedExactlyOnce shuffles several flows with copies and losses and checks
+// the invariants: nothing is delivered twice, every packet that arrived is delivered,
+// and with no losses each flow comes out exactly in order.
 func TestRandomizedExactlyOnce(t *testing.T) {
 	type ev struct {
 		flow uint16

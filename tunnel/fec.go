@@ -48,13 +48,13 @@ func (p *peer) fecWait(pkt []byte) time.Duration {
 	if !p.repairing() || p.flowClass(pkt) != reorder.Recoverable {
 		return 0
 	}
-	return fec.DefaultBulkDelay + 2*p.e.tn.Tick
+	return p.fecWaitMax()
 }
 
 // repairing reports whether repairs are being sent.
 func (p *peer) repairing() bool { return p.fecEnc != nil && !p.fecEnc.Rate().Off() }
 
-// fecWaitMax is fecWait while repairs are sent. Both ends add it to the hold
+// fecWaitMax is a TCP packet's fecWait while repairs are sent. Both ends add it to the hold
 // whenever the session runs FEC: the receiver cannot tell when the sender's
 // repair rate is on.
 func (p *peer) fecWaitMax() time.Duration { return fec.DefaultBulkDelay + 2*p.e.tn.Tick }

@@ -162,7 +162,7 @@ link = "primary"
 		const frame, rate = 1280 + 14, 10e6 / 8
 		held := float64(16+2)*frame + rate*(10*time.Millisecond+EventSampleInterval).Seconds()
 		ph := smp.Phases[1]
-		if got := ph.PathKBps["secondary"] * 1000 * (ph.ToMs - ph.FromMs) / 1000; got > held {
+		if got := ph.PathKBps["secondary"] * (ph.ToMs - ph.FromMs); got > held { // kB/s × ms = bytes
 			t.Errorf("the cut secondary delivered %.0f bytes in %.0f ms, more than the %.0f it held (%.1f kB/s before the cut)", got, ph.ToMs-ph.FromMs, held, smp.Phases[0].PathKBps["secondary"])
 		}
 	}
