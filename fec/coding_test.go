@@ -358,12 +358,14 @@ func TestBulkCredit(t *testing.T) {
 }
 
 // TestBulkDelay: a block of bulk sources waits BulkDelay and sends Rate.Bulk
-// repairs; a latency-sensitive source closes it within MaxDelay of its own
-// arrival and makes it send Rate.M.
+// repairs; latency-sensitive sources fill blocks of their own, which close
+// MaxDelay after their first source with Rate.M repairs and leave the bulk
+// block open.
 func TestBulkDelay(t *testing.T) {
 	e := NewEncoder(EncoderConfig{MaxDelay: 10 * time.Millisecond, BulkDelay: 25 * time.Millisecond})
 	r := FixedRate(10, 3)
 	r.M[2], r.Bulk[2] = 3, 1
+	r.M[1], r.Bulk[1] = 2, 1
 	e.SetRate(r)
 	e.Add(SourceID{1, 1}, payload(1, 10), t0, true)
 	e.Add(SourceID{1, 2}, payload(2, 10), t0.Add(5*time.Millisecond), true)
@@ -376,22 +378,43 @@ func TestBulkDelay(t *testing.T) {
 	if n := e.Tick(t0.Add(25 * time.Millisecond)); n != 1 {
 		t.Fatalf("bulk block of 2: %d repairs, want Bulk[2] = 1", n)
 	}
-	// Bulk first, then a real-time source at +20 ms: the block closes at +25
-	// (the bulk source's deadline comes first) with M[2] repairs.
+	// Bulk at t1 and t1+1 ms, real-time at t1+5 and t1+6 ms: the real-time
+	// block closes at t1+15 with M[2] repairs over flow 2 alone, the bulk one
+	// at t1+25 with Bulk[2].
 	t1 := t0.Add(time.Second)
 	e.Add(SourceID{1, 3}, payload(3, 10), t1, true)
-	e.Add(SourceID{2, 1}, payload(4, 10), t1.Add(20*time.Millisecond), false)
+	e.Add(SourceID{1, 4}, payload(4, 10), t1.Add(time.Millisecond), true)
+	e.Add(SourceID{2, 1}, payload(5, 10), t1.Add(5*time.Millisecond), false)
+	e.Add(SourceID{2, 2}, payload(6, 10), t1.Add(6*time.Millisecond), false)
+	if dl, _ := e.Deadline(); !dl.Equal(t1.Add(15 * time.Millisecond)) {
+		t.Fatalf("deadline %v, want t1+15ms (the real-time block's)", dl.Sub(t1))
+	}
+	if n := e.Tick(t1.Add(15 * time.Millisecond)); n != 3 || e.out.K != 2 || e.out.NRuns != 1 || e.out.Runs[0].Flow != 2 {
+		t.Fatalf("real-time block: %d repairs over %d sources, runs %v; want M[2] = 3 over flow 2's two",
+			n, e.out.K, e.out.Runs[:e.out.NRuns])
+	}
+	if n := e.Tick(t1.Add(15 * time.Millisecond)); n != 0 {
+		t.Fatalf("bulk block closed with the real-time one (%d repairs)", n)
+	}
 	if dl, _ := e.Deadline(); !dl.Equal(t1.Add(25 * time.Millisecond)) {
-		t.Fatalf("mixed deadline %v, want t1+25ms", dl.Sub(t1))
+		t.Fatalf("bulk deadline %v, want t1+25ms", dl.Sub(t1))
 	}
-	if n := e.Tick(t1.Add(25 * time.Millisecond)); n != 3 {
-		t.Fatalf("mixed block of 2: %d repairs, want M[2] = 3", n)
+	if n := e.Tick(t1.Add(25 * time.Millisecond)); n != 1 || e.out.Runs[0].Flow != 1 {
+		t.Fatalf("bulk block: %d repairs (flow %d), want Bulk[2] = 1 over flow 1", n, e.out.Runs[0].Flow)
 	}
-	// A real-time source first: the block closes 10 ms after it.
+	// Both due at one tick: one block per call, each numbered when it closes.
 	t2 := t1.Add(time.Second)
-	e.Add(SourceID{2, 2}, payload(5, 10), t2, false)
-	e.Add(SourceID{1, 4}, payload(6, 10), t2.Add(time.Millisecond), true)
-	if dl, _ := e.Deadline(); !dl.Equal(t2.Add(10 * time.Millisecond)) {
-		t.Fatalf("real-time deadline %v, want t2+10ms", dl.Sub(t2))
+	e.Add(SourceID{1, 5}, payload(7, 10), t2, true)
+	e.Add(SourceID{2, 3}, payload(8, 10), t2, false)
+	var got []int
+	var blocks []uint32
+	for n := e.Tick(t2.Add(30 * time.Millisecond)); n > 0; n = e.Tick(t2.Add(30 * time.Millisecond)) {
+		got, blocks = append(got, n), append(blocks, e.out.Block)
+	}
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 || blocks[1] != blocks[0]+1 {
+		t.Fatalf("both due: repairs %v in blocks %v, want [1 2] (Bulk[1], M[1]) in consecutive blocks", got, blocks)
+	}
+	if _, open := e.Deadline(); open {
+		t.Fatal("a block is still open")
 	}
 }

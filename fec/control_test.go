@@ -174,6 +174,39 @@ func TestChooseCap(t *testing.T) {
 	}
 }
 
+// TestControllerCost: with Cost c the cap holds for bytes on the paths, so
+// repairs plus residual stay within cap/c per packet. Bursty loss of 1.65 %
+// (pairs of losses, one pair in 121 packets): at cost 1 the choice fills the
+// cap of 8.3 % beyond 8.3 %/1.05.
+func TestControllerCost(t *testing.T) {
+	feed := func(c *Controller) {
+		for i := range 24200 {
+			c.Observe(i%121 < 2)
+		}
+	}
+	loss := 2.0 / 121
+	limit := Bulk.CapBase + Bulk.CapPerLoss*loss
+	sum := func(r Rate, burst float64) float64 {
+		_, res := Residual(r.K, int(r.M[r.K]), loss, burst, 1)
+		return r.Overhead() + res
+	}
+	plain := Controller{Policy: Bulk, Spread: 1}
+	costly := Controller{Policy: Bulk, Spread: 1, Cost: 1.05}
+	feed(&plain)
+	feed(&costly)
+	burst := plain.Est.Burst()
+	if got := sum(plain.Rate(), burst); got <= limit/1.05 || got > limit {
+		t.Fatalf("cost 1: repairs + residual %.4f, want in (%.4f, %.4f]", got, limit/1.05, limit)
+	}
+	r := costly.Rate()
+	if r.Off() {
+		t.Fatal("cost 1.05: no repairs")
+	}
+	if got := sum(r, burst); got > limit/1.05 {
+		t.Errorf("cost 1.05: repairs + residual %.4f above %.4f", got, limit/1.05)
+	}
+}
+
 func TestLossEstimator(t *testing.T) {
 	var e LossEstimator
 	for i := range 2000 { // 1 in 100 lost, alone

@@ -21,14 +21,17 @@
 // cost is latency: a block waits for k sources. Sliding-window codes (RLC,
 // Tetrys, RFC 8681) decode on the fly with lower latency but need per-packet
 // coefficient state and a GF solver we would write by hand. Here the latency is
-// bounded instead: a block also closes when one of its sources has waited its
-// delay — MaxDelay (10 ms by default) for a latency-sensitive flow, so a
-// real-time flow waits at most that for its repairs, BulkDelay (25 ms) for a
-// bulk (TCP) flow, whose gaps the receiver holds for recovery anyway — and a
-// block closed early gets the repairs the controller planned for its actual
-// size (Rate.M[n]; Rate.Bulk[n], within the overhead cap, for a block of bulk
-// sources only). At 10–20 Mbit/s a 10 ms block holds a dozen sources: one
-// repair is 8 % overhead, two 16 %; a 25 ms bulk block fills to k = 32.
+// bounded instead: bulk (TCP) and latency-sensitive sources fill blocks of
+// their own, and a block also closes when its first source has waited its
+// lane's delay — MaxDelay (10 ms by default) for latency-sensitive flows, so a
+// real-time flow waits at most that for its repairs, BulkDelay (25 ms) for
+// bulk flows, whose gaps the receiver holds for recovery anyway — and a block
+// closed early gets the repairs the controller planned for its actual size
+// (Rate.M[n]; Rate.Bulk[n] and the bulk credit, within the overhead cap, for
+// bulk blocks). At 10–20 Mbit/s a 10 ms block holds a dozen sources: one
+// repair is 8 % overhead, two 16 %; a 25 ms bulk block fills to k = 32. A
+// shared block would give every bulk source in it a real-time flow's repairs
+// whenever a latency-sensitive packet (a ping every 10 ms) joined it.
 //
 // # Symbols
 //

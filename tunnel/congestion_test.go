@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"strings"
 	"testing"
@@ -336,6 +337,24 @@ func TestResendWaitByClass(t *testing.T) {
 	}
 	if w := p.fecWait(udp); w != 0 {
 		t.Errorf("UDP: wait %v, want 0", w)
+	}
+}
+
+// The repair-rate controller's cap is on user payload: a full-size repair
+// (repair header 11, one run 7, length prefix 2, DATA header 9, the inner
+// packet) against a full-size TCP packet's payload (MTU less 40): 1409/1340 at
+// the default MTU of 1380.
+func TestRepairCost(t *testing.T) {
+	if got, want := repairCost(1380), 1409.0/1340; math.Abs(got-want) > 1e-12 {
+		t.Errorf("repairCost(1380) = %v, want %v", got, want)
+	}
+	bp := newBenchPairCC(t, 1, "rate")
+	p := bp.cli.server
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setFEC(recovery.Auto)
+	if got, want := p.fecCtl.Cost, repairCost(p.e.mtu); got != want || got <= 1 {
+		t.Errorf("controller cost %v, want %v (> 1)", got, want)
 	}
 }
 

@@ -13,11 +13,11 @@ import (
 // has the code and the rate rule).
 //
 // Sending: every new DATA frame (not resends or redundant copies) goes into the
-// peer's fec.Encoder before it is sealed; when a block closes (k packets, or a
-// source's wait: fec.DefaultBulkDelay for TCP, whose gaps the receiver holds
-// for recovery anyway, fec.DefaultMaxDelay for other flows, e.g. real-time
-// datagrams) its repair frames go out at once, each in
-// its own ack-eliciting datagram, round robin over the usable paths so that a
+// peer's fec.Encoder before it is sealed, TCP packets and the others (e.g.
+// real-time datagrams, pings) in blocks of their own; when a block closes (k
+// packets, or its first packet's wait: fec.DefaultBulkDelay for TCP, whose gaps
+// the receiver holds for recovery anyway, fec.DefaultMaxDelay for the others)
+// its repair frames go out at once, each in its own ack-eliciting datagram, round robin over the usable paths so that a
 // burst on one path does not take a block's data and repairs together. The rate
 // (k, m) follows the loss the paths' Senders report for DATA datagrams
 // (fec.Controller, Bulk policy): no repairs on clean paths. Repairs bypass the
@@ -71,8 +71,15 @@ func (p *peer) setFEC(m recovery.Mode) {
 			MaxPayload: wire.DataFrameHeaderLen + p.e.mtu,
 			MaxFrame:   p.e.tn.OuterMTU - 28 - wire.DataOverhead - wire.InnerHeaderLen,
 		})
-		p.fecCtl = fec.Controller{Policy: fec.Bulk, Spread: 1}
+		p.fecCtl = fec.Controller{Policy: fec.Bulk, Spread: 1, Cost: repairCost(p.e.mtu)}
 	}
+}
+
+// repairCost is fec.Controller.Cost at inner MTU mtu: a full-size repair
+// frame against the user payload of a full-size TCP packet (IPv4 and TCP
+// headers without options: the cap stays on the generous side).
+func repairCost(mtu int) float64 {
+	return float64(fec.RepairLen(1, fec.LenPrefix+wire.DataFrameHeaderLen+mtu)) / float64(max(mtu-40, 1))
 }
 
 // fecReset forgets blocks in progress (a new session numbers flows afresh).
@@ -113,8 +120,9 @@ func (p *peer) fecSource(frame, pkt []byte, flow uint16, seq uint32, now time.Ti
 	return p.fecEnc.Add(fec.SourceID{Flow: flow, Seq: seq}, frame, now, bulk)
 }
 
-// fecTick closes a block whose first packet has waited long enough, sends its
-// repairs, and revises the rate. Caller holds p.mu.
+// fecTick closes the blocks whose first packet has waited long enough (the
+// bulk and the latency-sensitive one may both be due), sends their repairs, and
+// revises the rate. Caller holds p.mu.
 func (p *peer) fecTick(w *writer, now time.Time) {
 	if p.fecEnc == nil || p.cur == nil {
 		return
@@ -123,7 +131,7 @@ func (p *peer) fecTick(w *writer, now time.Time) {
 		p.fecEnc.SetRate(p.fecCtl.Rate())
 		p.fecRateAt = now
 	}
-	if n := p.fecEnc.Tick(now); n > 0 {
+	for n := p.fecEnc.Tick(now); n > 0; n = p.fecEnc.Tick(now) {
 		p.refreshInfos(now)
 		p.sendRepairs(w, n, now)
 	}
