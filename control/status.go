@@ -203,6 +203,12 @@ type PathRecovery struct {
 	RepairSent      uint64 `json:"repair_sent"`
 	RepairSentBytes uint64 `json:"repair_sent_bytes"`
 	RepairUsed      uint64 `json:"repair_used"`
+	// RetransmittedLatencyBytes and RepairSentLatencyBytes are the part of
+	// RetransmittedBytes and RepairSentBytes spent on latency-sensitive (not
+	// TCP) flows, which have a budget of their own; the rest is the bulk
+	// flows' recovery overhead.
+	RetransmittedLatencyBytes uint64 `json:"retransmitted_latency_bytes"`
+	RepairSentLatencyBytes    uint64 `json:"repair_sent_latency_bytes"`
 }
 
 // ReorderStatus summarises the receive-side reorder buffers of one peer.

@@ -393,6 +393,9 @@ func TestBulkDelay(t *testing.T) {
 		t.Fatalf("real-time block: %d repairs over %d sources, runs %v; want M[2] = 3 over flow 2's two",
 			n, e.out.K, e.out.Runs[:e.out.NRuns])
 	}
+	if e.ReadyBulk() {
+		t.Error("the real-time block's repairs are counted bulk")
+	}
 	if n := e.Tick(t1.Add(15 * time.Millisecond)); n != 0 {
 		t.Fatalf("bulk block closed with the real-time one (%d repairs)", n)
 	}
@@ -401,6 +404,9 @@ func TestBulkDelay(t *testing.T) {
 	}
 	if n := e.Tick(t1.Add(25 * time.Millisecond)); n != 1 || e.out.Runs[0].Flow != 1 {
 		t.Fatalf("bulk block: %d repairs (flow %d), want Bulk[2] = 1 over flow 1", n, e.out.Runs[0].Flow)
+	}
+	if !e.ReadyBulk() {
+		t.Error("the bulk block's repairs are not counted bulk")
 	}
 	// Both due at one tick: one block per call, each numbered when it closes.
 	t2 := t1.Add(time.Second)

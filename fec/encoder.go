@@ -114,6 +114,7 @@ type Encoder struct {
 	// The last closed block: its repair frames until the next close.
 	out    Repair
 	ready  int
+	bulk   bool // the block came from the bulk lane
 	parity [MaxM][]byte
 	shards [MaxK + MaxM][]byte
 
@@ -365,7 +366,7 @@ func (e *Encoder) close(ln *lane) int {
 	e.nextBlock++
 	e.out.K, e.out.M, e.out.NRuns = n, m, ln.nruns
 	copy(e.out.Runs[:], ln.runs[:ln.nruns])
-	e.ready = m
+	e.ready, e.bulk = m, ln == &e.lanes[bulkLane]
 	e.ledger.Record(e.out.Block, e.out.Runs[:ln.nruns], m)
 	e.stats.Blocks++
 	e.stats.Repairs += uint64(m)
@@ -374,6 +375,10 @@ func (e *Encoder) close(ln *lane) int {
 
 // Ready returns the number of repair frames of the last closed block.
 func (e *Encoder) Ready() int { return e.ready }
+
+// ReadyBulk reports whether the ready repairs protect bulk sources (a block of
+// the bulk lane, see Add).
+func (e *Encoder) ReadyBulk() bool { return e.bulk }
 
 // RepairLen is the frame length of each ready repair (they all have the same).
 func (e *Encoder) RepairLen() int {

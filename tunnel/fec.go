@@ -160,6 +160,9 @@ func (p *peer) sendRepairs(w *writer, n int, now time.Time) {
 		ps := p.infoP[idx]
 		ps.repairs++
 		ps.repairBytes += uint64(len(b))
+		if !p.fecEnc.ReadyBulk() {
+			ps.repairLatencyBytes += uint64(len(b))
+		}
 		p.infos[idx].InFlight += len(b)
 		p.sealAndQueue(w, ps, pb, len(b), true, now)
 		if ps.cc != nil {

@@ -335,6 +335,9 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	ps := p.infoP[idx]
 	ps.retx++
 	ps.retxBytes += uint64(e.Size)
+	if p.flowClass(e.Item.b[e.Item.start:e.Item.end]) != reorder.Recoverable {
+		ps.retxLatencyBytes += uint64(e.Size)
+	}
 	p.picks = append(p.picks[:0], idx)
 	p.transmit(w, e.Item, e.Flow, e.FlowSeq, now, &retxMeta{deadline: e.Deadline, orig: e.Orig, resends: e.Resends + 1})
 }

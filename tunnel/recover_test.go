@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn/conntest"
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/fec"
 )
 
@@ -94,11 +95,42 @@ func TestEngineRecoversLoss(t *testing.T) {
 	}
 	t.Logf("resent %d, recovered %d, hold %.1f ms, fec %q, rebuilt at the server %d", resent, recovered, st.RecoveryStats.HoldMs,
 		st.RecoveryStats.FEC, r.srv.Status().Peers[0].RecoveryStats.Rebuilt)
+	// A TCP flow's resends and repairs are bulk overhead; a UDP flow's after it
+	// are the latency-sensitive flows' (counted apart).
+	retx, retxLat, rep, repLat := recoveryBytes(st)
+	if retx == 0 || retxLat != 0 || repLat != 0 {
+		t.Errorf("TCP flow: resent %d bytes (%d latency-sensitive), repairs %d (%d latency-sensitive); want only bulk", retx, retxLat, rep, repLat)
+	}
+	for i := range n {
+		r.cliATun.Inject(udp4(inCliA, inSrv, 5000, 5000, make([]byte, 200)))
+		if i%20 == 19 {
+			drainSrvTUN(r, 10*time.Millisecond, func(uint32) {})
+		}
+	}
+	drainSrvTUN(r, time.Second, func(uint32) {})
+	retx2, retxLat2, rep2, repLat2 := recoveryBytes(r.cliA.Status().Peers[0])
+	if retxLat2 == 0 || retxLat2 != retx2-retx || repLat2 == 0 || repLat2 != rep2-rep {
+		t.Errorf("UDP flow: resent %d more bytes, %d latency-sensitive; %d more repair bytes, %d latency-sensitive; want all of them, > 0",
+			retx2-retx, retxLat2, rep2-rep, repLat2)
+	}
 
 	off := lossyRig(t, Params{Recovery: "off"}, 0.04)
 	if got := sendTCPFlow(t, off, n); len(got) > n-5 {
 		t.Errorf("recovery off: %d of %d delivered; the loss should show (is the link lossy?)", len(got), n)
 	}
+}
+
+// recoveryBytes sums the paths' resent and repair bytes and the latency-sensitive part of each.
+func recoveryBytes(st control.PeerStatus) (retx, retxLat, rep, repLat uint64) {
+	for _, pa := range st.Paths {
+		if pa.Recovery != nil {
+			retx += pa.Recovery.RetransmittedBytes
+			retxLat += pa.Recovery.RetransmittedLatencyBytes
+			rep += pa.Recovery.RepairSentBytes
+			repLat += pa.Recovery.RepairSentLatencyBytes
+		}
+	}
+	return retx, retxLat, rep, repLat
 }
 
 // A TCP flow's pure acks are not held behind its gaps (reorder.PushUnordered):

@@ -180,7 +180,8 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 		}
 		if p.store != nil {
 			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp,
-				RepairSent: pa.repairs, RepairSentBytes: pa.repairBytes, RepairUsed: pa.rebuilt}
+				RepairSent: pa.repairs, RepairSentBytes: pa.repairBytes, RepairUsed: pa.rebuilt,
+				RetransmittedLatencyBytes: pa.retxLatencyBytes, RepairSentLatencyBytes: pa.repairLatencyBytes}
 		}
 		if total > 0 {
 			x.Share = float64(s.TxBytes) / float64(total)

@@ -261,7 +261,8 @@ type PhaseSummary struct {
 // repair bytes ≤ (2 × path loss rate + 5 %) of the payload".
 type BulkRecovery struct {
 	// ResentBytes is Σ retransmitted_bytes (resent payload), RepairBytes
-	// Σ repair_sent_bytes (repair frames).
+	// Σ repair_sent_bytes (repair frames), each less what was spent on
+	// latency-sensitive flows (the latency probes): *_latency_bytes.
 	ResentBytes uint64 `json:"resent_bytes"`
 	RepairBytes uint64 `json:"repair_bytes"`
 	// TxPackets and LostPackets are Σ tx_packets and Σ lost_packets;

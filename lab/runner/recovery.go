@@ -43,8 +43,12 @@ func BulkOverhead(before, after control.Status, payload int64) *results.BulkReco
 			if was.Recovery != nil {
 				wasRec = *was.Recovery
 			}
-			r.ResentBytes += sub(ps.Recovery.RetransmittedBytes, wasRec.RetransmittedBytes)
-			r.RepairBytes += sub(ps.Recovery.RepairSentBytes, wasRec.RepairSentBytes)
+			// The bulk flows' share: a probe's repairs and resends come
+			// from the latency-sensitive flows' own budget.
+			r.ResentBytes += sub(ps.Recovery.RetransmittedBytes, wasRec.RetransmittedBytes) -
+				sub(ps.Recovery.RetransmittedLatencyBytes, wasRec.RetransmittedLatencyBytes)
+			r.RepairBytes += sub(ps.Recovery.RepairSentBytes, wasRec.RepairSentBytes) -
+				sub(ps.Recovery.RepairSentLatencyBytes, wasRec.RepairSentLatencyBytes)
 			r.TxPackets += sub(ps.TxPackets, was.TxPackets)
 			r.LostPackets += sub(ps.LostPackets, was.LostPackets)
 		}

@@ -25,7 +25,10 @@ func TestBulkOverhead(t *testing.T) {
 	)
 	after := peerOf(
 		pathStat(0, 1100, 22, &control.PathRecovery{RetransmittedBytes: 21000, RepairSentBytes: 10500}),
-		pathStat(1, 550, 5, &control.PathRecovery{RetransmittedBytes: 4000, RepairSentBytes: 2000}),
+		// 300 of its resent and 700 of its repair bytes were a probe's: the
+		// latency-sensitive flows' budget, not the download's.
+		pathStat(1, 550, 5, &control.PathRecovery{RetransmittedBytes: 4300, RepairSentBytes: 2700,
+			RetransmittedLatencyBytes: 300, RepairSentLatencyBytes: 700}),
 		// Appeared during the download: counts from zero.
 		pathStat(2, 350, 3, &control.PathRecovery{RetransmittedBytes: 3000, RepairSentBytes: 1500}),
 	)
@@ -33,7 +36,7 @@ func TestBulkOverhead(t *testing.T) {
 	if got == nil {
 		t.Fatal("nil with recovery on")
 	}
-	// R = 20000 + 4000 + 3000, F = 10000 + 2000 + 1500, tx = 1000 + 500 +
+	// R = 20000 + (4300 - 300) + 3000, F = 10000 + (2700 - 700) + 1500, tx = 1000 + 500 +
 	// 350, lost = 20 + 5 + 3; O = 40500 / 1e6; L = 28/1850 = 0.015135…;
 	// B = 2L + 0.05 = 0.080270….
 	want := results.BulkRecovery{ResentBytes: 27000, RepairBytes: 13500, TxPackets: 1850, LostPackets: 28}
