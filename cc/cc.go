@@ -275,6 +275,10 @@ type Ack struct {
 	PriorInFlight int
 	// RTT is the RTT sample this ack produced, 0 for none.
 	RTT time.Duration
+	// FullSize says RTT is a full-size datagram's (path.Sender.FullSize): the
+	// "rate" model sizes its cap on the smallest of those, the pipe a data
+	// packet sees, not on a probe's.
+	FullSize bool
 	// SRTT is the path's smoothed RTT after this ack; 0 = unknown (RTT is used).
 	SRTT time.Duration
 	// LargestSent is when the largest newly acknowledged packet was sent; zero
@@ -315,6 +319,7 @@ type Path struct {
 
 	cwnd, ssthresh float64 // segments; ssthresh +Inf until the first congestion event
 	srtt, minRTT   float64 // seconds; 0 = no sample yet
+	fullMinRTT     float64 // the smallest full-size sample (Ack.FullSize), seconds; 0 = none
 
 	inRecovery    bool
 	recoveryStart time.Time // zero: no congestion event yet
@@ -335,7 +340,7 @@ func (p *Path) reset(now time.Time) {
 	cfg := &p.c.cfg
 	p.cwnd = cfg.InitialWindow
 	p.ssthresh = math.Inf(1)
-	p.srtt, p.minRTT = 0, 0
+	p.srtt, p.minRTT, p.fullMinRTT = 0, 0, 0
 	p.inRecovery = false
 	p.recoveryStart = time.Time{}
 	p.limitedSet = false
@@ -523,6 +528,9 @@ func (p *Path) updateRTT(a *Ack) {
 		r := a.RTT.Seconds()
 		if p.minRTT == 0 || r < p.minRTT {
 			p.minRTT = r
+		}
+		if a.FullSize && (p.fullMinRTT == 0 || r < p.fullMinRTT) {
+			p.fullMinRTT = r
 		}
 	}
 	if p.srtt > 0 && p.usable && !p.active && !p.removed {

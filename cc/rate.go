@@ -166,10 +166,13 @@ func (p *Path) rateReset(now time.Time) {
 	p.rs = rateState{roundStart: now, slotStart: now}
 }
 
-// rateMinRTT is the min RTT the model uses: the caller's, else the path's own
+// rateMinRTT is the min RTT the model uses: the smallest full-size sample
+// (Ack.FullSize) once there is one, else the caller's, else the path's own
 // minimum sample, else the smoothed RTT (seconds; 0 = none).
 func (p *Path) rateMinRTT() float64 {
 	switch {
+	case p.fullMinRTT > 0:
+		return p.fullMinRTT
 	case p.rs.minRTT > 0 && p.minRTT > 0:
 		return min(p.rs.minRTT, p.minRTT)
 	case p.rs.minRTT > 0:

@@ -155,6 +155,29 @@ func TestRateCapArithmetic(t *testing.T) {
 	}
 }
 
+// The cap is sized on the smallest full-size RTT sample (Ack.FullSize), not
+// on a probe's: probes at 30 ms and data at 40 ms give CapGain 1 a cap of
+// 1.25e6 × 40 ms + 2 segments = 52 segments, not 39.5.
+func TestRateFullSizeMinRTT(t *testing.T) {
+	_, q := newRatePath(t, Config{CapGain: 1})
+	probe := 30 * time.Millisecond
+	inProbeBW(q, 1.25e6)
+	q.OnAck(Ack{Now: t0.Add(time.Millisecond), RTT: probe, MinRTT: probe})
+	q.cwnd = 100
+	q.OnAck(Ack{Now: t0.Add(2 * time.Millisecond), Bytes: rmss, RTT: probe, MinRTT: probe, LargestSent: t0.Add(-time.Second)})
+	if w := q.Window(); w != 39500 {
+		t.Fatalf("no full-size sample yet: cap %d, want 1.25e6 × 30 ms + 2000 = 39500", w)
+	}
+	q.cwnd = 100
+	q.OnAck(Ack{Now: t0.Add(3 * time.Millisecond), Bytes: rmss, RTT: rtt40, FullSize: true, MinRTT: probe, LargestSent: t0.Add(-time.Second)})
+	if w := q.Window(); w != 52000 {
+		t.Errorf("full-size min 40 ms: cap %d, want 52000", w)
+	}
+	if st := q.Stats(); st.MinRTT != rtt40 {
+		t.Errorf("min RTT %v, want the full-size 40 ms", st.MinRTT)
+	}
+}
+
 // Two active paths of equal bandwidth split the 2-segment allowance: 62.5 + 1.
 func TestRateCoupledAllowance(t *testing.T) {
 	c, p := newRatePath(t, Config{})

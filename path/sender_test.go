@@ -116,6 +116,24 @@ func TestRTTSampleOnlyFromNewLargest(t *testing.T) {
 	}
 }
 
+// An RTT sample is full-size when its packet is at least 3/4 of the largest
+// ack-eliciting one sent: a 40-byte probe's is not, a 1200-byte and a
+// 900-byte data packet's are, an 899-byte one's is not.
+func TestFullSizeSample(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for i, c := range []struct {
+		size int
+		full bool
+	}{{1200, true}, {40, false}, {900, true}, {899, false}} {
+		seq := uint32(i + 1)
+		s.OnSent(seq, c.size, true, ms(float64(100*i)))
+		r := s.OnAck(Ack{Largest: seq}, ms(float64(100*i+20)))
+		if r.RTT != dms(20) || r.FullSize != c.full {
+			t.Errorf("%d bytes: RTT %v, full-size %v; want 20ms, %v", c.size, r.RTT, r.FullSize, c.full)
+		}
+	}
+}
+
 // Seqs 1..5 sent at 0..4 ms, 100 bytes each. Ack at 104 ms: largest 5,
 // bitmap acks 4 (bit 0) and 1 (bit 3). RTT 100 → loss delay 9/8*100 = 112.5.
 //

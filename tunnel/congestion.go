@@ -136,7 +136,7 @@ func (p *peer) ccLosses(ps *pathState, now time.Time) {
 func (p *peer) ccAck(ps *pathState, prior int, r path.AckResult, now time.Time) {
 	p.ccState(ps, now)
 	if r.Bytes > 0 || r.RTT > 0 || r.RateSample > 0 {
-		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent,
+		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, FullSize: r.FullSize, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent,
 			DeliveryRate: r.RateSample, AppLimited: r.RateAppLimited, MinRTT: r.MinRTT})
 	}
 	p.ccLosses(ps, now)
