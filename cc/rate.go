@@ -40,7 +40,9 @@ const (
 	rateLossGrowth     = 1.25 // bound grows by this per clean window
 	rateLossWindow     = 100  // packets (acked + lost) a loss-rate window holds at least
 	ratePhases         = 8
-	rateReprobeGrowth  = 1.1 // a probe that raised bw by this much is followed by another
+	rateReprobeGrowth  = 1.1                    // a probe that raised bw by this much is followed by another
+	rateAggRounds      = 5                      // rounds per slot of the ack-aggregation filter (two slots; Linux BBR's)
+	rateAggMax         = 100 * time.Millisecond // ack aggregation counted at most bw × this (Linux BBR's)
 
 	// Contention with buffer-filling flows (docs/congestion.md, "Contention").
 	rateQueueRTTs      = 10                     // detection window in min RTTs (a gain cycle and a bit) ...
@@ -156,6 +158,15 @@ type rateState struct {
 	drainAt    time.Time
 	drainUntil time.Time
 
+	// Ack aggregation (BBR's extra_acked): bytes acked since ackEpoch beyond
+	// what bw delivers in that time, max-filtered over two slots of
+	// rateAggRounds rounds.
+	ackEpoch      time.Time
+	ackEpochBytes float64
+	agg           [2]float64
+	aggSlot       int
+	aggRound      uint64
+
 	// Pacing token bucket (bytes).
 	tokens   float64
 	tokensAt time.Time
@@ -228,9 +239,15 @@ func (p *Path) rateTarget() float64 {
 		// (on a 100 ms path, 5 % per cycle at most).
 		g = max(g, rateGains[p.rs.phase])
 	}
-	t := max(g*bdp/p.c.mss+rateCapExtra*p.c.rateShare(p), rateMinCap)
+	// The fixed allowance and the ack aggregation's are split among the
+	// session's paths by share, as one path would hold them (rateShare). In
+	// contention the contention window holds the share instead.
+	share := p.c.rateShare(p)
+	t := g*bdp/p.c.mss + rateCapExtra*share
 	if p.rs.contending() {
-		t = max(t, p.rs.cw)
+		t = max(t, rateMinCap, p.rs.cw)
+	} else {
+		t = max(t+p.rateAggExtra()*share, rateMinCap)
 	}
 	if p.rs.draining() {
 		t = min(t, max(rateDrainCapGain*bdp/p.c.mss, rateDrainMinCap))
@@ -338,6 +355,7 @@ func (p *Path) rateAck(a *Ack) {
 		}
 	}
 
+	p.rateAggregation(a)
 	p.rateModes(a.Now)
 	if a.RTT > 0 {
 		p.rateQueue(a.Now, a.RTT.Seconds())
@@ -346,6 +364,43 @@ func (p *Path) rateAck(a *Ack) {
 		p.contendGrow(a)
 	}
 	p.rateWindow(float64(a.Bytes) / p.c.mss)
+}
+
+// rateAggregation measures how far acks run ahead of the bandwidth estimate
+// (BBR's extra_acked): an ack epoch starts whenever the acks fall behind bw,
+// and the bytes acked in it beyond bw × its age are the path's aggregation. On
+// a path whose hops share a medium with the acks coming back (the mesh lab's
+// radio paths), acks arrive in bursts behind data frames and the sender must
+// keep sending through the gaps between them.
+func (p *Path) rateAggregation(a *Ack) {
+	rs := &p.rs
+	if a.Bytes <= 0 || rs.bw <= 0 {
+		return
+	}
+	if rs.round-rs.aggRound >= rateAggRounds {
+		rs.aggSlot = 1 - rs.aggSlot
+		rs.agg[rs.aggSlot] = 0
+		rs.aggRound = rs.round
+	}
+	// As in BBR, the ack that opens an epoch counts: one ack's bytes are
+	// aggregation even where acks come smoothly (what an ack delay explains
+	// is taken off in rateAggExtra).
+	expected := rs.bw * a.Now.Sub(rs.ackEpoch).Seconds()
+	if rs.ackEpoch.IsZero() || rs.ackEpochBytes+float64(a.Bytes) <= expected {
+		rs.ackEpoch, rs.ackEpochBytes, expected = a.Now, 0, 0
+	}
+	rs.ackEpochBytes += float64(a.Bytes)
+	extra := min(rs.ackEpochBytes-expected, rs.bw*rateAggMax.Seconds())
+	rs.agg[rs.aggSlot] = max(rs.agg[rs.aggSlot], extra)
+}
+
+// rateAggExtra is the cap's allowance for ack aggregation in segments: the
+// filtered aggregation less what the receiver's ack delay accounts for
+// already (AckAllowance is in the BDP).
+func (p *Path) rateAggExtra() float64 {
+	rs := &p.rs
+	agg := max(rs.agg[0], rs.agg[1]) - p.rateBw()*p.c.cfg.AckAllowance.Seconds()
+	return max(agg, 0) / p.c.mss
 }
 
 // contendGrow grows the contention window for an ack: slow start until the

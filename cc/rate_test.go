@@ -118,6 +118,9 @@ func TestRateStartupDrainProbeBW(t *testing.T) {
 	}
 }
 
+// Every cap below has one segment more than the BDP arithmetic: the ack's own
+// segment, which opens an ack-aggregation epoch and counts as aggregation (as
+// in BBR; see TestRateAckAggregation).
 func TestRateCapArithmetic(t *testing.T) {
 	// bw 1.25e6 B/s (10 Mbit/s) × 40 ms = 50000 B = 50 segments.
 	_, p := newRatePath(t, Config{})
@@ -128,11 +131,11 @@ func TestRateCapArithmetic(t *testing.T) {
 		p.OnAck(Ack{Now: now, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
 	}
 	ack()
-	if w := p.Window(); w != 64500 { // 1.25 × 50 + 2 segments
-		t.Errorf("ProbeBW cap %d bytes, want 64500", w)
+	if w := p.Window(); w != 65500 { // 1.25 × 50 + 2 + 1 segments
+		t.Errorf("ProbeBW cap %d bytes, want 65500", w)
 	}
-	if r := p.Room(60000); r != 4500 {
-		t.Errorf("room %d, want 4500", r)
+	if r := p.Room(60000); r != 5500 {
+		t.Errorf("room %d, want 5500", r)
 	}
 	// The cap grows by what is acked, never beyond the target.
 	p.cwnd = 60
@@ -140,13 +143,14 @@ func TestRateCapArithmetic(t *testing.T) {
 	if p.cwnd != 61 {
 		t.Errorf("cwnd %v after acking one segment below the target, want 61", p.cwnd)
 	}
-	// CapGain 1: 50 + 2 segments; a tiny bandwidth: the floor of 4 segments.
+	// CapGain 1: 50 + 2 + 1 segments; a tiny bandwidth: the floor of 4
+	// segments (aggregation counts at most bw × 100 ms, 100 bytes).
 	_, q := newRatePath(t, Config{CapGain: 1})
 	inProbeBW(q, 1.25e6)
 	q.cwnd = 100
 	q.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
-	if w := q.Window(); w != 52000 {
-		t.Errorf("CapGain 1: cap %d, want 52000", w)
+	if w := q.Window(); w != 53000 {
+		t.Errorf("CapGain 1: cap %d, want 53000", w)
 	}
 	inProbeBW(q, 1000) // BDP 40 bytes
 	q.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
@@ -157,7 +161,8 @@ func TestRateCapArithmetic(t *testing.T) {
 
 // The cap is sized on the smallest full-size RTT sample (Ack.FullSize), not
 // on a probe's: probes at 30 ms and data at 40 ms give CapGain 1 a cap of
-// 1.25e6 × 40 ms + 2 segments = 52 segments, not 39.5.
+// 1.25e6 × 40 ms + 2 + 1 segments = 53 segments, not 40.5 (+1: the acked
+// segment's aggregation, see TestRateCapArithmetic).
 func TestRateFullSizeMinRTT(t *testing.T) {
 	_, q := newRatePath(t, Config{CapGain: 1})
 	probe := 30 * time.Millisecond
@@ -165,42 +170,47 @@ func TestRateFullSizeMinRTT(t *testing.T) {
 	q.OnAck(Ack{Now: t0.Add(time.Millisecond), RTT: probe, MinRTT: probe})
 	q.cwnd = 100
 	q.OnAck(Ack{Now: t0.Add(2 * time.Millisecond), Bytes: rmss, RTT: probe, MinRTT: probe, LargestSent: t0.Add(-time.Second)})
-	if w := q.Window(); w != 39500 {
-		t.Fatalf("no full-size sample yet: cap %d, want 1.25e6 × 30 ms + 2000 = 39500", w)
+	if w := q.Window(); w != 40500 {
+		t.Fatalf("no full-size sample yet: cap %d, want 1.25e6 × 30 ms + 3000 = 40500", w)
 	}
 	q.cwnd = 100
 	q.OnAck(Ack{Now: t0.Add(3 * time.Millisecond), Bytes: rmss, RTT: rtt40, FullSize: true, MinRTT: probe, LargestSent: t0.Add(-time.Second)})
-	if w := q.Window(); w != 52000 {
-		t.Errorf("full-size min 40 ms: cap %d, want 52000", w)
+	if w := q.Window(); w != 53000 {
+		t.Errorf("full-size min 40 ms: cap %d, want 53000", w)
 	}
 	if st := q.Stats(); st.MinRTT != rtt40 {
 		t.Errorf("min RTT %v, want the full-size 40 ms", st.MinRTT)
 	}
 }
 
-// Two active paths of equal bandwidth split the 2-segment allowance: 62.5 + 1.
+// Two active paths of equal bandwidth split the 2-segment allowance and the
+// aggregation's (one acked segment, see TestRateCapArithmetic): 62.5 + 1 + 0.5.
 func TestRateCoupledAllowance(t *testing.T) {
 	c, p := newRatePath(t, Config{})
 	q := c.AddPath(1, t0)
 	inProbeBW(p, 1.25e6)
 	inProbeBW(q, 1.25e6)
+	at := t0
 	p.cwnd = 100
-	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
-	if w := p.Window(); w != 63500 {
-		t.Errorf("coupled cap %d, want 63500", w)
+	at = at.Add(time.Millisecond) // one segment per ms, below bw: each ack opens an epoch
+	p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 64000 {
+		t.Errorf("coupled cap %d, want 64000", w)
 	}
-	// q three times as fast: p's share 1/4 → 62.5 + 0.5 segments.
+	// q three times as fast: p's share 1/4 → 62.5 + 0.5 + 0.25 segments.
 	q.rs.bw = 3.75e6
 	p.cwnd = 100
-	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
-	if w := p.Window(); w != 63000 {
-		t.Errorf("coupled cap %d with a quarter share, want 63000", w)
+	at = at.Add(time.Millisecond) // one segment per ms, below bw: each ack opens an epoch
+	p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 63250 {
+		t.Errorf("coupled cap %d with a quarter share, want 63250", w)
 	}
 	q.SetUsable(false)
 	p.cwnd = 100
-	p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
-	if w := p.Window(); w != 64500 {
-		t.Errorf("alone again: cap %d, want 64500", w)
+	at = at.Add(time.Millisecond) // one segment per ms, below bw: each ack opens an epoch
+	p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	if w := p.Window(); w != 65500 {
+		t.Errorf("alone again: cap %d, want 65500", w)
 	}
 }
 
@@ -281,7 +291,9 @@ func TestRateLossResponse(t *testing.T) {
 	if st := p.Stats(); st.BWBound != 5.6e5 || st.CongestionEvents != 1 || p.PacingRate() != 5.6e5 {
 		t.Fatalf("after a lossy window: bound %v, events %d, pacing %v; want 5.6e5, 1, 5.6e5", st.BWBound, st.CongestionEvents, p.PacingRate())
 	}
-	near(t, "cap with the bound", p.cwnd, 1.25*5.6e5*0.040/rmss+2)
+	// + 80: each window's 100 segments acked at once are ack aggregation,
+	// counted up to bw × 100 ms = 80 segments.
+	near(t, "cap with the bound", p.cwnd, 1.25*5.6e5*0.040/rmss+2+80)
 	// Sustained: 0.7 × 5.6e5.
 	lossWindow(p, 4, 20, 100)
 	near(t, "second bound", p.Stats().BWBound, 3.92e5)
@@ -411,23 +423,60 @@ func TestRateFirstSampleAppLimited(t *testing.T) {
 }
 
 // A cap of one BDP (CapGain 1, the tunnel's: 50 + 2 segments at 10 Mbit/s,
-// 40 ms) is raised to the probing gain while ProbeBW probes (62.5 + 2), so the
-// probe is paced, not held at the ack clock.
+// 40 ms, + 1 for the acked segment's aggregation) is raised to the probing
+// gain while ProbeBW probes (62.5 + 2 + 1), so the probe is paced, not held at
+// the ack clock.
 func TestRateCapProbe(t *testing.T) {
 	_, p := newRatePath(t, Config{CapGain: 1})
 	inProbeBW(p, 1.25e6)
+	at := t0
 	ack := func() {
 		p.cwnd = 100
-		p.OnAck(Ack{Now: t0.Add(time.Millisecond), Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+		at = at.Add(time.Millisecond)
+		p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
 	}
 	ack()
-	if w := p.Window(); w != 52000 {
-		t.Errorf("cruise: cap %d bytes, want 52000", w)
+	if w := p.Window(); w != 53000 {
+		t.Errorf("cruise: cap %d bytes, want 53000", w)
 	}
-	p.rs.phase, p.rs.phaseStart = 0, t0.Add(time.Millisecond) // the 1.25 phase
+	p.rs.phase, p.rs.phaseStart = 0, at.Add(time.Millisecond) // the 1.25 phase
 	ack()
-	if w := p.Window(); w != 64500 {
-		t.Errorf("probing: cap %d bytes, want 64500", w)
+	if w := p.Window(); w != 65500 {
+		t.Errorf("probing: cap %d bytes, want 65500", w)
+	}
+}
+
+// Acks that run ahead of the bandwidth estimate raise the cap by as much
+// (BBR's extra_acked). A first ack opens an epoch and counts its own segment
+// (CapGain 1: 52000 + 1000); 10 segments acked at once 1 ms later, where bw
+// delivers 1250 bytes, make 11000 - 1250 = 9750 bytes of aggregation: 61750.
+// Ten rounds of acks slower than bw bring it back to one segment.
+func TestRateAckAggregation(t *testing.T) {
+	_, p := newRatePath(t, Config{CapGain: 1})
+	inProbeBW(p, 1.25e6)
+	at := t0.Add(time.Millisecond)
+	ack := func() {
+		p.cwnd = 100
+		p.OnAck(Ack{Now: at, Bytes: rmss, RTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
+	}
+	ack() // opens the epoch
+	if w := p.Window(); w != 53000 {
+		t.Fatalf("one ack: cap %d, want 53000", w)
+	}
+	at = at.Add(time.Millisecond)
+	for range 10 {
+		ack()
+	}
+	if w := p.Window(); w != 61750 {
+		t.Fatalf("10 segments at once: cap %d, want 61750", w)
+	}
+	for k := 1; k <= 2*rateAggRounds; k++ {
+		roundAck(p, k, rmss, 0, 1.25e6)
+	}
+	p.cwnd = 100
+	roundAck(p, 2*rateAggRounds+1, rmss, 0, 1.25e6)
+	if w := p.Window(); w != 53000 {
+		t.Errorf("after %d rounds without aggregation: cap %d, want 53000", 2*rateAggRounds+1, w)
 	}
 }
 
