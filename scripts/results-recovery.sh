@@ -60,6 +60,17 @@ if [ "$set" = bulk ]; then
 	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
 	exit 0
 fi
+if [ "$set" = lanes ]; then
+	seed=20261126
+	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
+	run latency recovery-latency.toml --only "transport=mptcp-direct,braid,braid no recovery" --seed $seed
+	run shared recovery-shared.toml --seed $seed
+	run realtime recovery-realtime.toml --only "transport=braid,braid no recovery" --reps 10 --seed $seed
+	run noloss recovery-noloss.toml --only "transport=braid,braid no recovery" --seed $seed
+	run uniform recovery-uniform.toml --only "transport=mptcp-direct,braid" --seed $seed
+	run tunnels-ratio tunnels-ratio.toml --only "rtt_ratio=1:1" --only "loss=gemodel 1% 75% 50% 1%" --only "transport=mptcp-tunnel,openvpn-mptcp,braid" --reps 5 --seed $seed
+	exit 0
+fi
 if [ "$set" = capjoint ]; then
 	seed=20261126
 	run ge recovery-ge.toml --only "transport=direct,braid" --seed $seed
