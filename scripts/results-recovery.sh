@@ -26,6 +26,11 @@
 #   blocks are resent at once (docs/results/recovery/acks): the targets'
 #   points and a subset of Fig. 10 (GE 1 %, RTT ratios 1:1, 1:3, 1:5, braid's
 #   default against the MPTCP tunnels), about 75 minutes.
+#   SET lanes: after bulk and latency-sensitive packets fill FEC blocks of their
+#   own, the repair cap is on payload bytes, and the rate model sizes its cap on
+#   full-size RTT samples plus ack aggregation (docs/results/recovery/lanes):
+#   every target's point but the mesh (by hand) and Fig. 10 at 1:3/1:5, about
+#   70 minutes.
 #   SET capjoint: after the repair cap holds for repairs plus the residual they
 #   leave, short bulk blocks get repairs from a credit, real-time resends go at
 #   once and repairs start after 100 outcomes (docs/results/recovery/capjoint):
