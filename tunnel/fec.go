@@ -17,8 +17,9 @@ import (
 // real-time datagrams, pings) in blocks of their own; when a block closes (k
 // packets, or its first packet's wait: fec.DefaultBulkDelay for TCP, whose gaps
 // the receiver holds for recovery anyway, fec.DefaultMaxDelay for the others)
-// its repair frames go out at once, each in its own ack-eliciting datagram, round robin over the usable paths so that a
-// burst on one path does not take a block's data and repairs together. The rate
+// its repair frames go out at once, each in its own ack-eliciting datagram,
+// round robin over the usable paths so that a burst on one path does not take a
+// block's data and repairs together. The rate
 // (k, m) follows the loss the paths' Senders report for DATA datagrams
 // (fec.Controller, Bulk policy): no repairs on clean paths. Repairs bypass the
 // per-peer queue, as resends do.
@@ -54,9 +55,9 @@ func (p *peer) fecWait(pkt []byte) time.Duration {
 // repairing reports whether repairs are being sent.
 func (p *peer) repairing() bool { return p.fecEnc != nil && !p.fecEnc.Rate().Off() }
 
-// fecWaitMax is a TCP packet's fecWait while repairs are sent. Both ends add it to the hold
-// whenever the session runs FEC: the receiver cannot tell when the sender's
-// repair rate is on.
+// fecWaitMax is a TCP packet's fecWait while repairs are sent. Both ends add
+// it to the hold whenever the session runs FEC: the receiver cannot tell when
+// the sender's repair rate is on.
 func (p *peer) fecWaitMax() time.Duration { return fec.DefaultBulkDelay + 2*p.e.tn.Tick }
 
 // setFEC creates or drops the encoder for the session's mode. Caller holds p.mu

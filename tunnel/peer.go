@@ -192,14 +192,14 @@ type pathState struct {
 	ccDown               bool     // cc has seen the path go Down (and not come back)
 	obs                  pathObs  // the Sender's observer when recovery is on
 
-	retx, retxBytes uint64 // resends this path carried
-	repairs         uint64 // repair packets this path carried
-	repairBytes     uint64 // and their frames' bytes
-	// The part of retxBytes and repairBytes for latency-sensitive (not TCP) flows.
-	retxLatencyBytes, repairLatencyBytes uint64
-	recovered                            uint64 // losses of this path repaired by a resend that was acked
-	rebuilt                              uint64 // losses of this path the receiver rebuilt from repairs
-	gaveUp                               uint64 // losses of this path given up (passed to the inner traffic)
+	retx, retxBytes    uint64 // resends this path carried
+	repairs            uint64 // repair packets this path carried
+	repairBytes        uint64 // and their frames' bytes
+	retxLatencyBytes   uint64 // the part of retxBytes for latency-sensitive (not TCP) flows
+	repairLatencyBytes uint64 // the part of repairBytes for them
+	recovered          uint64 // losses of this path repaired by a resend that was acked
+	rebuilt            uint64 // losses of this path the receiver rebuilt from repairs
+	gaveUp             uint64 // losses of this path given up (passed to the inner traffic)
 }
 
 func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix, params Params, isSrv bool) (*peer, error) {
