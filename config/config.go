@@ -115,6 +115,10 @@ const (
 	// DefaultOffload: the kernel's segmentation offloads are used where the
 	// kernel and devices have them (each falls back on its own when not).
 	DefaultOffload = true
+	// AutoCryptoWorkers: crypto_workers left unset, the engine's default
+	// (tunnel.DefaultTunables). MaxCryptoWorkers bounds the key.
+	AutoCryptoWorkers = -1
+	MaxCryptoWorkers  = 256
 
 	// DefaultSocketDir holds control sockets; it is created 0750 on start.
 	DefaultSocketDir = "/run/braid"
@@ -175,6 +179,10 @@ type Config struct {
 	// crosses the kernel alone (for a device or driver that mishandles them,
 	// or to compare); TUN reads still split the kernel's super-packets.
 	Offload bool
+	// CryptoWorkers is how many goroutines seal and open datagrams beside
+	// those that handle them (0: none; AutoCryptoWorkers: the engine's
+	// default).
+	CryptoWorkers int
 
 	Tun      Tun
 	Client   *Client

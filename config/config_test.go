@@ -212,6 +212,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"log level", cfg.LogLevel, slog.LevelInfo},
 		{"offload", cfg.Offload, true},
+		{"crypto workers", cfg.CryptoWorkers, AutoCryptoWorkers},
 		{"tun name", cfg.Tun.Name, "braid0"},
 		{"mtu", cfg.Tun.MTU, 1380},
 		{"routes", len(cfg.Tun.Routes), 0},
@@ -468,6 +469,8 @@ func TestErrors(t *testing.T) {
 			``}, // IPv4-only: 1200 is fine; checked below with IPv6
 		{"mtu v6", "client.toml", edit(t, edit(t, cl, "[tun]\n", "[tun]\nmtu = 1200\n"), `"100.64.0.2/24"`, `"100.64.0.2/24", "fd00::2/64"`),
 			`client.toml: tun.mtu: 1200 is below 1280, the IPv6 minimum, and tun.address has an IPv6 address`},
+		{"crypto workers", "client.toml", edit(t, cl, "[tun]\n", "crypto_workers = -2\n[tun]\n"),
+			`client.toml: crypto_workers: -2 out of range (0..256; leave it out for the default)`},
 		{"subflows", "client.toml", cl + "subflows_per_path = 0\n",
 			`client.toml: client.subflows_per_path: 0 out of range (1..16)`},
 		{"bad duration", "client.toml", cl + "handshake_timeout = \"25\"\n",

@@ -23,6 +23,7 @@ type File struct {
 	PresharedKeyFile string       `toml:"preshared_key_file,omitempty"`
 	LogLevel         string       `toml:"log_level,omitempty"`
 	Offload          *bool        `toml:"offload,omitempty"`
+	CryptoWorkers    *int64       `toml:"crypto_workers,omitempty"`
 	Tun              FileTun      `toml:"tun,omitempty"`
 	Client           *FileClient  `toml:"client,omitempty"`
 	Server           *FileServer  `toml:"server,omitempty"`

@@ -43,7 +43,7 @@ func fullFiles(dir string) (client, server *File) {
 	tun := FileTun{Name: "wan3", Address: []string{"100.64.0.2/24", "fd00:b5a1::2/64"}, MTU: new(int64(1400)), Routes: []string{"198.18.3.0/24", "fd00:1::/64"}}
 	sec := FileSecurity{ReplayWindow: new(int64(4096)), RekeyAfterTime: "90s", RekeyAfterPackets: new(int64(1 << 20)), RejectAfterTime: "150s"}
 	client = &File{
-		Role: "client", PrivateKeyFile: filepath.Join(dir, "client.key"), PresharedKeyFile: "a.psk", LogLevel: "debug", Offload: new(false),
+		Role: "client", PrivateKeyFile: filepath.Join(dir, "client.key"), PresharedKeyFile: "a.psk", LogLevel: "debug", Offload: new(false), CryptoWorkers: new(int64(3)),
 		Tun: tun,
 		Client: &FileClient{
 			ServerPublicKey:  serverPub,
@@ -67,7 +67,7 @@ func fullFiles(dir string) (client, server *File) {
 		Control:  FileControl{Socket: "ctl/c.sock", Metrics: "127.0.0.1:9273"},
 	}
 	server = &File{
-		Role: "server", PrivateKeyFile: "server.key", PresharedKeyFile: "a.psk", LogLevel: "warn", Offload: new(true),
+		Role: "server", PrivateKeyFile: "server.key", PresharedKeyFile: "a.psk", LogLevel: "warn", Offload: new(true), CryptoWorkers: new(int64(0)),
 		Tun: FileTun{Name: "srv0", Address: []string{"100.64.0.1/24"}, MTU: new(int64(1300)), Routes: []string{"10.9.0.0/16"}},
 		Server: &FileServer{
 			Listen:        []string{"0.0.0.0:7000", "[::]:7001"},
@@ -112,6 +112,7 @@ private_key_file = "` + dir + `/client.key"
 preshared_key_file = "a.psk"
 log_level = "debug"
 offload = false
+crypto_workers = 3
 [tun]
 name = "wan3"
 address = ["100.64.0.2/24", "fd00:b5a1::2/64"]
@@ -143,6 +144,7 @@ private_key_file = "server.key"
 preshared_key_file = "a.psk"
 log_level = "warn"
 offload = true
+crypto_workers = 0
 [tun]
 name = "srv0"
 address = ["100.64.0.1/24"]

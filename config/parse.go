@@ -167,6 +167,14 @@ func (p *parser) build(raw *File) *Config {
 	if raw.Offload != nil {
 		cfg.Offload = *raw.Offload
 	}
+	cfg.CryptoWorkers = AutoCryptoWorkers
+	if w := raw.CryptoWorkers; w != nil {
+		if *w < 0 || *w > MaxCryptoWorkers {
+			p.fail("crypto_workers", "%d out of range (0..%d; leave it out for the default)", *w, MaxCryptoWorkers)
+		} else {
+			cfg.CryptoWorkers = int(*w)
+		}
+	}
 
 	p.tun(cfg, &raw.Tun)
 

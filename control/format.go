@@ -48,6 +48,9 @@ func FormatStatus(w io.Writer, s Status) error {
 	if o := s.Offload; o != nil {
 		ew.printf("  offload:     gso %s%s, gro %s%s\n", o.GSO, perRun(o.GSORuns, o.GSODatagrams), o.GRO, perRun(o.GRORuns, o.GRODatagrams))
 	}
+	if c := s.Crypto; c != nil {
+		ew.printf("  crypto:      %d worker(s), %d batches shared (%.1f datagrams each), %.1f %% of them done by a worker\n", c.Workers, c.Batches, ratio(c.Items, c.Batches), 100*ratio(c.WorkerItems, c.Items))
+	}
 
 	drops, events := splitCounters(s.Counters)
 	if len(drops) > 0 {

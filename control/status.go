@@ -47,6 +47,8 @@ type Status struct {
 	Offload *OffloadStatus `json:"offload,omitempty"`
 	// TUN counts the engine's batches on the TUN device.
 	TUN *TUNStatus `json:"tun,omitempty"`
+	// Crypto is what the crypto workers did (absent with none).
+	Crypto *CryptoStatus `json:"crypto,omitempty"`
 	// Memory is the daemon process's Go memory (absent when the provider does
 	// not say).
 	Memory *MemoryStatus `json:"memory,omitempty"`
@@ -90,6 +92,17 @@ type OffloadStatus struct {
 	GSODatagrams uint64 `json:"gso_datagrams"`
 	GRORuns      uint64 `json:"gro_runs"`
 	GRODatagrams uint64 `json:"gro_datagrams"`
+}
+
+// CryptoStatus: Workers seal and open datagrams beside the goroutines that
+// handle them; Batches were shared with them (Items datagrams in all), and
+// WorkerItems of those datagrams were done by a worker, the rest by the
+// batch's own goroutine (a worker that wakes late finds the batch done).
+type CryptoStatus struct {
+	Workers     int    `json:"workers"`
+	Batches     uint64 `json:"batches"`
+	Items       uint64 `json:"items"`
+	WorkerItems uint64 `json:"worker_items"`
 }
 
 // DropPrefix marks a Counters key as a drop reason.

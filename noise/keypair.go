@@ -86,20 +86,41 @@ func nonceFor(counter uint64) *[chacha20poly1305.NonceSize]byte {
 // called concurrently, so a nonce is never reused; once RejectAfterMessages
 // counters are used up it returns ErrCounterExhausted.
 func (k *Keypair) Seal(buf []byte, n int) ([]byte, error) {
-	if n < 0 || n > wire.MaxDatagram-wire.DataOverhead || cap(buf) < wire.DataOverhead+n {
-		return nil, ErrBuffer
+	dgram, counter, err := k.SealHeader(buf, n)
+	if err != nil {
+		return nil, err
 	}
-	counter := k.sendNext.Add(1) - 1
+	k.SealBody(dgram, counter)
+	return dgram, nil
+}
+
+// SealHeader is the first half of Seal: it takes the next counter and writes
+// the header, and returns the datagram's bytes (not yet encrypted) and its
+// counter. SealBody finishes it. Split, the counter is taken in the order the
+// caller needs (a path's datagrams in the order of their path sequence
+// numbers) and the cipher work of a batch can run on several cores; the
+// datagram must not leave before SealBody.
+func (k *Keypair) SealHeader(buf []byte, n int) (dgram []byte, counter uint64, err error) {
+	if n < 0 || n > wire.MaxDatagram-wire.DataOverhead || cap(buf) < wire.DataOverhead+n {
+		return nil, 0, ErrBuffer
+	}
+	counter = k.sendNext.Add(1) - 1
 	if counter >= RejectAfterMessages {
 		k.sendNext.Store(RejectAfterMessages) // keep Add far from wrapping around
-		return nil, ErrCounterExhausted
+		return nil, 0, ErrCounterExhausted
 	}
 	buf = buf[:wire.DataOverhead+n]
 	wire.PutDataHeader(buf, wire.DataHeader{Receiver: k.RemoteIndex, Counter: counter})
+	return buf, counter, nil
+}
+
+// SealBody encrypts in place a datagram that SealHeader returned, with its
+// counter, and writes the tag.
+func (k *Keypair) SealBody(dgram []byte, counter uint64) {
 	nonce := nonceFor(counter)
-	k.send.Seal(buf[wire.DataHeaderLen:wire.DataHeaderLen], nonce[:], buf[wire.DataHeaderLen:wire.DataHeaderLen+n], buf[:wire.DataHeaderLen])
+	n := len(dgram) - wire.DataOverhead
+	k.send.Seal(dgram[wire.DataHeaderLen:wire.DataHeaderLen], nonce[:], dgram[wire.DataHeaderLen:wire.DataHeaderLen+n], dgram[:wire.DataHeaderLen])
 	nonces.Put(nonce)
-	return buf, nil
 }
 
 // Open authenticates and decrypts a transport datagram in place and returns the

@@ -399,3 +399,37 @@ func BenchmarkHandshake(b *testing.B) {
 		}
 	}
 }
+
+// SealHeader takes counters in call order; SealBody may run later, in any order
+// and on any goroutine, and gives what Seal gives.
+func TestSealSplit(t *testing.T) {
+	ini, resp := pair(0)
+	ref, _ := pair(0)
+	msgs := []string{"first", "second, longer", "", "fourth"}
+	dgrams := make([][]byte, len(msgs))
+	counters := make([]uint64, len(msgs))
+	for i, m := range msgs {
+		buf := make([]byte, wire.DataHeaderLen+len(m), wire.DataOverhead+len(m))
+		copy(buf[wire.DataHeaderLen:], m)
+		d, c, err := ini.SealHeader(buf, len(m))
+		if err != nil || c != uint64(i) || len(d) != wire.DataOverhead+len(m) {
+			t.Fatalf("SealHeader %d: counter %d, %d bytes, %v", i, c, len(d), err)
+		}
+		dgrams[i], counters[i] = d, c
+	}
+	var wg sync.WaitGroup
+	for i := len(msgs) - 1; i >= 0; i-- {
+		wg.Add(1)
+		go func() { defer wg.Done(); ini.SealBody(dgrams[i], counters[i]) }()
+	}
+	wg.Wait()
+	for i, m := range msgs {
+		if want := sealString(t, ref, m); !bytes.Equal(dgrams[i], want) {
+			t.Fatalf("datagram %d differs from Seal's", i)
+		}
+		mustOpen(t, resp, dgrams[i], m)
+	}
+	if _, _, err := ini.SealHeader(make([]byte, 0, 10), 1); !errors.Is(err, ErrBuffer) {
+		t.Fatalf("short buffer: %v", err)
+	}
+}

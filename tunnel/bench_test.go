@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fanout"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
@@ -18,7 +20,10 @@ import (
 // capConn is a path socket that keeps the last datagram written (so a benchmark can
 // hand it to the other side) and never delivers anything to ReadBatch.
 type capConn struct {
-	addr   netip.AddrPort
+	addr netip.AddrPort
+	// record: every datagram written is kept in sent (buffers reused).
+	record bool
+	sent   [][]byte
 	last   []byte
 	lastEP conn.Endpoint
 	writes int
@@ -36,6 +41,17 @@ func (c *capConn) ReadBatch([][]byte, []int, []conn.Endpoint) (int, error) {
 }
 
 func (c *capConn) WriteBatch(bufs [][]byte, eps []conn.Endpoint) error {
+	for _, b := range bufs {
+		if !c.record {
+			break
+		}
+		if len(c.sent) < cap(c.sent) {
+			c.sent = c.sent[:len(c.sent)+1]
+		} else {
+			c.sent = append(c.sent, nil)
+		}
+		c.sent[len(c.sent)-1] = append(c.sent[len(c.sent)-1][:0], b...)
+	}
 	if len(bufs) > 0 {
 		c.last = append(c.last[:0], bufs[len(bufs)-1]...)
 		c.lastEP = eps[len(eps)-1]
@@ -83,6 +99,11 @@ type benchPair struct {
 	// retained payloads are released as in a real session.
 	cliIn     *inbound
 	srvWrites int
+	one       struct { // a read batch of one datagram (handOne)
+		pbs   [1]*packetBuf
+		sizes [1]int
+		eps   [1]conn.Endpoint
+	}
 }
 
 // newBenchPair runs the default loss recovery (payloads retained until acked)
@@ -153,8 +174,8 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 			ps.sender.OnAck(path.Ack{Largest: seq, RxBytes: uint64(1400 * (k + 1)), OWDRaw: 1000}, now.Add(2*time.Millisecond))
 		}
 	}
-	bp.in = &inbound{e: bp.srv, w: &writer{e: bp.srv}}
-	bp.cliW = &writer{e: bp.cli}
+	bp.in = &inbound{e: bp.srv, w: newBatchWriter(bp.srv)}
+	bp.cliW = newBatchWriter(bp.cli)
 	bp.cliIn = &inbound{e: bp.cli, w: bp.cliW}
 	bp.pkt = udp4(inCliA, inSrv, 4000, 5000, make([]byte, 1300))
 	bp.serverSock = bp.srv.conns[0]
@@ -174,6 +195,7 @@ func (bp *benchPair) send(now time.Time) *capConn {
 	if !p.sendPacket(bp.cliW, pb, now) {
 		e.pool.put(pb)
 	}
+	bp.cliW.seal()
 	if len(p.picks) == 0 {
 		p.mu.Unlock()
 		return nil // queued for window room (congestion control)
@@ -189,25 +211,14 @@ func (bp *benchPair) receive(c *capConn, now time.Time) {
 	if c == nil {
 		return
 	}
-	pb := bp.srv.pool.get()
-	n := copy(pb.b, c.last)
-	ep := conn.Endpoint{Remote: c.addr}
-	if !bp.in.handle(bp.serverSock, pb, n, ep, now) {
-		bp.srv.pool.put(pb)
-	}
-	bp.in.flush()
+	bp.handOne(bp.in, bp.serverSock, c.last, conn.Endpoint{Remote: c.addr}, now)
 	if bp.srvConn.writes == bp.srvWrites {
 		return
 	}
 	bp.srvWrites = bp.srvConn.writes
 	for _, cs := range bp.cli.conns {
 		if cs.c.LocalAddr() == bp.srvConn.lastEP.Remote {
-			pb := bp.cli.pool.get()
-			n := copy(pb.b, bp.srvConn.last)
-			if !bp.cliIn.handle(cs, pb, n, conn.Endpoint{Remote: srvAddr1}, now) {
-				bp.cli.pool.put(pb)
-			}
-			bp.cliIn.flush()
+			bp.handOne(bp.cliIn, cs, bp.srvConn.last, conn.Endpoint{Remote: srvAddr1}, now)
 			return
 		}
 	}
@@ -300,12 +311,18 @@ func (bp *benchPair) ackBack(in *inbound, writes int, now time.Time) {
 	if cs == nil {
 		return
 	}
-	pb := bp.cli.pool.get()
-	n := copy(pb.b, bp.srvConn.last)
-	if !in.handle(cs, pb, n, conn.Endpoint{Remote: srvAddr1}, now) {
-		bp.cli.pool.put(pb)
+	bp.handOne(in, cs, bp.srvConn.last, conn.Endpoint{Remote: srvAddr1}, now)
+}
+
+// handOne gives in a copy of datagram d as a read batch of one, arrived on cs.
+func (bp *benchPair) handOne(in *inbound, cs *connState, d []byte, ep conn.Endpoint, now time.Time) {
+	bp.one.pbs[0] = in.e.pool.get()
+	bp.one.sizes[0] = copy(bp.one.pbs[0].b, d)
+	bp.one.eps[0] = ep
+	in.handleBatch(cs, bp.one.pbs[:], bp.one.sizes[:], bp.one.eps[:], now)
+	if pb := bp.one.pbs[0]; pb != nil {
+		in.e.pool.put(pb)
 	}
-	in.flush()
 }
 
 // With a congestion controller the per-packet path stays allocation-free too:
@@ -316,7 +333,7 @@ func TestSendReceiveAllocsCongestion(t *testing.T) {
 		t.Skip("the race detector allocates on its own")
 	}
 	bp := newBenchPairCC(t, 2, "lia")
-	cin := &inbound{e: bp.cli, w: &writer{e: bp.cli}}
+	cin := &inbound{e: bp.cli, w: newBatchWriter(bp.cli)}
 	now := time.Now()
 	step := func() {
 		now = now.Add(100 * time.Microsecond)
@@ -349,7 +366,7 @@ func TestSendReceiveAllocsCongestion(t *testing.T) {
 
 func BenchmarkSendReceiveCongestion(b *testing.B) {
 	bp := newBenchPairCC(b, 2, "lia")
-	cin := &inbound{e: bp.cli, w: &writer{e: bp.cli}}
+	cin := &inbound{e: bp.cli, w: newBatchWriter(bp.cli)}
 	now := time.Now()
 	step := func() {
 		now = now.Add(100 * time.Microsecond)
@@ -369,5 +386,134 @@ func BenchmarkSendReceiveCongestion(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		step()
+	}
+}
+
+// batchPair is a benchPair moving whole batches: the client seals a TUN read's
+// worth of packets of one flow under one hold of the peer's lock, the server
+// opens and handles them as one socket read, both with workers crypto
+// workers (fanout).
+type batchPair struct {
+	*benchPair
+	pbs   []*packetBuf
+	sizes []int
+	eps   []conn.Endpoint
+}
+
+func newBatchPair(tb testing.TB, workers, n int) *batchPair {
+	bp := newBenchPair(tb, 1)
+	for _, e := range []*Engine{bp.cli, bp.srv} {
+		e.crypto.Close()
+		e.crypto = fanout.New(workers, DefaultTunables().CryptoMinPart)
+	}
+	tb.Cleanup(func() { bp.cli.crypto.Close(); bp.srv.crypto.Close() })
+	bp.cliConn[0].record = true
+	now := time.Now()
+	for i := 0; i < 4; i++ { // the server learns the path
+		bp.receive(bp.send(now), now)
+	}
+	bp.validateServerPaths()
+	return &batchPair{benchPair: bp, pbs: make([]*packetBuf, n), sizes: make([]int, n), eps: make([]conn.Endpoint, n)}
+}
+
+// step moves one batch and returns how many datagrams the client sent.
+func (bp *batchPair) step(now time.Time) int {
+	e, p, c := bp.cli, bp.cli.server, bp.cliConn[0]
+	c.sent = c.sent[:0]
+	p.mu.Lock()
+	p.refreshInfos(now)
+	for range bp.pbs {
+		pb := e.pool.get()
+		n := copy(pb.b[wire.DataPrefixLen:], bp.pkt)
+		pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
+		if !p.sendPacket(bp.cliW, pb, now) {
+			e.pool.put(pb)
+		}
+	}
+	bp.cliW.seal()
+	p.mu.Unlock()
+	bp.cliW.flush()
+	n := min(len(c.sent), len(bp.pbs))
+	for i, d := range c.sent[:n] {
+		bp.pbs[i] = bp.srv.pool.get()
+		bp.sizes[i] = copy(bp.pbs[i].b, d)
+		bp.eps[i] = conn.Endpoint{Remote: c.addr}
+	}
+	writes := bp.srvConn.writes
+	bp.in.handleBatch(bp.serverSock, bp.pbs[:n], bp.sizes[:n], bp.eps[:n], now)
+	for i, pb := range bp.pbs[:n] {
+		if pb != nil {
+			bp.srv.pool.put(pb)
+			bp.pbs[i] = nil
+		}
+	}
+	bp.ackBack(bp.cliIn, writes, now) // releases the retained payloads
+	return len(c.sent)
+}
+
+// Sealing and opening a batch on crypto workers changes nothing on the wire
+// or at the far end: every packet arrives, in order, with nothing dropped,
+// and the batch path allocates nothing.
+func TestBatchCrypto(t *testing.T) {
+	for _, workers := range []int{0, 1, 3} {
+		bp := newBatchPair(t, workers, 32)
+		now := time.Now()
+		for range 8 {
+			now = now.Add(time.Millisecond)
+			bp.step(now)
+		}
+		before := bp.srvTUN.written
+		for range 50 {
+			now = now.Add(time.Millisecond)
+			if sent := bp.step(now); sent != 32 {
+				t.Fatalf("workers %d: the client sent %d datagrams of 32", workers, sent)
+			}
+			// On the wire in the order of their counters (and so of their
+			// path sequence numbers, taken together under the lock).
+			for i, d := range bp.cliConn[0].sent[1:] {
+				h0, _ := wire.ParseDataHeader(bp.cliConn[0].sent[i])
+				h1, _ := wire.ParseDataHeader(d)
+				if h1.Counter != h0.Counter+1 {
+					t.Fatalf("workers %d: counter %d sent after %d", workers, h1.Counter, h0.Counter)
+				}
+			}
+		}
+		if got := bp.srvTUN.written - before; got != 50*32 {
+			t.Fatalf("workers %d: %d of %d packets reached the TUN", workers, got, 50*32)
+		}
+		for name, n := range bp.srv.Drops() {
+			if n != 0 {
+				t.Fatalf("workers %d: the server dropped %d datagrams as %s", workers, n, name)
+			}
+		}
+		if raceEnabled {
+			continue
+		}
+		if a := testing.AllocsPerRun(200, func() { now = now.Add(time.Millisecond); bp.step(now) }); a != 0 {
+			t.Fatalf("workers %d: %.1f allocations per batch", workers, a)
+		}
+	}
+}
+
+func BenchmarkBatchCrypto(b *testing.B) {
+	for _, workers := range []int{0, 1} {
+		b.Run(fmt.Sprintf("workers%d", workers), func(b *testing.B) {
+			bp := newBatchPair(b, workers, 32)
+			now := time.Now()
+			b.SetBytes(int64(32 * len(bp.pkt)))
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Millisecond)
+				bp.step(now)
+			}
+		})
+	}
+}
+
+func TestDefaultCryptoWorkers(t *testing.T) {
+	for procs, want := range map[int]int{1: 0, 2: 0, 3: 2, 4: 3, 5: 4, 64: 4} {
+		if got := DefaultCryptoWorkers(procs); got != want {
+			t.Errorf("DefaultCryptoWorkers(%d) = %d, want %d", procs, got, want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/braid-vpn/braid/budget"
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fanout"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/tundev"
@@ -180,6 +181,7 @@ type Engine struct {
 
 	counters counters
 	pool     bufPool
+	crypto   *fanout.Pool // seals and opens batches beside their goroutines (nil: on them)
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -285,6 +287,7 @@ func New(cfg Config) (*Engine, error) {
 		e.closeConns()
 		return nil, err
 	}
+	e.crypto = fanout.New(e.tn.CryptoWorkers, e.tn.CryptoMinPart)
 	return e, nil
 }
 
@@ -353,6 +356,7 @@ func (e *Engine) Close() error {
 	e.closeConns()
 	err := e.tun.Close()
 	e.wg.Wait()
+	e.crypto.Close()
 	return err
 }
 

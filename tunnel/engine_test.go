@@ -88,6 +88,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		o.links(r.net)
 	}
 	tn := DefaultTunables()
+	// A crypto worker on any machine (the default has none on 2 cores), and
+	// batches shared from 4 datagrams: the rig's tests cover that path.
+	tn.CryptoWorkers, tn.CryptoMinPart = 1, 2
 	if o.tunables != nil {
 		o.tunables(&tn)
 	}
@@ -883,6 +886,12 @@ func TestEngineSuperPackets(t *testing.T) {
 			if rs := r.srvTun.Stats(); rs.Reads > runs {
 				t.Errorf("server TUN: %d reads for %d runs, want one read per run", rs.Reads, runs)
 			}
+			// Each run was sealed as one batch, and it was shared with the
+			// crypto worker; the client opened what arrived together likewise.
+			if s := r.srv.crypto.Stats(); s.Batches < runs || s.Items < runs*per {
+				t.Errorf("server crypto: %+v, want at least %d batches of %d shared", s, runs, per)
+			}
+			t.Logf("crypto: server %+v, client %+v", r.srv.crypto.Stats(), r.cliA.crypto.Stats())
 		})
 	}
 }

@@ -17,7 +17,7 @@ func (e *Engine) routineInside() {
 	pbs := make([]*packetBuf, bs)
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
-	w := &writer{e: e}
+	w := newBatchWriter(e)
 	var route lastLookup
 	for {
 		for i := range pbs {
@@ -55,6 +55,7 @@ func (e *Engine) routineInside() {
 			}
 			if p != cur {
 				if cur != nil {
+					w.seal()
 					cur.mu.Unlock()
 				}
 				cur = p
@@ -66,6 +67,7 @@ func (e *Engine) routineInside() {
 			}
 		}
 		if cur != nil {
+			w.seal()
 			cur.mu.Unlock()
 		}
 		e.mu.RUnlock()

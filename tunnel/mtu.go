@@ -74,6 +74,7 @@ func (p *peer) sendProbe(w *writer, ps *pathState, size int, now time.Time) {
 		// run may end in a shorter datagram) it would travel as one segmented
 		// buffer, which a veth forwards whatever the far end's MTU, and a
 		// size that the path cannot carry would be confirmed.
+		w.seal()
 		p.e.sendQueued(ps.cs)
 		// A small ping right behind it: when its ack comes back without the
 		// probe's, the probe is declared lost within about a round trip,

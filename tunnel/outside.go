@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fanout"
 	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
@@ -27,7 +28,7 @@ func (e *Engine) routineOutside(cs *connState) {
 	bufs := make([][]byte, bs)
 	sizes := make([]int, bs)
 	eps := make([]conn.Endpoint, bs)
-	in := &inbound{e: e, w: &writer{e: e}}
+	in := &inbound{e: e, w: newBatchWriter(e)}
 	for {
 		for i := range pbs {
 			if pbs[i] == nil {
@@ -44,14 +45,22 @@ func (e *Engine) routineOutside(cs *connState) {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		now := time.Now()
-		for i := 0; i < n; i++ {
-			if in.handle(cs, pbs[i], sizes[i], eps[i], now) {
-				pbs[i] = nil
-			}
-		}
-		in.flush()
+		in.handleBatch(cs, pbs[:n], sizes[:n], eps[:n], time.Now())
 	}
+}
+
+// handleBatch handles a read batch: the datagrams are opened first (on the
+// crypto workers too), then handled in order. The buffers it keeps are set
+// to nil in pbs.
+func (in *inbound) handleBatch(cs *connState, pbs []*packetBuf, sizes []int, eps []conn.Endpoint, now time.Time) {
+	in.open(pbs, sizes)
+	for i, pb := range pbs {
+		if in.handle(cs, pb, sizes[i], eps[i], now, &in.opened.items[i]) {
+			pbs[i] = nil
+		}
+	}
+	in.opened.reset()
+	in.flush()
 }
 
 // inbound is the per-goroutine state of the receive path.
@@ -79,6 +88,64 @@ type inbound struct {
 	ackAt time.Time
 	idx   idxCache
 	src   lastLookup // the cryptokey routing check's last answer
+	// opened is the read batch's transport datagrams, decrypted before they
+	// are handled (open), and fork the scratch for splitting that work.
+	opened openBatch
+	fork   fanout.Fork
+}
+
+// openBatch is a receive batch's datagrams, opened ahead of their handling:
+// the AEAD of each is independent of the others, while what follows (replay
+// window, peer state, reorder, TUN order) is handled one datagram at a time,
+// in arrival order.
+type openBatch struct{ items []openItem }
+
+// openItem is one datagram's decryption, done ahead of its handling. Only the
+// replay window's check is done with it; the datagram takes its counter's slot
+// (Keypair.Commit) when it is handled.
+type openItem struct {
+	ent     indexEntry // the receiver index's peer and keys (kp nil: not opened ahead)
+	d       []byte
+	plain   []byte
+	counter uint64
+	err     error
+}
+
+// Do decrypts items [lo, hi); the fanout pool calls it from several goroutines.
+func (b *openBatch) Do(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		if it := &b.items[i]; it.ent.kp != nil {
+			it.plain, it.counter, it.err = it.ent.kp.Decrypt(it.d)
+		}
+	}
+}
+
+func (b *openBatch) reset() { clear(b.items) }
+
+// open finds the keys of each transport datagram of a read batch and decrypts
+// them, on the engine's crypto workers as well as this goroutine. Datagrams it
+// cannot open ahead (no keys yet: a handshake answered in this very batch may
+// install them) are opened when handled, as they always were.
+func (in *inbound) open(pbs []*packetBuf, sizes []int) {
+	if cap(in.opened.items) < len(sizes) {
+		in.opened.items = make([]openItem, len(sizes))
+	}
+	items := in.opened.items[:len(sizes)]
+	in.opened.items = items
+	for i, n := range sizes {
+		b := pbs[i].b
+		if n >= len(b) || wire.MessageType(b[:n]) != wire.TypeData {
+			continue
+		}
+		h, err := wire.ParseDataHeader(b[:n])
+		if err != nil {
+			continue
+		}
+		if ent, ok := in.lookupIndex(h.Receiver); ok && ent.kp != nil {
+			items[i] = openItem{ent: ent, d: b[:n]}
+		}
+	}
+	in.e.crypto.Run(&in.fork, &in.opened, len(items))
 }
 
 // lookupIndex returns the peer and keys of receiver index idx. The entry found
@@ -122,6 +189,7 @@ func (in *inbound) unlockPeer() {
 		return
 	}
 	in.sendAcks()
+	in.w.seal() // before the lock goes: see writer.batch
 	in.e.writeTUN(in.toTUN, &in.tw)
 	in.toTUN = in.toTUN[:0]
 	in.cur.mu.Unlock()
@@ -218,8 +286,9 @@ func (e *Engine) writeTUNChunk(pbs []*packetBuf, tw *tunWrite, stage bool) {
 	tw.bufs = bufs[:0]
 }
 
-// handle processes one datagram; it returns true if it kept pb.
-func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint, now time.Time) bool {
+// handle processes one datagram; it returns true if it kept pb. o is the
+// datagram's decryption if open did it ahead (nil or without keys: not).
+func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint, now time.Time, o *openItem) bool {
 	e := in.e
 	if n >= len(pb.b) {
 		e.counters.drop(dropOversized)
@@ -228,7 +297,7 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	d := pb.b[:n]
 	switch wire.MessageType(d) {
 	case wire.TypeData:
-		return in.handleData(cs, pb, d, ep, now)
+		return in.handleData(cs, pb, d, ep, now, o)
 	case wire.TypeHandshakeInit:
 		if e.role == Server {
 			e.enqueueInitiation(cs, d, ep)
@@ -237,7 +306,11 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	case wire.TypeHandshakeResp:
 		in.unlockPeer()
 		if e.role == Client {
+			// handleResponse locks and unlocks the peer itself: its datagrams
+			// must be sealed and queued before it lets the lock go.
+			in.w.batch = false
 			e.handleResponse(cs, d, ep, now, in.w)
+			in.w.batch = true
 			return false
 		}
 	case wire.TypeCookieReply:
@@ -251,19 +324,30 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	return false
 }
 
-func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.Endpoint, now time.Time) bool {
+func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.Endpoint, now time.Time, o *openItem) bool {
 	e := in.e
-	h, err := wire.ParseDataHeader(d)
-	if err != nil {
-		e.counters.drop(dropMalformed)
-		return false
+	var (
+		ent   indexEntry
+		plain []byte
+		ctr   uint64
+		err   error
+	)
+	if o != nil && o.ent.kp != nil {
+		ent, plain, ctr, err = o.ent, o.plain, o.counter, o.err
+	} else {
+		h, perr := wire.ParseDataHeader(d)
+		if perr != nil {
+			e.counters.drop(dropMalformed)
+			return false
+		}
+		var ok bool
+		ent, ok = in.lookupIndex(h.Receiver)
+		if !ok || ent.kp == nil {
+			e.counters.drop(dropUnknownIndex)
+			return false
+		}
+		plain, ctr, err = ent.kp.Decrypt(d)
 	}
-	ent, ok := in.lookupIndex(h.Receiver)
-	if !ok || ent.kp == nil {
-		e.counters.drop(dropUnknownIndex)
-		return false
-	}
-	plain, ctr, err := ent.kp.Decrypt(d)
 	switch {
 	case errors.Is(err, noise.ErrReplay):
 		e.counters.drop(dropReplayed)

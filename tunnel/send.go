@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/fanout"
+	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -23,6 +25,55 @@ import (
 type writer struct {
 	e    *Engine
 	used []*connState // sockets this writer queued on since its last flush
+	// batch: sealAndQueue takes each datagram's counter at once but leaves its
+	// cipher work to seal, which does a whole batch on the engine's crypto
+	// workers (fanout) and only then queues the datagrams, in sealing order.
+	// The goroutine must call seal before it lets the peer's lock go, so that
+	// the order of a path's datagrams on the socket stays the order of their
+	// sequence numbers. Set for the TUN reader and the socket readers, which
+	// seal batches; the timers and rare paths seal one at a time.
+	batch bool
+	pend  sealBatch
+	fork  fanout.Fork
+}
+
+// newBatchWriter returns a writer that seals in batches (writer.batch).
+func newBatchWriter(e *Engine) *writer { return &writer{e: e, batch: true} }
+
+// sealBatch is a writer's datagrams waiting for their cipher work.
+type sealBatch struct{ items []sealItem }
+
+type sealItem struct {
+	cs      *connState
+	pb      *packetBuf
+	dgram   []byte
+	ep      conn.Endpoint
+	kp      *noise.Keypair
+	counter uint64
+}
+
+// Do encrypts items [lo, hi); the fanout pool calls it from several goroutines.
+func (b *sealBatch) Do(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		it := &b.items[i]
+		it.kp.SealBody(it.dgram, it.counter)
+	}
+}
+
+// seal finishes the datagrams sealAndQueue left (on several cores when the
+// engine has crypto workers) and queues them on their sockets in order.
+func (w *writer) seal() {
+	items := w.pend.items
+	if len(items) == 0 {
+		return
+	}
+	w.e.crypto.Run(&w.fork, &w.pend, len(items))
+	for i := range items {
+		it := &items[i]
+		w.add(it.cs, it.pb, it.dgram, it.ep)
+		*it = sealItem{}
+	}
+	w.pend.items = items[:0]
 }
 
 // outQueue is a socket's datagrams waiting to be sent, in the order they were
@@ -62,6 +113,7 @@ func (w *writer) add(cs *connState, pb *packetBuf, dgram []byte, ep conn.Endpoin
 }
 
 func (w *writer) flush() {
+	w.seal()
 	for i, cs := range w.used {
 		w.e.sendQueued(cs)
 		w.used[i] = nil
@@ -180,7 +232,7 @@ func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackE
 		flags = wire.FlagAckEliciting
 	}
 	wire.PutInnerHeader(pb.b[wire.DataHeaderLen:], wire.InnerHeader{Seq: seq, TxUs: p.e.nowUs(now), Path: ps.id, Flags: flags})
-	dgram, err := kp.Seal(pb.b, wire.InnerHeaderLen+n)
+	dgram, counter, err := kp.SealHeader(pb.b, wire.InnerHeaderLen+n)
 	if err != nil {
 		p.e.pool.put(pb)
 		p.e.counters.drop(dropNoSession)
@@ -193,6 +245,11 @@ func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackE
 	p.txPackets++
 	p.txBytes += uint64(len(dgram))
 	p.lastTx = now
-	w.add(ps.cs, pb, dgram, ps.ep)
+	if w.batch {
+		w.pend.items = append(w.pend.items, sealItem{cs: ps.cs, pb: pb, dgram: dgram, ep: ps.ep, kp: kp, counter: counter})
+	} else {
+		kp.SealBody(dgram, counter)
+		w.add(ps.cs, pb, dgram, ps.ep)
+	}
 	return true
 }

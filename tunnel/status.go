@@ -30,6 +30,10 @@ func (e *Engine) Status() control.Status {
 		}
 	}
 	st.Offload = offloadStatus(e.conns)
+	if e.crypto != nil {
+		s := e.crypto.Stats()
+		st.Crypto = &control.CryptoStatus{Workers: e.crypto.Workers(), Batches: s.Batches, Items: s.Items, WorkerItems: s.WorkerItems}
+	}
 	st.TUN = &control.TUNStatus{Reads: e.counters.tunReads.Load(), ReadPackets: e.counters.tunReadPkts.Load(),
 		Writes: e.counters.tunWrites.Load(), WritePackets: e.counters.tunWritePkts.Load(),
 		WriteRuns: e.counters.tunRuns.Load(), WriteRunPackets: e.counters.tunRunPkts.Load()}

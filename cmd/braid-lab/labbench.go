@@ -27,6 +27,7 @@ func newLabBenchCmd() *cobra.Command {
 		size, wgGo, out, cc  string
 		congestion, recovery string
 		reps, parallel       int
+		cryptoWorkers        int
 		cases                []string
 		idle, timeout        time.Duration
 		asJSON, force        bool
@@ -63,6 +64,9 @@ docs/lab.md explains each number.`,
 			if congestion != "" && !slices.Contains(config.CongestionChoices, congestion) {
 				return fmt.Errorf("--congestion: %q is not one of %s", congestion, strings.Join(config.CongestionChoices, ", "))
 			}
+			if cryptoWorkers < config.AutoCryptoWorkers || cryptoWorkers > config.MaxCryptoWorkers {
+				return fmt.Errorf("--crypto-workers: %d is outside 0..%d (-1: braid's default)", cryptoWorkers, config.MaxCryptoWorkers)
+			}
 			if recovery != "" && !slices.Contains(config.Recoveries, recovery) {
 				return fmt.Errorf("--recovery: %q is not one of %s", recovery, strings.Join(config.Recoveries, ", "))
 			}
@@ -71,6 +75,9 @@ docs/lab.md explains each number.`,
 				Size: n, Parallel: parallel, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
 				Braid: labBraidCommand(), Congestion: congestion, Recovery: recovery,
 				Progress: func(line string) { fmt.Fprintln(stderr, line) },
+			}
+			if cryptoWorkers != config.AutoCryptoWorkers {
+				cfg.CryptoWorkers = &cryptoWorkers
 			}
 			if idle == 0 {
 				cfg.Idle = -1 // 0 on the command line means none
@@ -129,6 +136,7 @@ docs/lab.md explains each number.`,
 	f.StringVar(&cc, "cc", bench.DefaultCC, "TCP congestion control of the downloads")
 	f.StringVar(&congestion, "congestion", "", "braid's congestion option for the braid cases (default: braid's own)")
 	f.StringVar(&recovery, "recovery", "", "braid's recovery option for the braid cases (default: braid's own)")
+	f.IntVar(&cryptoWorkers, "crypto-workers", config.AutoCryptoWorkers, "braid's crypto_workers for the braid cases (-1: braid's default)")
 	f.DurationVar(&idle, "idle", bench.DefaultIdle, "background-load window before each download (0: none)")
 	f.DurationVar(&timeout, "timeout", 0, "give up on a download after this long (default: size at 20 Mbit/s, at least 1m)")
 	f.BoolVar(&asJSON, "json", false, "print the results as one JSON document on stdout")

@@ -209,6 +209,9 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 	tn.RekeyAfterTime = cfg.Security.RekeyAfterTime
 	tn.RejectAfterTime = cfg.Security.RejectAfterTime
 	tn.RekeyAfterMessages = cfg.Security.RekeyAfterPackets
+	if cfg.CryptoWorkers != config.AutoCryptoWorkers {
+		tn.CryptoWorkers = cfg.CryptoWorkers
+	}
 	ec := tunnel.Config{
 		PrivateKey: cfg.PrivateKey,
 		Logger:     log,

@@ -125,6 +125,8 @@ type Config struct {
 	// Congestion and Recovery set braid's options of those names ("":
 	// braid's defaults), to see what each costs at full speed.
 	Congestion, Recovery string
+	// CryptoWorkers sets braid's crypto_workers (nil: braid's default).
+	CryptoWorkers *int
 	// WireGuardGo and Wg are the programs for the wireguard-go case; a
 	// zero Path leaves the case out.
 	WireGuardGo, Wg Tool

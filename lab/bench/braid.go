@@ -26,7 +26,17 @@ import (
 // default, and nothing is routed into the tunnel but its own subnet.
 func BraidClientConfig(cfg Config, paths []testbed.Path, serverKey keys.Key, socket string) *config.File {
 	tr := scenario.Transport{Congestion: cfg.Congestion, Recovery: cfg.Recovery}
-	return runner.BraidClientConfig(tr, paths, netip.Prefix{}, serverKey, socket)
+	f := runner.BraidClientConfig(tr, paths, netip.Prefix{}, serverKey, socket)
+	f.CryptoWorkers = cryptoWorkers(cfg)
+	return f
+}
+
+// cryptoWorkers is the crypto_workers key of both daemons' files (nil: unset).
+func cryptoWorkers(cfg Config) *int64 {
+	if cfg.CryptoWorkers == nil {
+		return nil
+	}
+	return new(int64(*cfg.CryptoWorkers))
 }
 
 type braidTunnel struct {
@@ -45,7 +55,9 @@ func startBraid(ctx context.Context, l *lab, n int) (_ tunnel, err error) {
 	}
 	t.pair, err = runner.StartBraidPair(ctx, l.cfg.Braid, dir, l.srv, l.cli,
 		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
-			return runner.BraidServerConfig("bench", cliKey, srvSock), BraidClientConfig(l.cfg, t.paths, srvKey, cliSock)
+			srv := runner.BraidServerConfig("bench", cliKey, srvSock)
+			srv.CryptoWorkers = cryptoWorkers(l.cfg)
+			return srv, BraidClientConfig(l.cfg, t.paths, srvKey, cliSock)
 		}, len(t.paths), func(st control.Status) int { return runner.UsablePaths(st, t.paths) })
 	if err != nil {
 		return nil, err
@@ -81,6 +93,9 @@ func braidDetail(st control.Status, paths []testbed.Path, mtu int) string {
 		sched, cc, rec, n, strings.Join(veths, "+"), n, usable, n*n)
 	if mtu > 0 {
 		s += fmt.Sprintf(", inner MTU %d", mtu)
+	}
+	if st.Crypto != nil {
+		s += fmt.Sprintf(", %d crypto worker(s)", st.Crypto.Workers)
 	}
 	return s
 }
