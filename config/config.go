@@ -88,6 +88,8 @@ const (
 	// Diffie-Hellman work for it. 0 in the file disables the limit.
 	DefaultHandshakeRate = noise.DefaultRatePerSecond
 	MaxHandshakeRate     = 1_000_000
+	// MaxListenSockets bounds server.listen_sockets.
+	MaxListenSockets = 64
 
 	// MaxServerIDBits is the most session-index bits a server id may take; 16
 	// leaves 16 random bits, enough for 65536 sessions per server.
@@ -289,6 +291,10 @@ type Server struct {
 	// HandshakeRate is initiations per second answered per source address;
 	// 0 means unlimited.
 	HandshakeRate int
+	// ListenSockets is how many sockets share each listen address
+	// (SO_REUSEPORT), each with its reader; 0: the engine's default
+	// (tunnel.DefaultListenReaders).
+	ListenSockets int
 	// Transport and TCPCongestion: as in Client.
 	Transport     string
 	TCPCongestion string

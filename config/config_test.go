@@ -469,6 +469,10 @@ func TestErrors(t *testing.T) {
 			``}, // IPv4-only: 1200 is fine; checked below with IPv6
 		{"mtu v6", "client.toml", edit(t, edit(t, cl, "[tun]\n", "[tun]\nmtu = 1200\n"), `"100.64.0.2/24"`, `"100.64.0.2/24", "fd00::2/64"`),
 			`client.toml: tun.mtu: 1200 is below 1280, the IPv6 minimum, and tun.address has an IPv6 address`},
+		{"listen sockets", "server.toml", edit(t, sv, "listen = [\"0.0.0.0:7000\"]\n", "listen = [\"0.0.0.0:7000\"]\nlisten_sockets = 65\n"),
+			`server.toml: server.listen_sockets: 65 out of range (1..64)`},
+		{"listen sockets over tcp", "server.toml", edit(t, sv, "listen = [\"0.0.0.0:7000\"]\n", "listen = [\"0.0.0.0:7000\"]\nlisten_sockets = 2\ntransport = \"tcp\"\n"),
+			`server.toml: server.listen_sockets: 2, but transport = "tcp" accepts connections on one listener (it applies to "udp")`},
 		{"crypto workers", "client.toml", edit(t, cl, "[tun]\n", "crypto_workers = -2\n[tun]\n"),
 			`client.toml: crypto_workers: -2 out of range (0..256; leave it out for the default)`},
 		{"subflows", "client.toml", cl + "subflows_per_path = 0\n",

@@ -65,6 +65,7 @@ type FileServer struct {
 	ServerID      int64      `toml:"server_id,omitempty"`
 	ServerIDBits  int64      `toml:"server_id_bits,omitempty"`
 	HandshakeRate *int64     `toml:"handshake_rate,omitempty"`
+	ListenSockets int64      `toml:"listen_sockets,omitempty"`
 	Transport     string     `toml:"transport,omitempty"`
 	TCPCongestion string     `toml:"tcp_congestion,omitempty"`
 	Clients       []FilePeer `toml:"clients,omitempty"`

@@ -71,6 +71,7 @@ func fullFiles(dir string) (client, server *File) {
 		Tun: FileTun{Name: "srv0", Address: []string{"100.64.0.1/24"}, MTU: new(int64(1300)), Routes: []string{"10.9.0.0/16"}},
 		Server: &FileServer{
 			Listen:        []string{"0.0.0.0:7000", "[::]:7001"},
+			ListenSockets: 1,
 			ServerID:      5,
 			ServerIDBits:  4,
 			HandshakeRate: new(int64(0)), // explicit 0 (unlimited) differs from absent (20)
@@ -152,6 +153,7 @@ mtu = 1300
 routes = ["10.9.0.0/16"]
 [server]
 listen = ["0.0.0.0:7000", "[::]:7001"]
+listen_sockets = 1
 server_id = 5
 server_id_bits = 4
 handshake_rate = 0

@@ -584,6 +584,16 @@ func (p *parser) server(cfg *Config, raw *FileServer) *Server {
 	}
 
 	s.Transport, s.TCPCongestion = p.transport("server", raw.Transport, raw.TCPCongestion)
+	if n := raw.ListenSockets; n != 0 {
+		switch {
+		case n < 1 || n > MaxListenSockets:
+			p.fail("server.listen_sockets", "%d out of range (1..%d)", n, MaxListenSockets)
+		case n > 1 && s.Transport != "udp":
+			p.fail("server.listen_sockets", `%d, but transport = %q accepts connections on one listener (it applies to "udp")`, n, s.Transport)
+		default:
+			s.ListenSockets = int(n)
+		}
+	}
 	p.peers(cfg, s, raw.Clients)
 	return s
 }

@@ -93,6 +93,10 @@ type Options struct {
 	// NoOffload turns UDP segmentation (GSO) and receive (GRO) offload off:
 	// every datagram is its own message, as with a kernel that lacks them.
 	NoOffload bool
+	// ReusePort sets SO_REUSEPORT: several sockets bound to one address and
+	// port (by the same user) share its traffic, the kernel keeping each
+	// remote address and port on one of them, so each can have its reader.
+	ReusePort bool
 }
 
 // Error is the error Listen returns: a one-line message for people, and the

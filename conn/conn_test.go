@@ -428,3 +428,56 @@ func BenchmarkLoopback(b *testing.B) {
 		})
 	}
 }
+
+// Sockets with ReusePort share one address and port: datagrams from many
+// sources are spread over them, each source staying on one socket, and a
+// socket without it still cannot bind the port.
+func TestReusePort(t *testing.T) {
+	a := listen(t, Options{Addr: netip.MustParseAddrPort("127.0.0.1:0"), ReusePort: true, NoOffload: true})
+	b := listen(t, Options{Addr: a.LocalAddr(), ReusePort: true, NoOffload: true})
+	if b.LocalAddr() != a.LocalAddr() {
+		t.Fatalf("second socket on %v, want %v", b.LocalAddr(), a.LocalAddr())
+	}
+	if _, err := Listen(Options{Addr: a.LocalAddr()}); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("a socket without ReusePort bound a shared port: %v", err)
+	}
+	const sources, each = 32, 3
+	for i := range sources {
+		s := listen(t, Options{Addr: netip.MustParseAddrPort("127.0.0.1:0")})
+		for k := range each {
+			msg := []byte(fmt.Sprintf("%d/%d", i, k))
+			if err := s.WriteBatch([][]byte{msg}, []Endpoint{{Remote: a.LocalAddr()}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bySource := map[netip.AddrPort]int{} // source → socket 1 or 2
+	total := 0
+	for i, c := range []*udpConn{a, b} {
+		rb, sizes, eps := bufs(64, 2048), make([]int, 64), make([]Endpoint, 64)
+		for {
+			c.uc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			n, err := c.ReadBatch(rb, sizes, eps)
+			if err != nil {
+				break
+			}
+			for _, ep := range eps[:n] {
+				if s, ok := bySource[ep.Remote]; ok && s != i+1 {
+					t.Fatalf("source %v reached both sockets", ep.Remote)
+				}
+				bySource[ep.Remote] = i + 1
+			}
+			total += n
+		}
+	}
+	if total != sources*each {
+		t.Fatalf("%d datagrams arrived, want %d", total, sources*each)
+	}
+	counts := map[int]int{}
+	for _, s := range bySource {
+		counts[s]++
+	}
+	if counts[1] == 0 || counts[2] == 0 {
+		t.Fatalf("sources per socket %v: the kernel did not spread them", counts)
+	}
+}

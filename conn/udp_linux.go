@@ -122,6 +122,12 @@ func Listen(opt Options) (Conn, error) {
 					return
 				}
 			}
+			if opt.ReusePort {
+				if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+					serr = &Error{Msg: "listen udp " + hostport + ": SO_REUSEPORT: " + err.Error(), Err: err}
+					return
+				}
+			}
 			setBuf(s, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, rb)
 			setBuf(s, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, sb)
 			if wildcard {

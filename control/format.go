@@ -33,7 +33,11 @@ func FormatStatus(w io.Writer, s Status) error {
 	ew.printf("interface %s (%s)\n", orDash(s.Interface), orDash(s.Role))
 	ew.printf("  public key:  %s\n", orDash(s.PublicKey))
 	if len(s.Listen) > 0 {
-		ew.printf("  listening:   %s\n", strings.Join(s.Listen, ", "))
+		ew.printf("  listening:   %s", strings.Join(s.Listen, ", "))
+		if s.ListenSockets > len(s.Listen) {
+			ew.printf(" (%d sockets)", s.ListenSockets)
+		}
+		ew.printf("\n")
 	}
 	if s.Transport != "" {
 		ew.printf("  transport:   %s\n", s.Transport)

@@ -23,6 +23,9 @@ type Status struct {
 	PublicKey string `json:"public_key"`
 	// Listen holds the server's listening addresses; empty for a client.
 	Listen []string `json:"listen,omitempty"`
+	// ListenSockets counts the server's sockets on them: more than one per
+	// address when several readers share it (SO_REUSEPORT).
+	ListenSockets int `json:"listen_sockets,omitempty"`
 	// Transport is what the tunnel runs over: "udp", "tcp" or "mptcp" (absent when
 	// the provider does not say).
 	Transport string `json:"transport,omitempty"`

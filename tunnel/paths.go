@@ -16,14 +16,28 @@ import (
 // address family in use; on a server one per listen address.
 func (e *Engine) openConns() error {
 	if e.role == Server {
-		for _, a := range e.cfg.ListenAddrs {
-			c, err := e.cfg.Listen(conn.Options{Addr: a, NoOffload: e.cfg.NoOffload})
-			if err != nil {
-				return err
-			}
+		readers := max(e.tn.ListenReaders, 1)
+		add := func(c conn.Conn) {
 			cs := &connState{c: c, idx: len(e.conns)}
 			cs.auth, _ = c.(conn.Authenticator)
 			e.conns = append(e.conns, cs)
+		}
+		for _, a := range e.cfg.ListenAddrs {
+			c, err := e.cfg.Listen(conn.Options{Addr: a, NoOffload: e.cfg.NoOffload, ReusePort: readers > 1})
+			if err != nil {
+				return err
+			}
+			add(c)
+			// The others join its port (a may ask for an ephemeral one).
+			same := netip.AddrPortFrom(a.Addr(), c.LocalAddr().Port())
+			for range readers - 1 {
+				c, err := e.cfg.Listen(conn.Options{Addr: same, NoOffload: e.cfg.NoOffload, ReusePort: true})
+				if err != nil {
+					e.log.Warn("one socket reads the listen address", "addr", a.String(), "err", err)
+					break
+				}
+				add(c)
+			}
 		}
 		return nil
 	}

@@ -26,8 +26,12 @@ func (e *Engine) Status() control.Status {
 	e.mu.RLock()
 	if e.role == Server {
 		for _, cs := range e.conns {
-			st.Listen = append(st.Listen, cs.c.LocalAddr().String())
+			// Sockets of one listen address (ListenReaders) are one address.
+			if a := cs.c.LocalAddr().String(); !slices.Contains(st.Listen, a) {
+				st.Listen = append(st.Listen, a)
+			}
 		}
+		st.ListenSockets = len(e.conns)
 	}
 	st.Offload = offloadStatus(e.conns)
 	if e.crypto != nil {

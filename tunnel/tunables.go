@@ -86,6 +86,11 @@ type Tunables struct {
 	// of one busy path. 0: everything on the handling goroutine. Default:
 	// DefaultCryptoWorkers.
 	CryptoWorkers int
+	// ListenReaders is how many sockets a server binds to each listen address
+	// (SO_REUSEPORT), each with its reader goroutine: the kernel keeps each
+	// client address and port on one of them, so the clients' datagrams are
+	// read and handled on more than one core. Default: DefaultListenReaders.
+	ListenReaders int
 	// CryptoMinPart is the fewest datagrams worth handing to a worker: the
 	// hand-off costs a goroutine wake-up, a few microseconds, about the AEAD
 	// of a few full-size datagrams.
@@ -155,6 +160,18 @@ func DefaultCryptoWorkers(procs int) int {
 	return min(procs-1, 4)
 }
 
+// DefaultListenReaders is the sockets per listen address for a process of
+// procs GOMAXPROCS: one up to 2, half the cores above (at most 4). A reader
+// handles whole datagrams, so this parallelism costs no hand-off; but each
+// socket gets a share of the batches (smaller ones, more system calls), and
+// on 2 cores the daemon shares them with the rest of the machine.
+func DefaultListenReaders(procs int) int {
+	if procs <= 2 {
+		return 1
+	}
+	return min(procs/2, 4)
+}
+
 // DefaultTunables returns the defaults used by `braid up`.
 func DefaultTunables() Tunables {
 	return Tunables{
@@ -185,6 +202,7 @@ func DefaultTunables() Tunables {
 		OuterMTU:             1500,
 		CryptoWorkers:        DefaultCryptoWorkers(runtime.GOMAXPROCS(0)),
 		CryptoMinPart:        8,
+		ListenReaders:        DefaultListenReaders(runtime.GOMAXPROCS(0)),
 		CCQueuePackets:       1024,
 		CCQueueDelay:         250 * time.Millisecond,
 		CoDel:                aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes},

@@ -274,6 +274,7 @@ log_level = "debug"
 address = ["100.64.0.1/24"]
 [server]
 listen = ["0.0.0.0:7000"]
+listen_sockets = 2
 [[server.clients]]
 name = "a"
 public_key = %q
@@ -395,6 +396,10 @@ func TestE2ETunnel(t *testing.T) {
 	t.Run("ping", func(t *testing.T) {
 		if got, err := ping(r.cli, "100.64.0.1", 5); err != nil || got < 4 {
 			t.Fatalf("%d of 5 pings answered through the tunnel (%v)", got, err)
+		}
+		// The whole test runs with two sockets reading the listen address.
+		if st := r.dSrv.status(t); st.ListenSockets != 2 || len(st.Listen) != 1 {
+			t.Fatalf("server listens on %v with %d sockets, want one address and 2", st.Listen, st.ListenSockets)
 		}
 	})
 

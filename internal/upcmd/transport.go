@@ -138,6 +138,8 @@ func (tt *tunnelTransport) adjust(ec *tunnel.Config) {
 		ec.Subflows = 1
 		ec.Params.Weights = nil
 	}
+	// A stream server accepts connections on one listener.
+	ec.Tunables.ListenReaders = 1
 	p := &ec.Tunables.Path
 	p.DownBusyMin = max(p.DownBusyMin, StreamDownBusyMin)
 	p.DownBusyMax = max(p.DownBusyMax, StreamDownBusyMax)

@@ -245,6 +245,9 @@ func engineConfig(cfg *config.Config, log *slog.Logger) tunnel.Config {
 		ec.ServerID = s.ServerID
 		ec.ServerIDBits = s.ServerIDBits
 		ec.HandshakeRate = s.HandshakeRate
+		if s.ListenSockets > 0 {
+			ec.Tunables.ListenReaders = s.ListenSockets
+		}
 		for _, c := range s.Clients {
 			ec.Clients = append(ec.Clients, tunnel.ClientPeer{Name: c.Label(), PublicKey: c.PublicKey, PSK: c.PresharedKey, AllowedIPs: c.AllowedIPs})
 		}
