@@ -197,7 +197,8 @@ type braidSession struct {
 
 // StartBraid generates both ends' keys into spec.Dir, writes their
 // configs, starts the server and then the client and waits until the
-// client is ready. On error nothing is left running.
+// client is ready, failing early when either daemon exits. On error
+// nothing is left running.
 func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	b := &braidSession{SrvSock: filepath.Join(spec.Dir, "server.sock"), CliSock: filepath.Join(spec.Dir, "client.sock"), count: spec.Count}
 	defer func() {
@@ -232,8 +233,16 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	if b.Cli, err = startDaemon(spec.Client, spec.Command, "client", filepath.Join(spec.Dir, "client.toml")); err != nil {
 		return nil, err
 	}
-	st, err := WaitReady(ctx, b.Srv, b.Cli, b.CliSock, spec.Want, spec.Usable)
-	if err != nil {
+	var st control.Status
+	if err := proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
+		got := 0
+		if s, err := control.Query(b.CliSock); err == nil {
+			if st, got = s, spec.Usable(s); got >= spec.Want {
+				return nil
+			}
+		}
+		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, spec.Want, BraidReadyTimeout, b.Cli.LastLine())
+	}, b.Srv, b.Cli); err != nil {
 		return nil, err
 	}
 	b.To = spec.Target
@@ -268,21 +277,6 @@ func (b *braidSession) Close() error {
 }
 
 func (b *braidSession) PIDs() (cli, srv int) { return b.Cli.PID(), b.Srv.PID() }
-
-// WaitReady polls the braid client's control socket until usable(status)
-// reaches want, failing early when either daemon exits.
-func WaitReady(ctx context.Context, srv, cli *proc.Child, sock string, want int, usable func(control.Status) int) (st control.Status, err error) {
-	err = proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
-		got := 0
-		if s, err := control.Query(sock); err == nil {
-			if st, got = s, usable(s); got >= want {
-				return nil
-			}
-		}
-		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, BraidReadyTimeout, cli.LastLine())
-	}, srv, cli)
-	return st, err
-}
 
 func startBraid(ctx context.Context, env *Env) (Session, error) {
 	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths})
