@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -56,4 +58,39 @@ func TestChildLifecycle(t *testing.T) {
 	}
 	var none *Child
 	none.Stop(time.Second) // no panic
+}
+
+// Await returns once ready holds, with ready's own error after the
+// timeout, and early with the child's last line when a child exits.
+func TestAwait(t *testing.T) {
+	ctx := context.Background()
+	n := 0
+	if err := Await(ctx, 5*time.Second, time.Millisecond, func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil || n != 3 {
+		t.Errorf("ready on the third poll: %v after %d polls", err, n)
+	}
+	start := time.Now()
+	if err := Await(ctx, 30*time.Millisecond, 5*time.Millisecond, func() error { return errors.New("never ready") }); err == nil || err.Error() != "never ready" || time.Since(start) < 30*time.Millisecond {
+		t.Errorf("timeout: %v after %v", err, time.Since(start))
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the rest: starts a process in a new network namespace")
+	}
+	ns, err := netns.New("braid-proca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	c, err := Start(ns, "quitter", exec.Command("sh", "-c", "echo gave up; exit 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Await(ctx, 5*time.Second, 5*time.Millisecond, func() error { return errors.New("never ready") }, c)
+	if err == nil || err.Error() != "quitter exited: gave up" {
+		t.Errorf("child exit: %v", err)
+	}
 }
