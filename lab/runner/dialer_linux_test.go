@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -26,24 +25,12 @@ func TestDialerVia(t *testing.T) {
 	if err := ns.SetUp("lo"); err != nil {
 		t.Fatal(err)
 	}
-	var ln net.Listener
-	if err := ns.Do(func() (err error) {
-		ln, err = net.Listen("tcp4", "127.0.0.1:0")
-		return err
-	}); err != nil {
+	web, err := StartWeb(ns, netip.MustParseAddr("127.0.0.1"), "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	addr := ln.Addr().String()
+	defer web.Close()
+	addr := netip.AddrPortFrom(web.Addr, WebPort).String()
 	ctx := context.Background()
 
 	from := netip.MustParseAddr("127.0.0.2")
