@@ -2,6 +2,7 @@ package bench
 
 import (
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/lab/runner"
 )
 
 // Batching is how a braid download crossed the kernel, from the daemons'
@@ -57,21 +58,14 @@ func batching(cliBefore, cliAfter, srvBefore, srvAfter counts) Batching {
 	}
 }
 
-// statusTunnel is a tunnel whose daemons report their counters (braid).
-type statusTunnel interface {
-	counts() (cli, srv counts, err error)
-}
-
-func (t *braidTunnel) counts() (cli, srv counts, err error) {
-	c, err := control.Query(t.pair.CliSock)
-	if err != nil {
-		return cli, srv, err
+// batchingOf is Batching over the growth of the braid daemons' counters
+// from before to after; nil for a tunnel without them.
+func batchingOf(before, after runner.Counters) *Batching {
+	if before.Receiver == nil || before.Sender == nil || after.Receiver == nil || after.Sender == nil {
+		return nil
 	}
-	s, err := control.Query(t.pair.SrvSock)
-	if err != nil {
-		return cli, srv, err
-	}
-	return countsOf(c), countsOf(s), nil
+	b := batching(countsOf(*before.Receiver), countsOf(*after.Receiver), countsOf(*before.Sender), countsOf(*after.Sender))
+	return &b
 }
 
 // meanBatching averages the samples' Batching (nil when none has one).

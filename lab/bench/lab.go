@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/proc"
+	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -74,22 +74,19 @@ func newLab(cfg Config, veths int) (_ *lab, err error) {
 		return nil, err
 	}
 	target := netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String()
-	dial := dialIn(l.cli, "", netip.Prefix{})
-	deadline := time.Now().Add(readyTimeout)
-	for {
+	dial := runner.Dialer{NS: l.cli}.Dial
+	err = proc.Await(context.Background(), readyTimeout, 20*time.Millisecond, func() error {
 		c, err := dial(context.Background(), "tcp4", target)
-		if err == nil {
-			c.Close()
-			return l, nil
+		if err != nil {
+			return fmt.Errorf("HTTP server not reachable at %s after %v: %v", target, readyTimeout, err)
 		}
-		if l.web.Exited() {
-			return nil, fmt.Errorf("HTTP server exited: %s", l.web.LastLine())
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("HTTP server not reachable at %s after %v: %v", target, readyTimeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		c.Close()
+		return nil
+	}, l.web)
+	if err != nil {
+		return nil, err
 	}
+	return l, nil
 }
 
 // close stops the HTTP server and removes the namespaces (which kills
@@ -112,27 +109,10 @@ func (l *lab) progress(format string, args ...any) {
 	}
 }
 
-// tunnel is one case set up and ready for downloads.
-type tunnel interface {
-	// Target is the HTTP server's host:port as the client reaches it.
-	Target() string
-	// Dial opens the download's connection in the client namespace and
-	// checks that it takes the way under test.
-	Dial(ctx context.Context, network, addr string) (net.Conn, error)
-	// PIDs are the tunnel daemons in the client and the server (0: none).
-	PIDs() (cli, srv int)
-	// Detail describes the setup for the report.
-	Detail() string
-	Close()
-}
-
-func (l *lab) start(ctx context.Context, name string) (tunnel, error) {
+func (l *lab) start(ctx context.Context, name string) (runner.Session, error) {
 	switch name {
 	case CaseKernel:
-		return &kernelTunnel{
-			target: netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String(),
-			dial:   dialIn(l.cli, l.cfg.CC, benchPaths[0].Subnet),
-		}, nil
+		return runner.DirectSession(l.cli, benchPaths[0], netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort), l.cfg.CC), nil
 	case CaseBraid1, CaseBraid2, CaseBraid4:
 		return startBraid(ctx, l, braidPaths[name])
 	case CaseWireGuardGo:
@@ -149,10 +129,7 @@ func (l *lab) runCase(ctx context.Context, name string, rep int) (Sample, string
 		return Sample{}, "", err
 	}
 	defer t.Close()
-	wctx, cancel := context.WithTimeout(ctx, MinTimeout)
-	_, err = httpbench.Fetch(wctx, httpbench.URL(t.Target(), WarmupSize), httpbench.Options{Dial: t.Dial})
-	cancel()
-	if err != nil {
+	if _, _, err := runner.Fetch(ctx, t, WarmupSize, MinTimeout); err != nil {
 		return Sample{}, "", fmt.Errorf("warm-up download: %w", err)
 	}
 	s, err := l.measure(ctx, t, rep)
@@ -227,7 +204,7 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 	return (s1.Busy - s0.Busy) / time.Since(t0).Seconds(), nil
 }
 
-func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
+func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, error) {
 	bg, err := l.idleLoad(ctx)
 	if err != nil {
 		return Sample{}, err
@@ -239,12 +216,9 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	if srv == 0 {
 		srv = -1
 	}
-	st, hasCounts := t.(statusTunnel)
-	var cliBefore, srvBefore counts
-	if hasCounts {
-		if cliBefore, srvBefore, err = st.counts(); err != nil {
-			return Sample{}, err
-		}
+	cBefore, err := t.Counters(ctx)
+	if err != nil {
+		return Sample{}, err
 	}
 	before, err := l.snapshot(cli, srv)
 	if err != nil {
@@ -260,15 +234,11 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	var bat *Batching
-	if hasCounts {
-		cliAfter, srvAfter, err := st.counts()
-		if err != nil {
-			return Sample{}, err
-		}
-		b := batching(cliBefore, cliAfter, srvBefore, srvAfter)
-		bat = &b
+	cAfter, err := t.Counters(ctx)
+	if err != nil {
+		return Sample{}, err
 	}
+	bat := batchingOf(cBefore, cAfter)
 	// VmHWM is the peak since the daemon started, so reading it now, while
 	// the daemons still run, covers the warm-up and the timed download.
 	rssOf := func(pid int, who string) (Num, error) {
@@ -298,7 +268,7 @@ func (l *lab) measure(ctx context.Context, t tunnel, rep int) (Sample, error) {
 // time runs from the first request to the last byte of any of them, as
 // httpbench times one; MaxStall is the longest of any. The first error
 // cancels the others.
-func download(ctx context.Context, t tunnel, size int64, k int) (httpbench.Result, error) {
+func download(ctx context.Context, t runner.Session, size int64, k int) (httpbench.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type part struct {
@@ -351,40 +321,3 @@ func download(ctx context.Context, t tunnel, size int64, k int) (httpbench.Resul
 	sum.Duration = last.Sub(first)
 	return sum, nil
 }
-
-// dialIn returns a dialer that opens TCP connections inside ns with
-// congestion control cc and, if via is valid, refuses a connection whose
-// local address is not in via: the proof that it took the way under test.
-func dialIn(ns *netns.Namespace, cc string, via netip.Prefix) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		d := net.Dialer{Control: httpbench.Control(cc)}
-		err = ns.Do(func() error {
-			c, err = d.DialContext(ctx, network, addr)
-			return err
-		})
-		if err != nil || !via.IsValid() {
-			return c, err
-		}
-		la, _ := c.LocalAddr().(*net.TCPAddr)
-		if a, ok := netip.AddrFromSlice(la.IP); !ok || !via.Contains(a.Unmap()) {
-			c.Close()
-			return nil, fmt.Errorf("the connection left from %v, not from %v", c.LocalAddr(), via)
-		}
-		return c, nil
-	}
-}
-
-type kernelTunnel struct {
-	target string
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-}
-
-func (k *kernelTunnel) Target() string { return k.target }
-func (k *kernelTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
-	return k.dial(ctx, n, a)
-}
-func (k *kernelTunnel) PIDs() (int, int) { return 0, 0 }
-func (k *kernelTunnel) Detail() string {
-	return fmt.Sprintf("plain TCP from %v to %v over veth %s (MTU 1500)", benchPaths[0].ClientAddr, benchPaths[0].ServerAddr, benchPaths[0].ClientIf)
-}
-func (k *kernelTunnel) Close() {}

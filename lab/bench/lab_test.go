@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/runner"
 )
 
 func TestBenchPaths(t *testing.T) {
@@ -45,37 +45,14 @@ func TestCheckParallel(t *testing.T) {
 	}
 }
 
-// The description counts the subflows the daemon lists as usable against
-// the full mesh, and only an established peer's.
-func TestBraidDetail(t *testing.T) {
-	var paths []control.PathStatus
-	for i := range 16 {
-		st := "active"
-		if i == 5 {
-			st = "probing"
-		}
-		paths = append(paths, control.PathStatus{State: st})
-	}
-	st := control.Status{Peers: []control.PeerStatus{
-		{Established: true, Scheduler: "earliest-arrival", Congestion: "rate", Recovery: "retransmit+fec", Paths: paths},
-		{Established: false, Scheduler: "other", Paths: paths},
-	}}
-	got := braidDetail(st, benchPaths, 1380)
-	want := "braid scheduler earliest-arrival, congestion rate, recovery retransmit+fec, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 daemon paths usable, inner MTU 1380"
-	if got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-}
-
 // loopTunnel downloads from a local httpbench server, counting its dials;
 // failAt > 0 makes that dial fail.
 type loopTunnel struct {
-	target string
+	runner.BaseSession
 	dials  atomic.Int32
 	failAt int32
 }
 
-func (l *loopTunnel) Target() string { return l.target }
 func (l *loopTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	if l.dials.Add(1) == l.failAt {
 		return nil, errors.New("left from the wrong address")
@@ -83,9 +60,6 @@ func (l *loopTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, n, a)
 }
-func (l *loopTunnel) PIDs() (int, int) { return 0, 0 }
-func (l *loopTunnel) Detail() string   { return "" }
-func (l *loopTunnel) Close()           {}
 
 func TestDownloadParallel(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -99,13 +73,13 @@ func TestDownloadParallel(t *testing.T) {
 
 	// 3 downloads of 1000001 bytes in all: 333334 + 333334 + 333333, each
 	// on a connection of its own that the tunnel dialed.
-	tn := &loopTunnel{target: target}
+	tn := &loopTunnel{BaseSession: runner.BaseSession{To: target}}
 	res, err := download(context.Background(), tn, 1000001, 3)
 	if err != nil || res.Bytes != 1000001 || res.Duration <= 0 || tn.dials.Load() != 3 {
 		t.Errorf("got %+v (%v), %d dials; want 1000001 bytes over 3", res, err, tn.dials.Load())
 	}
 	// One refused connection fails the whole download, with its own error.
-	tn = &loopTunnel{target: target, failAt: 2}
+	tn = &loopTunnel{BaseSession: runner.BaseSession{To: target}, failAt: 2}
 	if _, err := download(context.Background(), tn, 3<<20, 4); err == nil || !strings.Contains(err.Error(), "wrong address") {
 		t.Errorf("a refused connection: %v", err)
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/proc"
+	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -47,11 +47,9 @@ func WgSetArgs(cliIf, srvIf, cliKeyFile, srvKeyFile, cliPub, srvPub string, endp
 }
 
 type wgTunnel struct {
-	l                *lab
+	runner.BaseSession
 	cliIf, srvIf     string
 	cliProc, srvProc *proc.Child
-	detail           string
-	dial             func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // wg runs wg with input on stdin, outside any namespace (key generation).
@@ -65,8 +63,8 @@ func wg(ctx context.Context, path, input string, args ...string) (string, error)
 	return strings.TrimSpace(string(out)), nil
 }
 
-func startWireGuard(ctx context.Context, l *lab) (_ tunnel, err error) {
-	t := &wgTunnel{l: l}
+func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
+	t := &wgTunnel{}
 	t.cliIf, t.srvIf = WireGuardNames(os.Getpid())
 	defer func() {
 		if err != nil {
@@ -127,51 +125,35 @@ func startWireGuard(ctx context.Context, l *lab) (_ tunnel, err error) {
 			return nil, err
 		}
 	}
-	t.detail = fmt.Sprintf("%s, one peer over veth %s", l.cfg.WireGuardGo.Version, benchPaths[0].ClientIf)
-	if mtu := tunMTU(l, t.cliIf); mtu > 0 {
-		t.detail += fmt.Sprintf(", inner MTU %d", mtu)
+	t.About = fmt.Sprintf("%s, one peer over veth %s", l.cfg.WireGuardGo.Version, benchPaths[0].ClientIf)
+	if mtu := runner.LinkMTU(l.cli, t.cliIf); mtu > 0 {
+		t.About += fmt.Sprintf(", inner MTU %d", mtu)
 	}
-	t.dial = dialIn(l.cli, l.cfg.CC, wgClientInner.Masked())
+	t.To = netip.AddrPortFrom(wgServerInner.Addr(), WebPort).String()
+	t.Dialer = runner.Dialer{NS: l.cli, CC: l.cfg.CC, Via: wgClientInner.Masked()}
 	return t, nil
 }
 
 // waitSocket waits for wireguard-go's UAPI socket, the sign that it has
 // its TUN device and will take configuration.
 func waitSocket(ctx context.Context, c *proc.Child, path string) error {
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		}
-		if c.Exited() {
-			return fmt.Errorf("%s exited: %s", c.Name, c.LastLine())
-		}
-		if time.Now().After(deadline) {
+	return proc.Await(ctx, readyTimeout, 20*time.Millisecond, func() error {
+		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("%s: no UAPI socket %s after %v", c.Name, path, readyTimeout)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return nil
+	}, c)
 }
 
-func (t *wgTunnel) Target() string {
-	return netip.AddrPortFrom(wgServerInner.Addr(), WebPort).String()
-}
-func (t *wgTunnel) Dial(ctx context.Context, n, a string) (net.Conn, error) {
-	return t.dial(ctx, n, a)
-}
-func (t *wgTunnel) PIDs() (int, int) { return t.cliProc.PID(), t.srvProc.PID() }
-func (t *wgTunnel) Detail() string   { return t.detail }
+func (t *wgTunnel) PIDs() (cli, srv int) { return t.cliProc.PID(), t.srvProc.PID() }
 
 // Close stops both daemons; a killed one leaves its UAPI socket behind,
 // which is removed here (only this process's names).
-func (t *wgTunnel) Close() {
+func (t *wgTunnel) Close() error {
 	t.cliProc.Stop(stopTimeout)
 	t.srvProc.Stop(stopTimeout)
 	for _, n := range []string{t.cliIf, t.srvIf} {
 		os.Remove(filepath.Join(WireGuardSocketDir, n+".sock"))
 	}
+	return nil
 }

@@ -36,7 +36,7 @@
 // per mesh path, and none can take a hop of another. (With one server
 // address per path, the crossing daemon paths would need the mesh paths to
 // meet somewhere.) Plain
-// TCP over a path binds the path's address the same way (DialPath).
+// TCP over a path binds the path's address the same way (PathSession).
 //
 // # Radio model
 //

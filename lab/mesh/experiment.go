@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"os"
 	"slices"
 	"time"
 
-	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/route"
@@ -514,8 +511,7 @@ func (e *Experiment) measureTCP(ctx context.Context, m *Mesh, web *runner.WebSer
 		e.skip(where, TCP)
 		return meas
 	}
-	target := netip.AddrPortFrom(m.Plan.Service, runner.WebPort).String()
-	e.downloads(ctx, m, web, &meas, target, m.DialPath(0, e.CC), where)
+	e.downloads(ctx, m, web, &meas, m.PathSession(0, e.CC), where)
 	return meas
 }
 
@@ -533,7 +529,7 @@ func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebS
 		return meas
 	}
 	defer os.RemoveAll(dir)
-	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler)
+	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC)
 	if err != nil {
 		meas.Error = err.Error()
 		meas.Goodput = stats.Summarize(nil)
@@ -541,13 +537,12 @@ func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebS
 		return meas
 	}
 	defer b.Close()
-	e.downloads(ctx, m, web, &meas, b.Target(), b.Dial(e.CC), where)
+	e.downloads(ctx, m, web, &meas, b, where)
 	return meas
 }
 
 // downloads runs the repetitions of one measurement.
-func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, target string,
-	dial func(context.Context, string, string) (net.Conn, error), where string) {
+func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, sess runner.Session, where string) {
 	npaths := len(m.Plan.Paths)
 	totals := make([]uint64, npaths)
 	dropsBefore := m.Dropped()
@@ -561,17 +556,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		for k := range before {
 			before[k] = m.Delivered(k)
 		}
-		var local string
-		d := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dial(ctx, network, addr)
-			if err == nil {
-				local = c.LocalAddr().String()
-			}
-			return c, err
-		}
-		dctx, cancel := context.WithTimeout(ctx, e.Timeout)
-		r, err := httpbench.Fetch(dctx, httpbench.URL(target, e.Size), httpbench.Options{Dial: d})
-		cancel()
+		r, local, err := runner.Fetch(ctx, sess, e.Size, e.Timeout)
 		label := fmt.Sprintf("%s %s rep %d", where, meas.Case, rep+1)
 		if err != nil {
 			if ctx.Err() == nil {

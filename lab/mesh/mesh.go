@@ -1,16 +1,14 @@
 package mesh
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/linkemu"
+	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
@@ -252,19 +250,13 @@ func (m *Mesh) Dropped() uint64 {
 	return n
 }
 
-// DialPath returns a dialer that opens TCP connections in the source from
-// path k's address, so that the path's rule sends them along path k only;
-// cc is the connection's congestion control ("" = the system's).
-func (m *Mesh) DialPath(k int, cc string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	local := m.Plan.Paths[k].ClientAddr
-	src := m.Source()
-	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		d := net.Dialer{Control: httpbench.Control(cc), LocalAddr: &net.TCPAddr{IP: local.AsSlice()}}
-		err = src.Do(func() error {
-			c, err = d.DialContext(ctx, "tcp4", addr)
-			return err
-		})
-		return c, err
+// PathSession is TCP from the source to the service over path k only:
+// from the path's address, which the path's rule sends along it; cc is the
+// connection's congestion control ("" = the system's).
+func (m *Mesh) PathSession(k int, cc string) runner.Session {
+	return &runner.BaseSession{
+		Dialer: runner.Dialer{NS: m.Source(), From: m.Plan.Paths[k].ClientAddr, CC: cc},
+		To:     netip.AddrPortFrom(m.Plan.Service, runner.WebPort).String(),
 	}
 }
 

@@ -135,7 +135,7 @@ func TestMeshPathsFollowTheirRoutes(t *testing.T) {
 	for k, pp := range m.Plan.Paths {
 		before := hopTotals(m)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c, err := m.DialPath(k, "")(ctx, "tcp4", fmt.Sprintf("%v:9000", m.Plan.Service))
+		c, err := m.PathSession(k, "").Dial(ctx, "tcp4", fmt.Sprintf("%v:9000", m.Plan.Service))
 		if err != nil {
 			cancel()
 			t.Fatalf("path %d: %v", k, err)
@@ -209,7 +209,7 @@ func TestMeshChannels(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				c, err := m.DialPath(k, "cubic")(ctx, "tcp4", fmt.Sprintf("%v:9001", m.Plan.Service))
+				c, err := m.PathSession(k, "cubic").Dial(ctx, "tcp4", fmt.Sprintf("%v:9001", m.Plan.Service))
 				if err != nil {
 					t.Errorf("path %d: %v", k, err)
 					return

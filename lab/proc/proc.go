@@ -5,6 +5,7 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -67,6 +68,30 @@ func (c *Child) Stop(timeout time.Duration) {
 	case <-time.After(timeout):
 		c.cmd.Process.Kill()
 		<-c.done
+	}
+}
+
+// Await polls ready every interval until it returns nil, failing early
+// when one of children exits (its last line says why) or ctx ends, and
+// after timeout with ready's last error, which is why that error names
+// the timeout itself.
+func Await(ctx context.Context, timeout, interval time.Duration, ready func() error, children ...*Child) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, c := range children {
+			if c.Exited() {
+				return fmt.Errorf("%s exited: %s", c.Name, c.LastLine())
+			}
+		}
+		err := ready()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
 	}
 }
 

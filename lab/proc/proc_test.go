@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -33,9 +35,11 @@ func TestChildLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !c.Exited() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Await, never ready, ends early with the last line of the child that
+	// exited.
+	err = Await(context.Background(), 5*time.Second, 10*time.Millisecond, func() error { return errors.New("never ready") }, c)
+	if err == nil || err.Error() != "echo exited: second" {
+		t.Errorf("Await on a child that exits: %v", err)
 	}
 	if !c.Exited() || c.LastLine() != "second" || c.Output() != "first\nsecond\n" {
 		t.Errorf("exited %v, last line %q, output %q", c.Exited(), c.LastLine(), c.Output())
@@ -56,4 +60,23 @@ func TestChildLifecycle(t *testing.T) {
 	}
 	var none *Child
 	none.Stop(time.Second) // no panic
+}
+
+// Await returns once ready holds, and with ready's own error after the
+// timeout (a child's exit: TestChildLifecycle).
+func TestAwait(t *testing.T) {
+	ctx := context.Background()
+	n := 0
+	if err := Await(ctx, 5*time.Second, time.Millisecond, func() error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil || n != 3 {
+		t.Errorf("ready on the third poll: %v after %d polls", err, n)
+	}
+	start := time.Now()
+	if err := Await(ctx, 30*time.Millisecond, 5*time.Millisecond, func() error { return errors.New("never ready") }); err == nil || err.Error() != "never ready" || time.Since(start) < 30*time.Millisecond {
+		t.Errorf("timeout: %v after %v", err, time.Since(start))
+	}
 }

@@ -3,11 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/braid-vpn/braid/config"
@@ -166,22 +166,41 @@ func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*proc.
 	return proc.Start(ns, "braid "+name, cmd)
 }
 
-// BraidPair is a braid server and client started from generated keys and
-// config files.
-type BraidPair struct {
+// BraidSpec is a braid tunnel between two of a lab's namespaces.
+type BraidSpec struct {
+	Command        BraidCommand
+	Dir            string // for the keys, the configs and the control sockets
+	Server, Client *netns.Namespace
+	// Configs makes both ends' files for the generated keys and the
+	// control sockets.
+	Configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli *config.File)
+	// The client is ready when Usable(its status) reaches Want.
+	Want   int
+	Usable func(control.Status) int
+	// Target is what the downloads fetch through the tunnel, CC their
+	// congestion control.
+	Target, CC string
+	// Count are the paths whose bytes Counters reports, told apart by the
+	// daemon paths on them; nil: the lab counts each path its own way.
+	Count []testbed.Path
+}
+
+// braidSession is a braid server and client started from generated keys
+// and config files: the runs', the bench's and the mesh's.
+type braidSession struct {
+	BaseSession
 	Srv, Cli *proc.Child
 	// SrvSock and CliSock are the daemons' control sockets.
 	SrvSock, CliSock string
+	count            []testbed.Path
 }
 
-// StartBraidPair generates both ends' keys into dir, writes the configs that
-// configs returns for them (with control sockets in dir), starts the server
-// in srvNS and the client in cliNS, and waits until usable(client status)
-// reaches want. On error nothing is left running.
-func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cliNS *netns.Namespace,
-	configs func(srvKey, cliKey keys.Key, srvSock, cliSock string) (srv, cli *config.File),
-	want int, usable func(control.Status) int) (_ *BraidPair, err error) {
-	b := &BraidPair{SrvSock: filepath.Join(dir, "server.sock"), CliSock: filepath.Join(dir, "client.sock")}
+// StartBraid generates both ends' keys into spec.Dir, writes their
+// configs, starts the server and then the client and waits until the
+// client is ready, failing early when either daemon exits. On error
+// nothing is left running.
+func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
+	b := &braidSession{SrvSock: filepath.Join(spec.Dir, "server.sock"), CliSock: filepath.Join(spec.Dir, "client.sock"), count: spec.Count}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -195,7 +214,7 @@ func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cli
 	if err != nil {
 		return nil, err
 	}
-	srvCfg, cliCfg := configs(srvKey, cliKey, b.SrvSock, b.CliSock)
+	srvCfg, cliCfg := spec.Configs(srvKey, cliKey, b.SrvSock, b.CliSock)
 	for name, content := range map[string]func() ([]byte, error){
 		"server.key": srvKey.MarshalText, "client.key": cliKey.MarshalText,
 		"server.toml": srvCfg.Encode, "client.toml": cliCfg.Encode,
@@ -204,64 +223,63 @@ func StartBraidPair(ctx context.Context, bc BraidCommand, dir string, srvNS, cli
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(spec.Dir, name), data, 0o600); err != nil {
 			return nil, err
 		}
 	}
-	if b.Srv, err = startDaemon(srvNS, bc, "server", filepath.Join(dir, "server.toml")); err != nil {
+	if b.Srv, err = startDaemon(spec.Server, spec.Command, "server", filepath.Join(spec.Dir, "server.toml")); err != nil {
 		return nil, err
 	}
-	if b.Cli, err = startDaemon(cliNS, bc, "client", filepath.Join(dir, "client.toml")); err != nil {
+	if b.Cli, err = startDaemon(spec.Client, spec.Command, "client", filepath.Join(spec.Dir, "client.toml")); err != nil {
 		return nil, err
 	}
-	if _, err := WaitReady(ctx, b.Srv, b.Cli, b.CliSock, want, usable); err != nil {
+	var st control.Status
+	if err := proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
+		got := 0
+		if s, err := control.Query(b.CliSock); err == nil {
+			if st, got = s, spec.Usable(s); got >= spec.Want {
+				return nil
+			}
+		}
+		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, spec.Want, BraidReadyTimeout, b.Cli.LastLine())
+	}, b.Srv, b.Cli); err != nil {
 		return nil, err
 	}
+	b.To = spec.Target
+	b.Dialer = Dialer{NS: spec.Client, CC: spec.CC, Via: BraidClientAddr.Masked()}
+	b.About = braidDetail(st, cliCfg.Client.Paths, len(cliCfg.Client.Servers), LinkMTU(spec.Client, "braid0"))
 	return b, nil
 }
 
-// Close stops both daemons, the client first. A nil pair is a no-op.
-func (b *BraidPair) Close() {
-	if b == nil {
-		return
+// braidDetail names the scheduler, congestion control and recovery and
+// counts the daemon paths: the client opens one from each of its paths to
+// each server address, and the daemon lists each with its state.
+func braidDetail(st control.Status, paths []string, servers, mtu int) string {
+	sched, cc, rec := "", "", ""
+	for _, p := range st.Peers {
+		if p.Established {
+			sched, cc, rec = p.Scheduler, p.Congestion, p.Recovery
+		}
 	}
+	s := fmt.Sprintf("braid scheduler %s, congestion %s, recovery %s, %d path(s) over veth %s to %d server address(es): %d of %d daemon paths usable",
+		sched, cc, rec, len(paths), strings.Join(paths, "+"), servers, UsableAny(st), len(paths)*servers)
+	if mtu > 0 {
+		s += fmt.Sprintf(", inner MTU %d", mtu)
+	}
+	if st.Crypto != nil {
+		s += fmt.Sprintf(", %d crypto worker(s)", st.Crypto.Workers)
+	}
+	return s
+}
+
+// Close stops both daemons, the client first.
+func (b *braidSession) Close() error {
 	b.Cli.Stop(braidStopTimeout)
 	b.Srv.Stop(braidStopTimeout)
+	return nil
 }
 
-// WaitReady polls the braid client's control socket until usable(status)
-// reaches want, failing early when either daemon exits.
-func WaitReady(ctx context.Context, srv, cli *proc.Child, sock string, want int, usable func(control.Status) int) (control.Status, error) {
-	deadline := time.Now().Add(BraidReadyTimeout)
-	got := 0
-	for time.Now().Before(deadline) {
-		for _, d := range []*proc.Child{srv, cli} {
-			if d.Exited() {
-				return control.Status{}, fmt.Errorf("%s exited: %s", d.Name, d.LastLine())
-			}
-		}
-		if st, err := control.Query(sock); err == nil {
-			if got = usable(st); got >= want {
-				return st, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return control.Status{}, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return control.Status{}, fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, want, BraidReadyTimeout, cli.LastLine())
-}
-
-type braidSession struct {
-	env     *Env
-	paths   []testbed.Path // the paths the tunnel runs on
-	onePath bool           // mptcp: one engine path over all of them
-	pair    *BraidPair
-	target  string
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-}
+func (b *braidSession) PIDs() (cli, srv int) { return b.Cli.PID(), b.Srv.PID() }
 
 func startBraid(ctx context.Context, env *Env) (Session, error) {
 	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths})
@@ -293,25 +311,24 @@ func startUDPTunnel(ctx context.Context, env *Env) (Session, error) {
 	return startBraidOn(ctx, env, braidSetup{paths: []testbed.Path{p}})
 }
 
-func startBraidOn(ctx context.Context, env *Env, set braidSetup) (_ Session, err error) {
+func startBraidOn(ctx context.Context, env *Env, set braidSetup) (Session, error) {
 	paths := set.paths
-	s := &braidSession{env: env, paths: paths, onePath: set.onePath, target: netip.AddrPortFrom(env.Web.Addr, WebPort).String()}
-	want, usable := len(paths), func(st control.Status) int { return UsablePaths(st, paths) }
-	if set.onePath {
-		want, usable = 1, UsableAny
-	}
-	s.pair, err = StartBraidPair(ctx, env.Braid, env.Dir, env.TB.Server(), env.TB.Client(),
-		func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+	spec := BraidSpec{
+		Command: env.Braid, Dir: env.Dir, Server: env.TB.Server(), Client: env.TB.Client(),
+		Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
 			srv := BraidServerConfig("lab", cliKey, srvSock)
 			cli := BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock)
 			set.apply(srv, cli, env.CC)
 			return srv, cli
-		}, want, usable)
-	if err != nil {
-		return nil, err
+		},
+		Want: len(paths), Usable: func(st control.Status) int { return UsablePaths(st, paths) },
+		Target: netip.AddrPortFrom(env.Web.Addr, WebPort).String(), CC: env.CC, Count: env.TB.Plan.Paths,
 	}
-	s.dial = tunnelDial(env, "braid")
-	return s, nil
+	if set.onePath {
+		// The link emulators count each path of the one MPTCP path.
+		spec.Want, spec.Usable, spec.Count = 1, UsableAny, nil
+	}
+	return StartBraid(ctx, spec)
 }
 
 // UsablePaths counts the testbed paths on which an established peer of st
@@ -370,44 +387,32 @@ func onPath(ps control.PathStatus, p testbed.Path) bool {
 	return false
 }
 
-func (s *braidSession) Target() string { return s.target }
-func (s *braidSession) Dial(ctx context.Context, n, a string) (net.Conn, error) {
-	return s.dial(ctx, n, a)
-}
-
-func (s *braidSession) Counters(ctx context.Context) (Counters, error) {
-	st, err := control.Query(s.pair.CliSock)
+func (b *braidSession) Counters(ctx context.Context) (Counters, error) {
+	cli, err := control.Query(b.CliSock)
 	if err != nil {
 		return Counters{}, err
 	}
-	srv, err := control.Query(s.pair.SrvSock)
+	srv, err := control.Query(b.SrvSock)
 	if err != nil {
 		return Counters{}, err
 	}
-	c := Counters{PathBytes: map[string]uint64{}, Sender: &srv}
-	if s.onePath {
-		c.PathBytes = nil // the link emulators count each path
-	}
-	for _, p := range s.env.TB.Plan.Paths {
-		if c.PathBytes != nil {
+	c := Counters{Sender: &srv, Receiver: &cli}
+	if b.count != nil {
+		c.PathBytes = map[string]uint64{}
+		for _, p := range b.count {
 			c.PathBytes[p.Name] = 0
 		}
 	}
-	for _, peer := range st.Peers {
+	for _, peer := range cli.Peers {
 		c.Reordered += peer.ReorderStats.Reordered
 		c.ReorderTimeouts += peer.ReorderStats.Timeouts
 		for _, ps := range peer.Paths {
-			for _, p := range s.env.TB.Plan.Paths {
-				if c.PathBytes != nil && onPath(ps, p) {
+			for _, p := range b.count {
+				if onPath(ps, p) {
 					c.PathBytes[p.Name] += ps.RxBytes
 				}
 			}
 		}
 	}
 	return c, nil
-}
-
-func (s *braidSession) Close() error {
-	s.pair.Close()
-	return nil
 }

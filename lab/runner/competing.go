@@ -37,7 +37,7 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	c := &competition{cancel: cancel}
-	dial := dialFrom(r.tb.Client(), pa.ClientAddr, r.cc, false)
+	dial := Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}.Dial
 	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
 	for range r.exp.Competing {
 		c.wg.Add(1)

@@ -3,13 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -29,59 +27,13 @@ func pathFor(env *Env, name string) (testbed.Path, error) {
 	return testbed.Path{}, fmt.Errorf("no path %q", name)
 }
 
-// dialFrom opens a connection inside ns from local (zero: the routing table
-// chooses): TCP with congestion control cc, optionally as MPTCP, or, for a
-// "udp" network, a plain UDP socket from the same address (the latency
-// probes and the real-time flow; MPTCP has no UDP, so they take the first
-// path's address like the MPTCP connection's initial subflow).
-func dialFrom(ns *netns.Namespace, local netip.Addr, cc string, mptcp bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		d := net.Dialer{}
-		if strings.HasPrefix(network, "udp") {
-			network = "udp4"
-			if local.IsValid() {
-				d.LocalAddr = &net.UDPAddr{IP: local.AsSlice()}
-			}
-		} else {
-			network = "tcp4"
-			d.Control = httpbench.Control(cc)
-			if local.IsValid() {
-				d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
-			}
-			d.SetMultipathTCP(mptcp)
-		}
-		err = ns.Do(func() error {
-			c, err = d.DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}
-}
-
-// direct: the download over one path with plain TCP, from the path's own
-// address so the client's policy rule sends it through that path's link.
-type directSession struct {
-	target string
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-}
-
 func startDirect(ctx context.Context, env *Env) (Session, error) {
 	p, err := pathFor(env, env.Point.Transport.Path)
 	if err != nil {
 		return nil, err
 	}
-	return &directSession{
-		target: netip.AddrPortFrom(env.Web.Addr, WebPort).String(),
-		dial:   dialFrom(env.TB.Client(), p.ClientAddr, env.CC, false),
-	}, nil
+	return DirectSession(env.TB.Client(), p, netip.AddrPortFrom(env.Web.Addr, WebPort), env.CC), nil
 }
-
-func (s *directSession) Target() string { return s.target }
-func (s *directSession) Dial(ctx context.Context, n, a string) (net.Conn, error) {
-	return s.dial(ctx, n, a)
-}
-func (s *directSession) Counters(context.Context) (Counters, error) { return Counters{}, nil }
-func (s *directSession) Close() error                               { return nil }
 
 // MPTCPLimit is the subflow and add_addr_accepted limit set in the client
 // and web namespaces: above any path count a scenario reaches, so the
@@ -174,7 +126,7 @@ func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]stri
 }
 
 type mptcpSession struct {
-	directSession
+	BaseSession
 	env  *Env
 	undo [][]string
 }
@@ -184,26 +136,11 @@ func startMPTCP(ctx context.Context, env *Env) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &mptcpSession{env: env, undo: undo}
 	first := env.TB.Plan.Paths[0]
-	dial := dialFrom(env.TB.Client(), first.ClientAddr, env.CC, true)
-	s.target = netip.AddrPortFrom(env.Web.Addr, WebPortMPTCP).String()
-	s.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		tc, isTCP := c.(*net.TCPConn)
-		if !isTCP {
-			return c, nil // UDP: over the first path
-		}
-		if ok, err := tc.MultipathTCP(); err != nil || !ok {
-			c.Close()
-			return nil, fmt.Errorf("MPTCP: the connection fell back to plain TCP (is MPTCP enabled at both ends?)")
-		}
-		return c, nil
-	}
-	return s, nil
+	return &mptcpSession{env: env, undo: undo, BaseSession: BaseSession{
+		Dialer: Dialer{NS: env.TB.Client(), From: first.ClientAddr, CC: env.CC, MPTCP: true},
+		To:     netip.AddrPortFrom(env.Web.Addr, WebPortMPTCP).String(),
+	}}, nil
 }
 
 func (s *mptcpSession) Close() error {

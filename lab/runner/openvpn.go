@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -78,7 +77,7 @@ func OpenVPNArgs(server bool, proto string, srv netip.Addr, cipher, dir string) 
 }
 
 type openvpnSession struct {
-	directSession
+	BaseSession
 	env      *Env
 	srv, cli *proc.Child
 	undo     [][]string // client path manager set-up of openvpn-mptcp
@@ -139,11 +138,13 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 			"via", BraidServerAddr.Addr().String(), "metric", "10"); err != nil {
 			return nil, err
 		}
-		s.target = netip.AddrPortFrom(env.Web.Addr, WebPort).String()
-		s.dial = tunnelDial(env, "openvpn")
+		s.To = netip.AddrPortFrom(env.Web.Addr, WebPort).String()
+		s.Dialer = tunnelDialer(env)
 		return s, nil
 	}
 }
+
+func (s *openvpnSession) PIDs() (cli, srv int) { return s.cli.PID(), s.srv.PID() }
 
 // Counters: OpenVPN has none the lab reads; the emulators count per path.
 func (s *openvpnSession) Close() error {
@@ -154,49 +155,23 @@ func (s *openvpnSession) Close() error {
 	return nil
 }
 
-// tunnelDial dials from the client with the route table's choice and
+// tunnelDialer dials from the client with the route table's choice and
 // refuses a connection that did not leave through the tunnel (the web
 // subnet also has a direct route).
-func tunnelDial(env *Env, what string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	plain := dialFrom(env.TB.Client(), netip.Addr{}, env.CC, false)
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := plain(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if a, err := netip.ParseAddrPort(c.LocalAddr().String()); err == nil && !BraidClientAddr.Contains(a.Addr().Unmap()) {
-			c.Close()
-			return nil, fmt.Errorf("%s: the %s connection left from %v, not through the tunnel", what, network, a)
-		}
-		return c, nil
-	}
+func tunnelDialer(env *Env) Dialer {
+	return Dialer{NS: env.TB.Client(), CC: env.CC, Via: BraidClientAddr.Masked()}
 }
 
 // waitOutput waits until every daemon has printed line.
 func waitOutput(ctx context.Context, timeout time.Duration, line string, ds ...*proc.Child) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ready := true
+	return proc.Await(ctx, timeout, 50*time.Millisecond, func() error {
 		for _, d := range ds {
-			if d.Exited() {
-				return fmt.Errorf("%s exited: %s", d.Name, d.LastLine())
-			}
 			if !strings.Contains(d.Output(), line) {
-				ready = false
+				return fmt.Errorf("%s not ready after %v: %s", ds[0].Name, timeout, ds[len(ds)-1].LastLine())
 			}
 		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v: %s", ds[0].Name, timeout, ds[len(ds)-1].LastLine())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return nil
+	}, ds...)
 }
 
 // writeOpenVPNCerts makes a throwaway CA and the two ends' certificates

@@ -12,14 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
@@ -444,14 +442,6 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	var local string
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := sess.Dial(ctx, network, addr)
-		if err == nil {
-			local = c.LocalAddr().String()
-		}
-		return c, err
-	}
 	var comp *competition
 	if r.exp.Competing > 0 {
 		if comp, err = r.startCompeting(ctx); err != nil {
@@ -468,9 +458,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if len(r.exp.Events) > 0 {
 		events = startEvents(r.tb, r.exp.Events)
 	}
-	dctx, cancel := context.WithTimeout(ctx, r.exp.Timeout)
-	res, err := httpbench.Fetch(dctx, httpbench.URL(sess.Target(), r.exp.Size), httpbench.Options{Dial: dial})
-	cancel()
+	res, local, err := Fetch(ctx, sess, r.exp.Size, r.exp.Timeout)
 	var outcomes []results.EventOutcome
 	var phases []results.Phase
 	if events != nil {

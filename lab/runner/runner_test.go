@@ -191,3 +191,25 @@ func TestSharesAndOptions(t *testing.T) {
 		t.Error("sub")
 	}
 }
+
+// The description counts the subflows the daemon lists as usable against
+// the full mesh, and only an established peer's.
+func TestBraidDetail(t *testing.T) {
+	var paths []control.PathStatus
+	for i := range 16 {
+		st := "active"
+		if i == 5 {
+			st = "probing"
+		}
+		paths = append(paths, control.PathStatus{State: st})
+	}
+	st := control.Status{Peers: []control.PeerStatus{
+		{Established: true, Scheduler: "earliest-arrival", Congestion: "rate", Recovery: "retransmit+fec", Paths: paths},
+		{Established: false, Scheduler: "other", Paths: paths},
+	}}
+	got := braidDetail(st, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 4, 1380)
+	want := "braid scheduler earliest-arrival, congestion rate, recovery retransmit+fec, 4 path(s) over veth a-p1+a-p2+a-p3+a-p4 to 4 server address(es): 15 of 16 daemon paths usable, inner MTU 1380"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
