@@ -148,11 +148,12 @@ const TunnelCapGain = 1.0
 //
 // On the 2-core test machine (a virtual machine) a woken worker starts
 // 30–100 µs after the hand-off (median 50), about as long as a whole batch
-// takes: at a gigabit it did 10–14 % of the datagrams, and the wake-ups cost
-// more than that saved (lab bench, 1 GiB × 6: tunnel CPU per GB 2.1–2.4 s
-// without a worker, 2.7–3.1 with one, and lower throughput). With spare cores
-// a worker is awake sooner and takes a real share; that is not measured
-// here, and `braid status` shows the share it takes (its "crypto" line).
+// takes: at 2 Gbit/s it did 10–14 % of the datagrams, and the wake-ups cost
+// more than that saved (lab bench, 1 GiB × 3, two rounds each: tunnel CPU per
+// GB 15–45 % higher with one worker, throughput lower in every round;
+// docs/results/bench). With spare cores a worker is awake sooner and takes a
+// real share; that is not measured here, and `braid status` shows the share
+// it takes (its "crypto" line).
 func DefaultCryptoWorkers(procs int) int {
 	if procs <= 2 {
 		return 0
