@@ -24,6 +24,7 @@ var committed = map[string]struct {
 	"splits.toml":              {points: 5 * 4 * 4, networks: 20, reps: 20, size: 16 << 20},
 	"schedulers.toml":          {points: 5 * 4 * 5, networks: 20, reps: 20, size: 16 << 20},
 	"rate-ratio.toml":          {points: 4 * 6, networks: 4, reps: 20, size: 16 << 20},
+	"table1.toml":              {points: 3 * 5, networks: 3, reps: 5, size: 16 << 20},
 	"rtt-ratio-quick.toml":     {points: 5 * 6, networks: 5, reps: 3, size: 8 << 20},
 	"tunnels-single.toml":      {points: 7 * 3 * 6, networks: 21, reps: 20, size: 16 << 20},
 	"tunnels-multi.toml":       {points: 7 * 3 * 6, networks: 21, reps: 20, size: 16 << 20},
