@@ -23,6 +23,16 @@ func (e *Engine) openConns() error {
 			e.conns = append(e.conns, cs)
 		}
 		for _, a := range e.cfg.ListenAddrs {
+			if readers > 1 && a.Port() != 0 {
+				// A group would let a second daemon on the same port join it
+				// (same user) and take a share of the clients; a plain bind
+				// first fails as it always did when the port is taken.
+				probe, err := e.cfg.Listen(conn.Options{Addr: a, NoOffload: true})
+				if err != nil {
+					return err
+				}
+				probe.Close()
+			}
 			c, err := e.cfg.Listen(conn.Options{Addr: a, NoOffload: e.cfg.NoOffload, ReusePort: readers > 1})
 			if err != nil {
 				return err

@@ -1,0 +1,48 @@
+package tunnel
+
+import (
+	"errors"
+	"net/netip"
+	"syscall"
+	"testing"
+
+	"github.com/braid-vpn/braid/conn"
+)
+
+// A server with several readers per listen address binds them all to one
+// port, and refuses a port another socket holds, also one that would let it
+// join (SO_REUSEPORT): two daemons must not split one port's clients.
+func TestListenReaders(t *testing.T) {
+	start := func(addr netip.AddrPort, readers int) (*Engine, error) {
+		tn := DefaultTunables()
+		tn.ListenReaders = readers
+		return New(Config{
+			Role: Server, PrivateKey: mustKey(t), TUN: newNullTUN(), Logger: testLogger(t),
+			Listen: conn.Listen, ListenAddrs: []netip.AddrPort{addr}, Tunables: tn,
+		})
+	}
+	e, err := start(netip.MustParseAddrPort("127.0.0.1:0"), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := e.conns[0].c.LocalAddr()
+	if len(e.conns) != 3 || e.conns[1].c.LocalAddr() != port || e.conns[2].c.LocalAddr() != port {
+		t.Fatalf("%d sockets, want 3 on %v", len(e.conns), port)
+	}
+	if st := e.Status(); st.ListenSockets != 3 || len(st.Listen) != 1 || st.Listen[0] != port.String() {
+		t.Fatalf("status: listen %v, %d sockets", st.Listen, st.ListenSockets)
+	}
+	// The port is this engine's: another with readers must not join it.
+	if _, err := start(port, 2); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("a second server joined a port in use: %v", err)
+	}
+	e.closeConns()
+	plain, err := conn.Listen(conn.Options{Addr: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := start(port, 2); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("a port held by a plain socket: %v", err)
+	}
+}
