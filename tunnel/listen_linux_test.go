@@ -46,3 +46,11 @@ func TestListenReaders(t *testing.T) {
 		t.Fatalf("a port held by a plain socket: %v", err)
 	}
 }
+
+func TestDefaultListenReaders(t *testing.T) {
+	for procs, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 8: 4, 64: 4} {
+		if got := DefaultListenReaders(procs); got != want {
+			t.Errorf("DefaultListenReaders(%d) = %d, want %d", procs, got, want)
+		}
+	}
+}
