@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -116,7 +114,7 @@ docs/lab.md explains each number.`,
 				runErr = errors.New("interrupted; the namespaces were removed")
 			}
 			if out != "" {
-				if err := writeBenchFiles(rep, out); err != nil {
+				if _, err := rep.Document().Write(out); err != nil {
 					return err
 				}
 				fmt.Fprintf(stderr, "results.json and report.md written to %s\n", out)
@@ -143,17 +141,4 @@ docs/lab.md explains each number.`,
 	f.StringVar(&out, "out", "", "directory for results.json and report.md")
 	registerForce(cmd, &force)
 	return cmd
-}
-
-func writeBenchFiles(rep *bench.Report, dir string) error {
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	var md strings.Builder
-	rep.WriteMarkdown(&md)
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/table"
 )
@@ -364,74 +365,43 @@ func (r *Report) setupLine() string {
 	return s
 }
 
-// WriteText writes the report as aligned tables.
-func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "braid lab bench: %s\n\n", r.setupLine())
-	table.WriteText(w, r.resultRows())
+// Document is the report in the lab's one shape: the results, ratio and
+// batching tables, the cases' details and errors, the notes and the legend.
+func (r *Report) Document() *report.Doc {
+	d := &report.Doc{
+		Title: "braid lab bench",
+		Lead: fmt.Sprintf("%s; started %s, took %s.", r.setupLine(),
+			r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
+		Tables: []report.Table{{Rows: r.resultRows()}},
+		Legend: Legend,
+		// Every column but the case or ratio name is a number.
+		MD:   table.Markdown{First: "---", Others: "---:"},
+		JSON: r,
+	}
 	if len(r.Ratios) > 0 {
-		fmt.Fprintln(w)
-		table.WriteText(w, r.ratioRows())
+		d.Tables = append(d.Tables, report.Table{Rows: r.ratioRows()})
 	}
 	if rows := r.batchingRows(); rows != nil {
-		fmt.Fprintln(w)
-		table.WriteText(w, rows)
+		d.Tables = append(d.Tables, report.Table{Rows: rows})
+		d.Legend = append(slices.Clip(Legend), batchingLegend)
 	}
-	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if c.Detail != "" {
-			fmt.Fprintf(w, "%s: %s\n", c.Label, c.Detail)
+			d.Notes = append(d.Notes, c.Label+": "+c.Detail)
 		}
 		for _, e := range c.Errors {
-			fmt.Fprintf(w, "%s: error: %s\n", c.Label, e)
+			d.Notes = append(d.Notes, c.Label+": error: "+e)
 		}
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		d.Notes = append(d.Notes, "note: "+n)
 	}
-	for _, l := range r.legend() {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
+	return d
 }
 
-// legend is Legend, with the batching table's line when there is one.
-func (r *Report) legend() []string {
-	if r.batchingRows() == nil {
-		return Legend
-	}
-	return append(slices.Clip(Legend), batchingLegend)
-}
-
-// mdTable right-aligns every column but the case or ratio name.
-var mdTable = table.Markdown{First: "---", Others: "---:"}
+// WriteText writes the report as aligned tables.
+func (r *Report) WriteText(w io.Writer) { r.Document().WriteText(w) }
 
 // WriteMarkdown writes the report as Markdown tables with the setup and
 // the legend.
-func (r *Report) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "# braid lab bench\n\n%s; started %s, took %s.\n\n", r.setupLine(),
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
-	mdTable.Write(w, r.resultRows())
-	if len(r.Ratios) > 0 {
-		fmt.Fprintln(w)
-		mdTable.Write(w, r.ratioRows())
-	}
-	if rows := r.batchingRows(); rows != nil {
-		fmt.Fprintln(w)
-		mdTable.Write(w, rows)
-	}
-	fmt.Fprintln(w)
-	for _, c := range r.Cases {
-		if c.Detail != "" {
-			fmt.Fprintf(w, "- %s: %s\n", table.Escape(c.Label), table.Escape(c.Detail))
-		}
-		for _, e := range c.Errors {
-			fmt.Fprintf(w, "- %s: error: %s\n", table.Escape(c.Label), table.Escape(e))
-		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "- note: %s\n", table.Escape(n))
-	}
-	fmt.Fprintln(w)
-	for _, l := range r.legend() {
-		fmt.Fprintf(w, "- %s\n", table.Escape(l))
-	}
-}
+func (r *Report) WriteMarkdown(w io.Writer) { r.Document().WriteMarkdown(w) }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"io"
 	"slices"
@@ -13,10 +12,12 @@ import (
 
 // WriteJSON writes the run as one indented JSON document: the complete
 // record, from which every other output can be made again.
-func WriteJSON(w io.Writer, run *results.Run) error {
+func WriteJSON(w io.Writer, run *results.Run) error { return writeJSON(w, run) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(run)
+	return enc.Encode(v)
 }
 
 // axisHeader is the CSV columns for the run's axes: each axis's text, and
@@ -73,10 +74,11 @@ func axisCells(p *results.Point, axes []string) []string {
 // Run) is an empty cell rather than a number that would pull a mean down.
 // Points that failed have no samples and so no rows; WriteSummaryCSV lists
 // them with their error.
-func WriteCSV(w io.Writer, run *results.Run) error {
+func WriteCSV(w io.Writer, run *results.Run) error { return writeCSV(w, sampleRows(run)) }
+
+func sampleRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := bytePaths(run)
-	cw := csv.NewWriter(w)
 	head := []string{"point"}
 	head = append(head, axisHeader(axes)...)
 	head = append(head, "kind", "label", "options", "rep", "goodput_mbps", "seconds", "bytes",
@@ -88,9 +90,7 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 	for _, c := range extra {
 		head = append(head, c.head)
 	}
-	if err := cw.Write(head); err != nil {
-		return err
-	}
+	rows := [][]string{head}
 	for i := range run.Points {
 		p := &run.Points[i]
 		fixed := []string{strconv.Itoa(p.Index)}
@@ -126,13 +126,10 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 					row = append(row, "")
 				}
 			}
-			if err := cw.Write(row); err != nil {
-				return err
-			}
+			rows = append(rows, row)
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return rows
 }
 
 // figureHeads are the mean and ci95 columns of each figure.
@@ -177,10 +174,11 @@ func figureCells(cols []pointColumn, p *results.Point) []string {
 //
 // ci95 is the half-width of the 95% Student-t interval (mean ± ci95), empty
 // where it is undefined (fewer than two samples).
-func WriteSummaryCSV(w io.Writer, run *results.Run) error {
+func WriteSummaryCSV(w io.Writer, run *results.Run) error { return writeCSV(w, summaryRows(run)) }
+
+func summaryRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := sharePaths(run)
-	cw := csv.NewWriter(w)
 	head := []string{"point"}
 	head = append(head, axisHeader(axes)...)
 	head = append(head, "kind", "label", "options", "n", "mean_mbps", "ci95_mbps", "median_mbps",
@@ -205,9 +203,7 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	evCols := eventColumns(run)
 	head = append(head, figureHeads(evCols)...)
 	head = append(head, "error")
-	if err := cw.Write(head); err != nil {
-		return err
-	}
+	rows := [][]string{head}
 	for i := range run.Points {
 		p := &run.Points[i]
 		s := summaryOf(p)
@@ -246,10 +242,7 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 		}
 		row = append(row, figureCells(evCols, p)...)
 		row = append(row, p.Error)
-		if err := cw.Write(row); err != nil {
-			return err
-		}
+		rows = append(rows, row)
 	}
-	cw.Flush()
-	return cw.Error()
+	return rows
 }

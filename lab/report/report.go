@@ -13,9 +13,8 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -235,40 +234,16 @@ func sizeString(n int64) string {
 // results.json, samples.csv, summary.csv, the figures (PNG and SVG) and
 // report.md, which links the figures by names relative to dir.
 func WriteAll(run *results.Run, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	_, err := Document(run).Write(dir)
+	return err
+}
+
+// Document is the run's report as a Doc, with the campaign's own Markdown.
+func Document(run *results.Run) *Doc {
+	return &Doc{
+		JSON:     run,
+		CSV:      []CSV{{FileSamples, sampleRows(run)}, {FileSummary, summaryRows(run)}},
+		Plot:     func(dir string) ([]string, error) { return Plot(run, dir) },
+		Markdown: func(w io.Writer, plots []string) error { return Markdown(w, run, plots) },
 	}
-	write := func(name string, f func(*os.File) error) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		return fh.Close()
-	}
-	if err := write(FileJSON, func(f *os.File) error { return WriteJSON(f, run) }); err != nil {
-		return err
-	}
-	if err := write(FileSamples, func(f *os.File) error { return WriteCSV(f, run) }); err != nil {
-		return err
-	}
-	if err := write(FileSummary, func(f *os.File) error { return WriteSummaryCSV(f, run) }); err != nil {
-		return err
-	}
-	plots, err := Plot(run, dir)
-	if err != nil {
-		return err
-	}
-	rel := make([]string, len(plots))
-	for i, p := range plots {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			r = filepath.Base(p)
-		}
-		rel[i] = r
-	}
-	return write(FileMarkdown, func(f *os.File) error { return Markdown(f, run, rel) })
 }
