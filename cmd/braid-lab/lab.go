@@ -38,7 +38,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabBenchCmd(), newLabMeshCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabReportCmd(), newLabBenchCmd(), newLabMeshCmd())
 	return lab
 }
 
