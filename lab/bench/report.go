@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -18,35 +16,9 @@ import (
 // as Mbit/s.
 const GB = 1e9
 
-// Num is a float64 that travels in JSON as null when it is NaN (not
-// applicable or not measured), which JSON numbers cannot carry.
-type Num float64
-
-// NaN is the Num for "none".
-func NaN() Num { return Num(math.NaN()) }
-
-// Valid reports whether n holds a number.
-func (n Num) Valid() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
-
-func (n Num) MarshalJSON() ([]byte, error) {
-	if !n.Valid() {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(n))
-}
-
-func (n *Num) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = NaN()
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	*n = Num(f)
-	return nil
-}
+// Num is a figure that is NaN (null in JSON) where it does not apply or
+// was not measured.
+type Num = stats.Num
 
 // CPU is CPU time of one download (seconds) or its per-GB rate.
 type CPU struct {
@@ -206,7 +178,7 @@ func (c *CaseResult) Summarize() {
 	var cpu CPU
 	var bytes int64
 	var bg float64
-	c.TunnelRSSMB = PeakRSS{NaN(), NaN()}
+	c.TunnelRSSMB = PeakRSS{stats.NaN(), stats.NaN()}
 	for _, s := range c.Samples {
 		c.TunnelRSSMB = PeakRSS{maxNum(c.TunnelRSSMB.Client, s.TunnelRSSMB.Client), maxNum(c.TunnelRSSMB.Server, s.TunnelRSSMB.Server)}
 		mbps = append(mbps, s.Mbps)
@@ -217,8 +189,8 @@ func (c *CaseResult) Summarize() {
 	c.Mbps = stats.Summarize(mbps)
 	c.Batching = meanBatching(c.Samples)
 	if bytes == 0 {
-		c.CPUPerGB = CPU{NaN(), NaN(), NaN(), NaN(), NaN()}
-		c.BackgroundCores = NaN()
+		c.CPUPerGB = CPU{stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN()}
+		c.BackgroundCores = stats.NaN()
 		return
 	}
 	c.CPUPerGB = cpu.scale(GB / float64(bytes))
@@ -227,7 +199,7 @@ func (c *CaseResult) Summarize() {
 
 func div(a, b Num) Num {
 	if !a.Valid() || !b.Valid() || b == 0 {
-		return NaN()
+		return stats.NaN()
 	}
 	return a / b
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braid-vpn/braid/lab/stats"
 )
 
 func cpu(tc, ts, ac, as, sys float64) CPU {
@@ -53,7 +55,7 @@ func testReport() *Report {
 	return r
 }
 
-var nan = float64(NaN())
+var nan = float64(stats.NaN())
 
 func TestSummarize(t *testing.T) {
 	r := testReport()

@@ -20,24 +20,25 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// axisHeader is the CSV columns for the run's axes: each axis's text, and
-// for network axes also its numeric value ("rtt", "rtt_value"), so that a
-// spreadsheet can both group by the scenario's words and plot the numbers.
-func axisHeader(axes []string) []string {
-	var h []string
+// pointHeader is the columns both CSV files start with: the point, the
+// run's axes (each axis's text, and for network axes also its numeric
+// value, "rtt", "rtt_value", so that a spreadsheet can both group by the
+// scenario's words and plot the numbers) and the transport, then more.
+func pointHeader(axes []string, more ...string) []string {
+	h := []string{"point"}
 	for _, a := range axes {
 		h = append(h, a)
 		if hasValue(a) {
 			h = append(h, a+"_value")
 		}
 	}
-	return h
+	return append(append(h, "kind", "label", "options"), more...)
 }
 
-// axisCells are p's cells under axisHeader; an axis that does not apply
+// pointCells are p's cells under pointHeader; an axis that does not apply
 // to the point (the scheduler of a transport without one) is left empty.
-func axisCells(p *results.Point, axes []string) []string {
-	var c []string
+func pointCells(p *results.Point, axes []string) []string {
+	c := []string{strconv.Itoa(p.Index)}
 	for _, a := range axes {
 		q, ok := paramOf(p, a)
 		if !ok {
@@ -52,7 +53,7 @@ func axisCells(p *results.Point, axes []string) []string {
 			c = append(c, table.CSV.Num(q.Value, -1))
 		}
 	}
-	return c
+	return append(c, p.Transport, p.Label, optionsString(p.Options))
 }
 
 // WriteCSV writes one row per sample:
@@ -79,9 +80,7 @@ func WriteCSV(w io.Writer, run *results.Run) error { return writeCSV(w, sampleRo
 func sampleRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := bytePaths(run)
-	head := []string{"point"}
-	head = append(head, axisHeader(axes)...)
-	head = append(head, "kind", "label", "options", "rep", "goodput_mbps", "seconds", "bytes",
+	head := pointHeader(axes, "rep", "goodput_mbps", "seconds", "bytes",
 		"max_stall_ms", "retransmits", "reordered", "reorder_timeouts")
 	for _, p := range paths {
 		head = append(head, "bytes_"+p)
@@ -93,9 +92,7 @@ func sampleRows(run *results.Run) [][]string {
 	rows := [][]string{head}
 	for i := range run.Points {
 		p := &run.Points[i]
-		fixed := []string{strconv.Itoa(p.Index)}
-		fixed = append(fixed, axisCells(p, axes)...)
-		fixed = append(fixed, p.Transport, p.Label, optionsString(p.Options))
+		fixed := pointCells(p, axes)
 		for _, s := range p.Samples {
 			row := append([]string(nil), fixed...)
 			retr := ""
@@ -179,9 +176,7 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error { return writeCSV(w, s
 func summaryRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := sharePaths(run)
-	head := []string{"point"}
-	head = append(head, axisHeader(axes)...)
-	head = append(head, "kind", "label", "options", "n", "mean_mbps", "ci95_mbps", "median_mbps",
+	head := pointHeader(axes, "n", "mean_mbps", "ci95_mbps", "median_mbps",
 		"min_mbps", "max_mbps", "std_dev_mbps")
 	for _, p := range paths {
 		head = append(head, "share_"+p)
@@ -207,10 +202,7 @@ func summaryRows(run *results.Run) [][]string {
 	for i := range run.Points {
 		p := &run.Points[i]
 		s := summaryOf(p)
-		row := []string{strconv.Itoa(p.Index)}
-		row = append(row, axisCells(p, axes)...)
-		row = append(row, p.Transport, p.Label, optionsString(p.Options),
-			strconv.Itoa(s.N))
+		row := append(pointCells(p, axes), strconv.Itoa(s.N))
 		for _, x := range []float64{s.Mean, s.CI95, s.Median, s.Min, s.Max, s.StdDev} {
 			row = append(row, table.CSV.Num(x, -1))
 		}

@@ -21,29 +21,29 @@ func testDoc() *Doc {
 }
 
 // The Markdown is the blocks a blank line apart, with no blank line at the
-// end, so that a published report regenerates to the same bytes.
-func TestDocMarkdown(t *testing.T) {
-	var b strings.Builder
-	testDoc().WriteMarkdown(&b)
-	want := "# t\n\nlead.\n\nfirst:\n\n| a | b |\n|---|--:|\n| x\\|y | 1 |\n\n| c |\n|---|\n| 2 |\n\n- note: n\n\n- l1\n- l2\n"
-	if b.String() != want {
-		t.Errorf("markdown\n%q, want\n%q", b.String(), want)
+// end, so that a published report regenerates to the same bytes; the text
+// is the same content aligned for a terminal.
+func TestDocLayout(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(*Doc, io.Writer)
+		want  string
+	}{
+		{"markdown", (*Doc).WriteMarkdown, "# t\n\nlead.\n\nfirst:\n\n| a | b |\n|---|--:|\n| x\\|y | 1 |\n\n| c |\n|---|\n| 2 |\n\n- note: n\n\n- l1\n- l2\n"},
+		{"text", (*Doc).WriteText, "t: lead.\n\nfirst:\na    b\nx|y  1\n\nc\n2\n\nnote: n\n  l1\n  l2\n"},
+	} {
+		var b strings.Builder
+		c.write(testDoc(), &b)
+		if b.String() != c.want {
+			t.Errorf("%s\n%q, want\n%q", c.name, b.String(), c.want)
+		}
 	}
 	d := testDoc()
 	d.Title, d.Notes, d.Legend = "", nil, nil
-	b.Reset()
+	var b strings.Builder
 	d.WriteMarkdown(&b)
 	if got := b.String(); !strings.HasPrefix(got, "lead.\n\nfirst:") || !strings.HasSuffix(got, "| 2 |\n") {
 		t.Errorf("markdown without title, notes and legend:\n%q", got)
-	}
-}
-
-func TestDocText(t *testing.T) {
-	var b strings.Builder
-	testDoc().WriteText(&b)
-	want := "t: lead.\n\nfirst:\na    b\nx|y  1\n\nc\n2\n\nnote: n\n  l1\n  l2\n"
-	if b.String() != want {
-		t.Errorf("text\n%q, want\n%q", b.String(), want)
 	}
 }
 
