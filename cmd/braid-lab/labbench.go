@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -94,12 +93,7 @@ docs/lab.md explains each number.`,
 					fmt.Fprintln(stderr, bench.WgHint())
 				}
 			}
-			if out != "" {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return err
-				}
-			}
-			release, _, err := lockLab(stderr, force)
+			release, _, err := startLab(stderr, out, force)
 			if err != nil {
 				return err
 			}
@@ -113,13 +107,7 @@ docs/lab.md explains each number.`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = errors.New("interrupted; the namespaces were removed")
 			}
-			if out != "" {
-				if _, err := rep.Document().Write(out); err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "results.json and report.md written to %s\n", out)
-			}
-			if err := writeResult(cmd.OutOrStdout(), asJSON, rep, func(w io.Writer) { rep.WriteText(w) }); err != nil {
+			if err := finishLab(cmd, out, asJSON, rep.Document(), rep.WriteText); err != nil {
 				return err
 			}
 			return runErr

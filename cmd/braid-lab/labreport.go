@@ -66,22 +66,14 @@ results. The stored results.json is never rewritten.`,
 			if err != nil {
 				return err
 			}
-			if write || out != "" {
-				dir := out
-				if dir == "" {
-					dir = args[0]
-					if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-						dir = filepath.Dir(dir)
-					}
-					doc.JSON = nil
+			if write && out == "" {
+				out = args[0]
+				if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+					out = filepath.Dir(out)
 				}
-				if _, err := doc.Write(dir); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", dir)
+				doc.JSON = nil
 			}
-			text(cmd.OutOrStdout())
-			return nil
+			return finishLab(cmd, out, false, doc, text)
 		},
 	}
 	cmd.Flags().BoolVar(&write, "write", false, "write the report files beside the results")

@@ -40,7 +40,7 @@ func pointHeader(axes []string, more ...string) []string {
 func pointCells(p *results.Point, axes []string) []string {
 	c := []string{strconv.Itoa(p.Index)}
 	for _, a := range axes {
-		q, ok := paramOf(p, a)
+		q, ok := p.Param(a)
 		if !ok {
 			c = append(c, "")
 			if hasValue(a) {

@@ -104,15 +104,6 @@ func sweepAxes(run *results.Run) []string {
 // scenario package sets 0 for transport and scheduler).
 func hasValue(axis string) bool { return axis != axisTransport && axis != axisScheduler }
 
-func paramOf(p *results.Point, axis string) (results.Param, bool) {
-	for _, q := range p.Params {
-		if q.Axis == axis {
-			return q, true
-		}
-	}
-	return results.Param{}, false
-}
-
 // summaryOf is the point's goodput summary. The runner fills Goodput; a Run
 // assembled by hand or by an older runner may not have, and then the
 // samples are summarized here so that nothing downstream shows an empty

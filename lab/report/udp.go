@@ -199,8 +199,8 @@ func recoveryOff(run *results.Run, p *results.Point) *results.Point {
 	}
 	sameNet := func(q *results.Point) bool {
 		for _, a := range sweepAxes(run) {
-			x, _ := paramOf(p, a)
-			y, _ := paramOf(q, a)
+			x, _ := p.Param(a)
+			y, _ := q.Param(a)
 			if x.Text != y.Text {
 				return false
 			}
