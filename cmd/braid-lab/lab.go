@@ -316,7 +316,7 @@ func startLab(stderr io.Writer, out string, force bool) (release func(), warning
 
 // finishLab is how every driver ends: its report written into out (when
 // given), then its result printed, as one indented JSON document with
-// --json, else as text.
+// --json, else as text (the document's own without a text of the driver's).
 func finishLab(cmd *cobra.Command, out string, asJSON bool, doc *report.Doc, text func(io.Writer)) error {
 	if out != "" {
 		if _, err := doc.Write(out); err != nil {
@@ -324,13 +324,18 @@ func finishLab(cmd *cobra.Command, out string, asJSON bool, doc *report.Doc, tex
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", out)
 	}
-	if !asJSON {
-		text(cmd.OutOrStdout())
-		return nil
+	w := cmd.OutOrStdout()
+	switch {
+	case asJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc.JSON)
+	case text != nil:
+		text(w)
+	default:
+		doc.WriteText(w)
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc.JSON)
+	return nil
 }
 
 // printLabTable writes one row per point: its sweep parameters (the demo has

@@ -107,7 +107,7 @@ docs/lab.md explains each number.`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = errors.New("interrupted; the namespaces were removed")
 			}
-			if err := finishLab(cmd, out, asJSON, rep.Document(), rep.WriteText); err != nil {
+			if err := finishLab(cmd, out, asJSON, rep.Document(), nil); err != nil {
 				return err
 			}
 			return runErr

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -130,7 +129,7 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = fmt.Errorf("interrupted after %d of %d topologies; the namespaces were removed", len(res.Runs), res.Topologies)
 			}
-			if err := finishLab(cmd, out, asJSON, res.Document(), func(w io.Writer) { mesh.WriteText(w, res) }); err != nil {
+			if err := finishLab(cmd, out, asJSON, res.Document(), nil); err != nil {
 				return err
 			}
 			return runErr

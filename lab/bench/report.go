@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -370,10 +369,3 @@ func (r *Report) Document() *report.Doc {
 	}
 	return d
 }
-
-// WriteText writes the report as aligned tables.
-func (r *Report) WriteText(w io.Writer) { r.Document().WriteText(w) }
-
-// WriteMarkdown writes the report as Markdown tables with the setup and
-// the legend.
-func (r *Report) WriteMarkdown(w io.Writer) { r.Document().WriteMarkdown(w) }

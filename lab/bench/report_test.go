@@ -177,7 +177,7 @@ func TestReportJSON(t *testing.T) {
 
 func TestWriteText(t *testing.T) {
 	var b strings.Builder
-	testReport().WriteText(&b)
+	testReport().Document().WriteText(&b)
 	out := b.String()
 	lines := strings.Split(out, "\n")
 	row := func(prefix string) string {
@@ -230,7 +230,7 @@ func TestWriteText(t *testing.T) {
 
 func TestWriteMarkdown(t *testing.T) {
 	var b strings.Builder
-	testReport().WriteMarkdown(&b)
+	testReport().Document().WriteMarkdown(&b)
 	out := b.String()
 	for _, s := range []string{
 		"# braid lab bench\n",

@@ -2,7 +2,6 @@ package mesh
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -203,12 +202,6 @@ func (r *Result) Document() *report.Doc {
 	return d
 }
 
-// WriteText writes the tables for a terminal.
-func WriteText(w io.Writer, r *Result) { r.Document().WriteText(w) }
-
-// WriteMarkdown writes the same tables as Markdown.
-func WriteMarkdown(w io.Writer, r *Result) { r.Document().WriteMarkdown(w) }
-
 // csv is every sample (samples.csv) and the summary (summary.csv).
 func (r *Result) csv() []report.CSV {
 	samples := [][]string{{"topology", "candidate", "shortest_hops", "case", "path_hops", "rep", "goodput_mbps", "seconds", "bytes", "max_stall_ms", "retransmits", "path_bytes"}}
@@ -251,10 +244,6 @@ func joinUints(xs []uint64) string {
 	}
 	return strings.Join(s, "+")
 }
-
-// WriteFiles writes results.json, samples.csv, summary.csv, tables.md and
-// the plots into dir and returns the plot files.
-func WriteFiles(r *Result, dir string) ([]string, error) { return r.Document().Write(dir) }
 
 // figure is one plot: its file stem, title and cases.
 type figure struct {
