@@ -6,6 +6,9 @@
 // setup next to the numbers, because a goodput without its RTT, loss, size
 // and repetitions cannot be compared with anything.
 //
+// The bench and the mesh lab write their reports through the same writer
+// (Doc), filled from their own results.
+//
 // Everything here is a pure function of the Run: the same Run gives the same
 // bytes (rows and series follow the Run's point order, maps are written in
 // sorted key order), so a committed report only changes when the data does.
