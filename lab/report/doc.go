@@ -51,18 +51,22 @@ type CSV struct {
 }
 
 // WriteText writes the document for a terminal: the lead, the tables
-// aligned in columns, the notes and the legend indented.
+// aligned in columns, then the notes and the legend indented, the blocks a
+// blank line apart.
 func (d *Doc) WriteText(w io.Writer) {
 	lead := d.Lead
 	if d.Title != "" {
 		lead = d.Title + ": " + lead
 	}
-	fmt.Fprintf(w, "%s\n\n", lead)
+	fmt.Fprintln(w, lead)
 	for _, t := range d.Tables {
+		fmt.Fprintln(w)
 		if t.Caption != "" {
 			fmt.Fprintf(w, "%s:\n", t.Caption)
 		}
 		table.WriteText(w, t.Rows)
+	}
+	if len(d.Notes)+len(d.Legend) > 0 {
 		fmt.Fprintln(w)
 	}
 	for _, n := range d.Notes {
