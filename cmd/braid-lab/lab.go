@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +23,7 @@ import (
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/scenarios"
+	"github.com/braid-vpn/braid/lab/table"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
@@ -38,7 +37,7 @@ func newLabCmd() *cobra.Command {
 		Use:   "lab",
 		Short: "The multipath testbed and its workload",
 	}
-	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabBenchCmd(), newLabMeshCmd())
+	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabReportCmd(), newLabBenchCmd(), newLabMeshCmd())
 	return lab
 }
 
@@ -236,12 +235,7 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 	if f.reps < 0 || f.reps > scenario.MaxReps {
 		return fmt.Errorf("--reps: %d is outside 1..%d", f.reps, scenario.MaxReps)
 	}
-	if f.out != "" {
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return err
-		}
-	}
-	release, lockWarning, err := lockLab(stderr, f.force)
+	release, lockWarning, err := startLab(stderr, f.out, f.force)
 	if err != nil {
 		return err
 	}
@@ -302,62 +296,73 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 	if lockWarning != "" {
 		run.Warnings = append(run.Warnings, lockWarning)
 	}
-	if f.out != "" {
-		if err := report.WriteAll(run, f.out); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "results, plots and report.md written to %s\n", f.out)
-	}
-	if err := writeResult(cmd.OutOrStdout(), f.json, run, func(w io.Writer) { printLabTable(w, run, demo) }); err != nil {
+	if err := finishLab(cmd, f.out, f.json, report.Document(run), func(w io.Writer) { printLabTable(w, run, demo) }); err != nil {
 		return err
 	}
 	return runErr
 }
 
-// writeResult prints a command's result: v as one indented JSON document
-// with --json, else the text table.
-func writeResult(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
-	if !asJSON {
-		text(w)
-		return nil
+// startLab is how every driver starts: the output directory made first, so
+// that a bad --out fails before the run rather than after it, then the
+// machine's lab lock (lockLab).
+func startLab(stderr io.Writer, out string, force bool) (release func(), warning string, err error) {
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, "", err
+		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return lockLab(stderr, force)
+}
+
+// finishLab is how every driver ends: its report written into out (when
+// given), then its result printed, as one indented JSON document with
+// --json, else as text (the document's own without a text of the driver's).
+func finishLab(cmd *cobra.Command, out string, asJSON bool, doc *report.Doc, text func(io.Writer)) error {
+	if out != "" {
+		if _, err := doc.Write(out); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", out)
+	}
+	w := cmd.OutOrStdout()
+	switch {
+	case asJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc.JSON)
+	case text != nil:
+		text(w)
+	default:
+		doc.WriteText(w)
+	}
+	return nil
 }
 
 // printLabTable writes one row per point: its sweep parameters (the demo has
 // none but the transport), mean goodput with its 95% interval, the number of
 // downloads and the share of each path.
 func printLabTable(w io.Writer, run *results.Run, demo bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var axes []string
 	for _, a := range run.Axes {
 		if a != string(scenario.AxisTransport) && !demo {
 			axes = append(axes, a)
 		}
 	}
-	head := append(slices.Clone(axes), "transport", "goodput Mbit/s", "95% CI", "n", "path shares")
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	rows := [][]string{append(slices.Clone(axes), "transport", "goodput Mbit/s", "95% CI", "n", "path shares")}
 	for _, p := range run.Points {
 		var row []string
 		for _, a := range axes {
-			v := ""
-			for _, q := range p.Params {
-				if q.Axis == a {
-					v = q.Text
-				}
-			}
-			row = append(row, v)
+			q, _ := p.Param(a)
+			row = append(row, q.Text)
 		}
 		g := p.Goodput
-		row = append(row, p.Label, fmtNum(g.Mean, 2), "± "+fmtNum(g.CI95, 2), fmt.Sprint(g.N), fmtShares(p.PathShares))
+		row = append(row, p.Label, labNum.Num(g.Mean, 2), "± "+labNum.Num(g.CI95, 2), fmt.Sprint(g.N), fmtShares(p.PathShares))
 		if p.Error != "" {
 			row = append(row, "error: "+p.Error)
 		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		rows = append(rows, row)
 	}
-	tw.Flush()
+	table.WriteText(w, rows)
 	fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator, seed %d", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator, run.Seed)
 	if run.Shard != "" {
 		fmt.Fprintf(w, ", shard %s", run.Shard)
@@ -395,13 +400,7 @@ missing shards and shards of different commits are warnings in the report.`,
 				return err
 			}
 			run.Command = labArgs()
-			if out != "" {
-				if err := report.WriteAll(run, out); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "results, plots and report.md written to %s\n", out)
-			}
-			return writeResult(cmd.OutOrStdout(), asJSON, run, func(w io.Writer) { printLabTable(w, run, false) })
+			return finishLab(cmd, out, asJSON, report.Document(run), func(w io.Writer) { printLabTable(w, run, false) })
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory for the merged results.json, samples.csv, summary.csv, report.md and plots")
@@ -409,12 +408,8 @@ missing shards and shards of different commits are warnings in the report.`,
 	return cmd
 }
 
-func fmtNum(v float64, prec int) string {
-	if math.IsNaN(v) {
-		return "—"
-	}
-	return fmt.Sprintf("%.*f", prec, v)
-}
+// labNum is how the run's table writes a number it has not got.
+var labNum = table.Style{NaN: "—"}
 
 func fmtShares(m map[string]float64) string {
 	keys := make([]string, 0, len(m))

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -96,12 +93,7 @@ docs/lab.md explains each number.`,
 					fmt.Fprintln(stderr, bench.WgHint())
 				}
 			}
-			if out != "" {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return err
-				}
-			}
-			release, _, err := lockLab(stderr, force)
+			release, _, err := startLab(stderr, out, force)
 			if err != nil {
 				return err
 			}
@@ -115,13 +107,7 @@ docs/lab.md explains each number.`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = errors.New("interrupted; the namespaces were removed")
 			}
-			if out != "" {
-				if err := writeBenchFiles(rep, out); err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "results.json and report.md written to %s\n", out)
-			}
-			if err := writeResult(cmd.OutOrStdout(), asJSON, rep, func(w io.Writer) { rep.WriteText(w) }); err != nil {
+			if err := finishLab(cmd, out, asJSON, rep.Document(), nil); err != nil {
 				return err
 			}
 			return runErr
@@ -143,17 +129,4 @@ docs/lab.md explains each number.`,
 	f.StringVar(&out, "out", "", "directory for results.json and report.md")
 	registerForce(cmd, &force)
 	return cmd
-}
-
-func writeBenchFiles(rep *bench.Report, dir string) error {
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
-	var md strings.Builder
-	rep.WriteMarkdown(&md)
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644)
 }

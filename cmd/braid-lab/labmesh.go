@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -106,13 +105,8 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 			} else if from != "" || to != "" {
 				return errors.New("--from and --to need --graph")
 			}
-			if out != "" {
-				if err := os.MkdirAll(out, 0o755); err != nil {
-					return err
-				}
-			}
 			stderr := cmd.ErrOrStderr()
-			release, _, err := lockLab(stderr, force)
+			release, _, err := startLab(stderr, out, force)
 			if err != nil {
 				return err
 			}
@@ -135,13 +129,7 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = fmt.Errorf("interrupted after %d of %d topologies; the namespaces were removed", len(res.Runs), res.Topologies)
 			}
-			if out != "" {
-				if _, err := mesh.WriteFiles(res, out); err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "results.json, samples.csv, summary.csv, tables.md and plots written to %s\n", out)
-			}
-			if err := writeResult(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) { mesh.WriteText(w, res) }); err != nil {
+			if err := finishLab(cmd, out, asJSON, res.Document(), nil); err != nil {
 				return err
 			}
 			return runErr

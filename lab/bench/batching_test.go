@@ -35,7 +35,7 @@ func TestBatching(t *testing.T) {
 func TestBatchingTable(t *testing.T) {
 	r := testReport()
 	var plain strings.Builder
-	r.WriteText(&plain)
+	r.Document().WriteText(&plain)
 	if strings.Contains(plain.String(), "batching") {
 		t.Fatalf("a report without batching shows it:\n%s", plain.String())
 	}
@@ -43,8 +43,8 @@ func TestBatchingTable(t *testing.T) {
 	r.Cases[1].Samples[1].Batching = &Batching{ServerReadPackets: 40, ServerGSO: 18, ClientGRO: 22, ClientWritePackets: 60, ClientRunPackets: 24}
 	r.Cases[1].Summarize()
 	var text, md strings.Builder
-	r.WriteText(&text)
-	r.WriteMarkdown(&md)
+	r.Document().WriteText(&text)
+	r.Document().WriteMarkdown(&md)
 	if !strings.Contains(strings.Join(strings.Fields(text.String()), " "), "braid, 1 path 35.0 17.0 21.0 55.0 22.0") {
 		t.Errorf("text lacks the mean batching row:\n%s", text.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -173,11 +174,11 @@ func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 // NaN), naming who in an error.
 func perProcess(pid int, who, what string, read func(pid int) (float64, error)) (Num, error) {
 	if pid < 0 {
-		return NaN(), nil
+		return stats.NaN(), nil
 	}
 	v, err := read(pid)
 	if err != nil {
-		return NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
+		return stats.NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
 	}
 	return Num(v), nil
 }

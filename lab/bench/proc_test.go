@@ -9,6 +9,16 @@ import (
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
+// rejects checks that parse refuses every one of the bad inputs.
+func rejects(t *testing.T, parse func([]byte) error, bad map[string]string) {
+	t.Helper()
+	for name, b := range bad {
+		if parse([]byte(b)) == nil {
+			t.Errorf("%s: accepted %q", name, b)
+		}
+	}
+}
+
 func TestParseProcStat(t *testing.T) {
 	// user nice system idle iowait irq softirq steal guest guest_nice
 	data := []byte("cpu  100 20 30 400 50 6 7 8 9 10\n" +
@@ -34,15 +44,11 @@ func TestParseProcStat(t *testing.T) {
 	if err != nil || !near(got.Busy, 0.19) || !near(got.Idle, 0.09) {
 		t.Errorf("7-field line: %+v, %v; want busy 0.19 idle 0.09", got, err)
 	}
-	for name, bad := range map[string]string{
+	rejects(t, func(b []byte) error { _, err := ParseProcStat(b, 100); return err }, map[string]string{
 		"no aggregate": "cpu0 1 2 3 4 5 6 7\n",
 		"short":        "cpu 1 2 3 4 5 6\n",
 		"not a number": "cpu 1 2 x 4 5 6 7\n",
-	} {
-		if _, err := ParseProcStat([]byte(bad), 100); err == nil {
-			t.Errorf("%s: accepted %q", name, bad)
-		}
-	}
+	})
 }
 
 func TestParsePidStat(t *testing.T) {
@@ -56,15 +62,11 @@ func TestParsePidStat(t *testing.T) {
 	if !near(got, 3.75) {
 		t.Errorf("got %v s, want 3.75", got)
 	}
-	for name, bad := range map[string]string{
+	rejects(t, func(b []byte) error { _, err := ParsePidStat(b, 100); return err }, map[string]string{
 		"no paren":  "1234 braid S 1 2 3 4 5 6 7 8 9 10 250 125",
 		"truncated": "1234 (braid) S 1 2 3 4 5 6 7 8 9 10 250",
 		"garbage":   "1234 (braid) S 1 2 3 4 5 6 7 8 9 10 x 125",
-	} {
-		if _, err := ParsePidStat([]byte(bad), 100); err == nil {
-			t.Errorf("%s: accepted %q", name, bad)
-		}
-	}
+	})
 }
 
 func TestParseVmHWM(t *testing.T) {
@@ -72,15 +74,11 @@ func TestParseVmHWM(t *testing.T) {
 	if got, err := ParseVmHWM([]byte(status)); err != nil || got != 20480*1024 {
 		t.Errorf("got %v, %v; want %d bytes (kB in status are KiB)", got, err, 20480*1024)
 	}
-	for name, bad := range map[string]string{
+	rejects(t, func(b []byte) error { _, err := ParseVmHWM(b); return err }, map[string]string{
 		"kernel thread": "Name:\tkthreadd\nState:\tS (sleeping)\n",
 		"no unit":       "VmHWM:\t20480\n",
 		"garbage":       "VmHWM:\tx kB\n",
-	} {
-		if _, err := ParseVmHWM([]byte(bad)); err == nil {
-			t.Errorf("%s: accepted %q", name, bad)
-		}
-	}
+	})
 }
 
 func TestParseAuxvClockTicks(t *testing.T) {

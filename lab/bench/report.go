@@ -1,14 +1,12 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/table"
 )
@@ -17,35 +15,9 @@ import (
 // as Mbit/s.
 const GB = 1e9
 
-// Num is a float64 that travels in JSON as null when it is NaN (not
-// applicable or not measured), which JSON numbers cannot carry.
-type Num float64
-
-// NaN is the Num for "none".
-func NaN() Num { return Num(math.NaN()) }
-
-// Valid reports whether n holds a number.
-func (n Num) Valid() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
-
-func (n Num) MarshalJSON() ([]byte, error) {
-	if !n.Valid() {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(n))
-}
-
-func (n *Num) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = NaN()
-		return nil
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
-	}
-	*n = Num(f)
-	return nil
-}
+// Num is a figure that is NaN (null in JSON) where it does not apply or
+// was not measured.
+type Num = stats.Num
 
 // CPU is CPU time of one download (seconds) or its per-GB rate.
 type CPU struct {
@@ -205,7 +177,7 @@ func (c *CaseResult) Summarize() {
 	var cpu CPU
 	var bytes int64
 	var bg float64
-	c.TunnelRSSMB = PeakRSS{NaN(), NaN()}
+	c.TunnelRSSMB = PeakRSS{stats.NaN(), stats.NaN()}
 	for _, s := range c.Samples {
 		c.TunnelRSSMB = PeakRSS{maxNum(c.TunnelRSSMB.Client, s.TunnelRSSMB.Client), maxNum(c.TunnelRSSMB.Server, s.TunnelRSSMB.Server)}
 		mbps = append(mbps, s.Mbps)
@@ -216,8 +188,8 @@ func (c *CaseResult) Summarize() {
 	c.Mbps = stats.Summarize(mbps)
 	c.Batching = meanBatching(c.Samples)
 	if bytes == 0 {
-		c.CPUPerGB = CPU{NaN(), NaN(), NaN(), NaN(), NaN()}
-		c.BackgroundCores = NaN()
+		c.CPUPerGB = CPU{stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN()}
+		c.BackgroundCores = stats.NaN()
 		return
 	}
 	c.CPUPerGB = cpu.scale(GB / float64(bytes))
@@ -226,7 +198,7 @@ func (c *CaseResult) Summarize() {
 
 func div(a, b Num) Num {
 	if !a.Valid() || !b.Valid() || b == 0 {
-		return NaN()
+		return stats.NaN()
 	}
 	return a / b
 }
@@ -364,74 +336,36 @@ func (r *Report) setupLine() string {
 	return s
 }
 
-// WriteText writes the report as aligned tables.
-func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "braid lab bench: %s\n\n", r.setupLine())
-	table.WriteText(w, r.resultRows())
+// Document is the report in the lab's one shape: the results, ratio and
+// batching tables, the cases' details and errors, the notes and the legend.
+func (r *Report) Document() *report.Doc {
+	d := &report.Doc{
+		Title: "braid lab bench",
+		Lead: fmt.Sprintf("%s; started %s, took %s.", r.setupLine(),
+			r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
+		Tables: []report.Table{{Rows: r.resultRows()}},
+		Legend: Legend,
+		// Every column but the case or ratio name is a number.
+		MD:   table.Markdown{First: "---", Others: "---:"},
+		JSON: r,
+	}
 	if len(r.Ratios) > 0 {
-		fmt.Fprintln(w)
-		table.WriteText(w, r.ratioRows())
+		d.Tables = append(d.Tables, report.Table{Rows: r.ratioRows()})
 	}
 	if rows := r.batchingRows(); rows != nil {
-		fmt.Fprintln(w)
-		table.WriteText(w, rows)
+		d.Tables = append(d.Tables, report.Table{Rows: rows})
+		d.Legend = append(slices.Clip(Legend), batchingLegend)
 	}
-	fmt.Fprintln(w)
 	for _, c := range r.Cases {
 		if c.Detail != "" {
-			fmt.Fprintf(w, "%s: %s\n", c.Label, c.Detail)
+			d.Notes = append(d.Notes, c.Label+": "+c.Detail)
 		}
 		for _, e := range c.Errors {
-			fmt.Fprintf(w, "%s: error: %s\n", c.Label, e)
+			d.Notes = append(d.Notes, c.Label+": error: "+e)
 		}
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		d.Notes = append(d.Notes, "note: "+n)
 	}
-	for _, l := range r.legend() {
-		fmt.Fprintf(w, "  %s\n", l)
-	}
-}
-
-// legend is Legend, with the batching table's line when there is one.
-func (r *Report) legend() []string {
-	if r.batchingRows() == nil {
-		return Legend
-	}
-	return append(slices.Clip(Legend), batchingLegend)
-}
-
-// mdTable right-aligns every column but the case or ratio name.
-var mdTable = table.Markdown{First: "---", Others: "---:"}
-
-// WriteMarkdown writes the report as Markdown tables with the setup and
-// the legend.
-func (r *Report) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "# braid lab bench\n\n%s; started %s, took %s.\n\n", r.setupLine(),
-		r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second))
-	mdTable.Write(w, r.resultRows())
-	if len(r.Ratios) > 0 {
-		fmt.Fprintln(w)
-		mdTable.Write(w, r.ratioRows())
-	}
-	if rows := r.batchingRows(); rows != nil {
-		fmt.Fprintln(w)
-		mdTable.Write(w, rows)
-	}
-	fmt.Fprintln(w)
-	for _, c := range r.Cases {
-		if c.Detail != "" {
-			fmt.Fprintf(w, "- %s: %s\n", table.Escape(c.Label), table.Escape(c.Detail))
-		}
-		for _, e := range c.Errors {
-			fmt.Fprintf(w, "- %s: error: %s\n", table.Escape(c.Label), table.Escape(e))
-		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "- note: %s\n", table.Escape(n))
-	}
-	fmt.Fprintln(w)
-	for _, l := range r.legend() {
-		fmt.Fprintf(w, "- %s\n", table.Escape(l))
-	}
+	return d
 }

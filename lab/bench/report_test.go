@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braid-vpn/braid/lab/stats"
 )
 
 func cpu(tc, ts, ac, as, sys float64) CPU {
@@ -53,7 +55,7 @@ func testReport() *Report {
 	return r
 }
 
-var nan = float64(NaN())
+var nan = float64(stats.NaN())
 
 func TestSummarize(t *testing.T) {
 	r := testReport()
@@ -175,7 +177,7 @@ func TestReportJSON(t *testing.T) {
 
 func TestWriteText(t *testing.T) {
 	var b strings.Builder
-	testReport().WriteText(&b)
+	testReport().Document().WriteText(&b)
 	out := b.String()
 	lines := strings.Split(out, "\n")
 	row := func(prefix string) string {
@@ -228,7 +230,7 @@ func TestWriteText(t *testing.T) {
 
 func TestWriteMarkdown(t *testing.T) {
 	var b strings.Builder
-	testReport().WriteMarkdown(&b)
+	testReport().Document().WriteMarkdown(&b)
 	out := b.String()
 	for _, s := range []string{
 		"# braid lab bench\n",

@@ -30,17 +30,8 @@ func cycle(d *dir, cur **slot, now time.Duration) {
 // After warm-up (frame pool and heap grown) the per-frame path of a
 // direction allocates nothing.
 func TestDirCycleAllocs(t *testing.T) {
-	d := newDir(AtoB, benchShape, frameBufSize(1500), DefaultMaxInFlight, -1)
-	var cur *slot
-	now := time.Duration(0)
-	for i := 0; i < 20000; i++ {
-		now += 12 * time.Microsecond
-		cycle(d, &cur, now)
-	}
-	allocs := testing.AllocsPerRun(10000, func() {
-		now += 12 * time.Microsecond
-		cycle(d, &cur, now)
-	})
+	d, step := warmDir()
+	allocs := testing.AllocsPerRun(10000, step)
 	if allocs != 0 {
 		t.Errorf("%v allocations per frame", allocs)
 	}
@@ -58,16 +49,25 @@ func TestDirCycleAllocs(t *testing.T) {
 }
 
 func BenchmarkDirCycle(b *testing.B) {
+	_, step := warmDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		step()
+	}
+}
+
+// warmDir is a direction after warm-up (frame pool and heap grown) and its
+// next frame's cycle, one every 12 µs.
+func warmDir() (*dir, func()) {
 	d := newDir(AtoB, benchShape, frameBufSize(1500), DefaultMaxInFlight, -1)
 	var cur *slot
 	now := time.Duration(0)
+	step := func() {
+		now += 12 * time.Microsecond
+		cycle(d, &cur, now)
+	}
 	for i := 0; i < 20000; i++ {
-		now += 12 * time.Microsecond
-		cycle(d, &cur, now)
+		step()
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		now += 12 * time.Microsecond
-		cycle(d, &cur, now)
-	}
+	return d, step
 }

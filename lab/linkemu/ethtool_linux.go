@@ -181,15 +181,9 @@ func disableOffloads(fd int, ifname string) error {
 			return fmt.Errorf("ETHTOOL_SFEATURES: %w", err)
 		}
 	}
-	blocks, err = getFeatures(fd, ifname, len(names))
+	still, err := activeOffloads(fd, ifname, names)
 	if err != nil {
 		return err
-	}
-	var still []string
-	for i, name := range names {
-		if offloadFeature(name) && blocks[i/32].active&(1<<(i%32)) != 0 {
-			still = append(still, name)
-		}
 	}
 	if len(still) > 0 {
 		return fmt.Errorf("offloads still on after ETHTOOL_SFEATURES: %s", strings.Join(still, ", "))
@@ -204,14 +198,7 @@ func disableOffloads(fd int, ifname string) error {
 // Call it on both ends of every veth whose traffic passes an emulated link;
 // Start does it for the emulator's own interfaces.
 func DisableOffloads(ns *netns.Namespace, ifname string) error {
-	err := ns.Do(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		return disableOffloads(fd, ifname)
-	})
+	err := withSocket(ns, func(fd int) error { return disableOffloads(fd, ifname) })
 	if err != nil {
 		return fmt.Errorf("linkemu: disabling offloads on %s in %s: %w", ifname, ns.Name(), err)
 	}
@@ -223,29 +210,43 @@ func DisableOffloads(ns *netns.Namespace, ifname string) error {
 // topology before trusting its numbers.
 func ActiveOffloads(ns *netns.Namespace, ifname string) ([]string, error) {
 	var on []string
-	err := ns.Do(func() error {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
+	err := withSocket(ns, func(fd int) error {
 		names, err := featureNames(fd, ifname)
-		if err != nil {
-			return err
+		if err == nil {
+			on, err = activeOffloads(fd, ifname, names)
 		}
-		blocks, err := getFeatures(fd, ifname, len(names))
-		if err != nil {
-			return err
-		}
-		for i, name := range names {
-			if offloadFeature(name) && blocks[i/32].active&(1<<(i%32)) != 0 {
-				on = append(on, name)
-			}
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("linkemu: reading offloads of %s in %s: %w", ifname, ns.Name(), err)
 	}
 	return on, nil
+}
+
+// activeOffloads lists the offload features among names that are on now.
+func activeOffloads(fd int, ifname string, names []string) ([]string, error) {
+	blocks, err := getFeatures(fd, ifname, len(names))
+	if err != nil {
+		return nil, err
+	}
+	var on []string
+	for i, name := range names {
+		if offloadFeature(name) && blocks[i/32].active&(1<<(i%32)) != 0 {
+			on = append(on, name)
+		}
+	}
+	return on, nil
+}
+
+// withSocket runs f in ns with a socket there: ethtool requests name an
+// interface of the socket's namespace.
+func withSocket(ns *netns.Namespace, f func(fd int) error) error {
+	return ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return f(fd)
+	})
 }

@@ -7,12 +7,15 @@ import (
 
 const ms = time.Millisecond
 
-func admitAll(t *testing.T, s *Serializer, steps []struct {
+// admission is a frame offered at now and when it departs, if admitted.
+type admission struct {
 	now  time.Duration
 	size int
 	dep  time.Duration
 	ok   bool
-}) {
+}
+
+func admitAll(t *testing.T, s *Serializer, steps []admission) {
 	t.Helper()
 	for i, st := range steps {
 		dep, ok := s.Admit(st.now, st.size)
@@ -25,12 +28,7 @@ func admitAll(t *testing.T, s *Serializer, steps []struct {
 // At 10 Mbit/s a 1250-byte frame takes exactly 1 ms.
 func TestSerializerDepartures(t *testing.T) {
 	s := NewSerializer(10_000_000, 0, 0)
-	admitAll(t, s, []struct {
-		now  time.Duration
-		size int
-		dep  time.Duration
-		ok   bool
-	}{
+	admitAll(t, s, []admission{
 		{0, 1250, 1 * ms, true}, // idle line: starts at once
 		{0, 1250, 2 * ms, true}, // waits for the first
 		{500 * time.Microsecond, 625, 2500 * time.Microsecond, true}, // 0.5 ms frame behind them
@@ -63,12 +61,7 @@ func TestSerializerCarry(t *testing.T) {
 
 func TestSerializerByteLimit(t *testing.T) {
 	s := NewSerializer(10_000_000, 2500, 0)
-	admitAll(t, s, []struct {
-		now  time.Duration
-		size int
-		dep  time.Duration
-		ok   bool
-	}{
+	admitAll(t, s, []admission{
 		{0, 1250, 1 * ms, true},
 		{0, 1250, 2 * ms, true},
 		{0, 1250, 0, false},          // 3750 > 2500

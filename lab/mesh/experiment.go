@@ -429,9 +429,8 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 		if pair == nil {
 			for _, ch := range e.Channels {
 				c := Case{Algo: a, Channels: ch}
-				results[c.Name()] = Measurement{Case: c.Name(), Label: c.Label(), Goodput: stats.Summarize(nil),
-					Error: fmt.Sprintf("%s finds %d path(s), not two", a, found[a])}
-				e.skip(where, c)
+				results[c.Name()] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, c, where,
+					fmt.Errorf("%s finds %d path(s), not two", a, found[a]))
 			}
 			continue
 		}
@@ -473,10 +472,14 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 	return tr, ctx.Err()
 }
 
-func (e *Experiment) skip(where string, c Case) {
+// failed is meas not measured because of err, its downloads counted as
+// skipped so that the progress still adds up.
+func (e *Experiment) failed(meas Measurement, c Case, where string, err error) Measurement {
+	meas.Error, meas.Goodput = err.Error(), stats.Summarize(nil)
 	for range e.Reps {
 		e.progress(fmt.Sprintf("%s %s: skipped", where, c.Name()))
 	}
+	return meas
 }
 
 // onMesh builds a mesh of paths with a web server in the destination,
@@ -506,10 +509,7 @@ func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, p
 func (e *Experiment) measureTCP(ctx context.Context, m *Mesh, web *runner.WebServer, where string) Measurement {
 	meas := Measurement{Case: TCP.Name(), Label: TCP.Label(), Hops: []int{m.Plan.Paths[0].Nodes.Hops()}}
 	if err := m.SetChannels(TwoChannels); err != nil {
-		meas.Error = err.Error()
-		meas.Goodput = stats.Summarize(nil)
-		e.skip(where, TCP)
-		return meas
+		return e.failed(meas, TCP, where, err)
 	}
 	e.downloads(ctx, m, web, &meas, m.PathSession(0, e.CC), where)
 	return meas
@@ -523,18 +523,12 @@ func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebS
 	}
 	dir, err := os.MkdirTemp("", "braid-mesh-")
 	if err != nil {
-		meas.Error = err.Error()
-		meas.Goodput = stats.Summarize(nil)
-		e.skip(where, c)
-		return meas
+		return e.failed(meas, c, where, err)
 	}
 	defer os.RemoveAll(dir)
 	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC)
 	if err != nil {
-		meas.Error = err.Error()
-		meas.Goodput = stats.Summarize(nil)
-		e.skip(where, c)
-		return meas
+		return e.failed(meas, c, where, err)
 	}
 	defer b.Close()
 	e.downloads(ctx, m, web, &meas, b, where)

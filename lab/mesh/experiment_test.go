@@ -179,7 +179,7 @@ func TestSummarize(t *testing.T) {
 func TestWriteFiles(t *testing.T) {
 	r := fakeResult()
 	dir := t.TempDir()
-	files, err := WriteFiles(r, dir)
+	files, err := r.Document().Write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestWriteFiles(t *testing.T) {
 		}
 	}
 	var text bytes.Buffer
-	WriteText(&text, r)
+	r.Document().WriteText(&text)
 	if !strings.Contains(text.String(), "5.25 ± 2.39") || !strings.Contains(text.String(), "1.75") {
 		t.Errorf("text tables:\n%s", text.String())
 	}

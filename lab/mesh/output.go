@@ -1,14 +1,8 @@
 package mesh
 
 import (
-	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,9 +153,6 @@ func (r *Result) topologyTable() [][]string {
 	return out
 }
 
-// mdTable right-aligns every column but the first.
-var mdTable = table.Markdown{First: "---", Others: "--:"}
-
 // setupLine says what was run, in one line.
 func (r *Result) setupLine() string {
 	what := fmt.Sprintf("%d topologies of %d nodes (seed %d)", len(r.Runs), r.Nodes, r.Seed)
@@ -185,51 +176,39 @@ func (r *Result) errorLines() []string {
 	return out
 }
 
-// WriteText writes the tables for a terminal: goodput (Mbit/s, mean ± 95%
-// CI over downloads) and the ratio to TCP by shortest-path hop count, then
-// one row per topology.
-func WriteText(w io.Writer, r *Result) {
+// Document is the result in the lab's one shape: goodput (Mbit/s, mean ±
+// 95% CI over downloads) and the ratio to TCP by shortest-path hop count,
+// one row per topology, the measurements that failed; written as
+// results.json, samples.csv, summary.csv, tables.md and the plots.
+func (r *Result) Document() *report.Doc {
 	g, q := r.tables()
-	fmt.Fprintln(w, "goodput, Mbit/s (mean ± 95% CI over downloads):")
-	table.WriteText(w, g)
-	fmt.Fprintln(w, "\ngoodput ÷ TCP's on the same topology (mean ± 95% CI over topologies):")
-	table.WriteText(w, q)
-	fmt.Fprintln(w, "\nper topology (mean goodput, Mbit/s; * = some downloads failed):")
-	table.WriteText(w, r.topologyTable())
+	d := &report.Doc{
+		Lead: r.setupLine() + ".",
+		Tables: []report.Table{
+			{Caption: "Goodput in Mbit/s, mean ± 95% CI over all downloads of the topologies with that shortest-path hop count", Rows: g},
+			{Caption: "Goodput ÷ TCP's on the same topology, mean ± 95% CI over topologies", Rows: q},
+			{Caption: "Per topology (mean goodput in Mbit/s; * = some downloads failed)", Rows: r.topologyTable()},
+		},
+		// Every column but the first is a number.
+		MD:           table.Markdown{First: "---", Others: "--:"},
+		MarkdownFile: "tables.md",
+		JSON:         r,
+		CSV:          r.csv(),
+		Plot:         func(dir string) ([]string, error) { return Plot(r, dir) },
+	}
 	for _, l := range r.errorLines() {
-		fmt.Fprintln(w, "error:", l)
+		d.Notes = append(d.Notes, "error: "+l)
 	}
-	fmt.Fprintln(w, r.setupLine())
+	return d
 }
 
-// WriteMarkdown writes the same tables as Markdown.
-func WriteMarkdown(w io.Writer, r *Result) {
-	g, q := r.tables()
-	fmt.Fprintf(w, "%s.\n\nGoodput in Mbit/s, mean ± 95%% CI over all downloads of the topologies with that shortest-path hop count:\n\n", r.setupLine())
-	mdTable.Write(w, g)
-	fmt.Fprintf(w, "\nGoodput ÷ TCP's on the same topology, mean ± 95%% CI over topologies:\n\n")
-	mdTable.Write(w, q)
-	fmt.Fprintf(w, "\nPer topology (mean goodput in Mbit/s; * = some downloads failed):\n\n")
-	mdTable.Write(w, r.topologyTable())
-	if errs := r.errorLines(); len(errs) > 0 {
-		fmt.Fprintln(w, "\nErrors:")
-		fmt.Fprintln(w)
-		for _, l := range errs {
-			fmt.Fprintf(w, "- %s\n", l)
-		}
-	}
-}
-
-// WriteCSV writes every sample (samples.csv) and the summary
-// (summary.csv) into dir.
-func WriteCSV(r *Result, dir string) error {
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	w.Write([]string{"topology", "candidate", "shortest_hops", "case", "path_hops", "rep", "goodput_mbps", "seconds", "bytes", "max_stall_ms", "retransmits", "path_bytes"})
+// csv is every sample (samples.csv) and the summary (summary.csv).
+func (r *Result) csv() []report.CSV {
+	samples := [][]string{{"topology", "candidate", "shortest_hops", "case", "path_hops", "rep", "goodput_mbps", "seconds", "bytes", "max_stall_ms", "retransmits", "path_bytes"}}
 	for _, t := range r.Runs {
 		for _, m := range t.Measurements {
 			for _, s := range m.Samples {
-				w.Write([]string{
+				samples = append(samples, []string{
 					strconv.Itoa(t.Index), strconv.Itoa(t.Candidate), strconv.Itoa(t.ShortestHops), m.Case,
 					joinInts(m.Hops), strconv.Itoa(s.Rep + 1), table.CSV.Num(s.GoodputMbps, 4), table.CSV.Num(s.Seconds, 4),
 					strconv.FormatInt(s.Bytes, 10), table.CSV.Num(s.MaxStallMs, 1), strconv.FormatInt(s.Retransmits, 10),
@@ -238,23 +217,16 @@ func WriteCSV(r *Result, dir string) error {
 			}
 		}
 	}
-	w.Flush()
-	if err := os.WriteFile(filepath.Join(dir, "samples.csv"), b.Bytes(), 0o644); err != nil {
-		return err
-	}
-	b.Reset()
-	w = csv.NewWriter(&b)
-	w.Write([]string{"case", "shortest_hops", "topologies", "n", "mean_mbps", "ci95_mbps", "min_mbps", "max_mbps", "ratio_mean", "ratio_ci95"})
+	summary := [][]string{{"case", "shortest_hops", "topologies", "n", "mean_mbps", "ci95_mbps", "min_mbps", "max_mbps", "ratio_mean", "ratio_ci95"}}
 	for _, s := range r.Summary {
 		rm, rc := "", ""
 		if s.Ratio != nil {
 			rm, rc = table.CSV.Num(s.Ratio.Mean, 4), table.CSV.Num(s.Ratio.CI95, 4)
 		}
-		w.Write([]string{s.Case, hopsLabel(s.Hops), strconv.Itoa(s.Topologies), strconv.Itoa(s.Goodput.N),
+		summary = append(summary, []string{s.Case, hopsLabel(s.Hops), strconv.Itoa(s.Topologies), strconv.Itoa(s.Goodput.N),
 			table.CSV.Num(s.Goodput.Mean, 4), table.CSV.Num(s.Goodput.CI95, 4), table.CSV.Num(s.Goodput.Min, 4), table.CSV.Num(s.Goodput.Max, 4), rm, rc})
 	}
-	w.Flush()
-	return os.WriteFile(filepath.Join(dir, "summary.csv"), b.Bytes(), 0o644)
+	return []report.CSV{{Name: "samples.csv", Rows: samples}, {Name: "summary.csv", Rows: summary}}
 }
 
 func joinInts(xs []int) string {
@@ -271,27 +243,6 @@ func joinUints(xs []uint64) string {
 		s[i] = strconv.FormatUint(x, 10)
 	}
 	return strings.Join(s, "+")
-}
-
-// WriteFiles writes results.json, samples.csv, summary.csv, tables.md and
-// the plots into dir and returns the plot files.
-func WriteFiles(r *Result, dir string) ([]string, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
-		return nil, err
-	}
-	if err := WriteCSV(r, dir); err != nil {
-		return nil, err
-	}
-	var md bytes.Buffer
-	WriteMarkdown(&md, r)
-	if err := os.WriteFile(filepath.Join(dir, "tables.md"), md.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	return Plot(r, dir)
 }
 
 // figure is one plot: its file stem, title and cases.

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"io"
 	"slices"
@@ -13,32 +12,35 @@ import (
 
 // WriteJSON writes the run as one indented JSON document: the complete
 // record, from which every other output can be made again.
-func WriteJSON(w io.Writer, run *results.Run) error {
+func WriteJSON(w io.Writer, run *results.Run) error { return writeJSON(w, run) }
+
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(run)
+	return enc.Encode(v)
 }
 
-// axisHeader is the CSV columns for the run's axes: each axis's text, and
-// for network axes also its numeric value ("rtt", "rtt_value"), so that a
-// spreadsheet can both group by the scenario's words and plot the numbers.
-func axisHeader(axes []string) []string {
-	var h []string
+// pointHeader is the columns both CSV files start with: the point, the
+// run's axes (each axis's text, and for network axes also its numeric
+// value, "rtt", "rtt_value", so that a spreadsheet can both group by the
+// scenario's words and plot the numbers) and the transport, then more.
+func pointHeader(axes []string, more ...string) []string {
+	h := []string{"point"}
 	for _, a := range axes {
 		h = append(h, a)
 		if hasValue(a) {
 			h = append(h, a+"_value")
 		}
 	}
-	return h
+	return append(append(h, "kind", "label", "options"), more...)
 }
 
-// axisCells are p's cells under axisHeader; an axis that does not apply
+// pointCells are p's cells under pointHeader; an axis that does not apply
 // to the point (the scheduler of a transport without one) is left empty.
-func axisCells(p *results.Point, axes []string) []string {
-	var c []string
+func pointCells(p *results.Point, axes []string) []string {
+	c := []string{strconv.Itoa(p.Index)}
 	for _, a := range axes {
-		q, ok := paramOf(p, a)
+		q, ok := p.Param(a)
 		if !ok {
 			c = append(c, "")
 			if hasValue(a) {
@@ -51,7 +53,7 @@ func axisCells(p *results.Point, axes []string) []string {
 			c = append(c, table.CSV.Num(q.Value, -1))
 		}
 	}
-	return c
+	return append(c, p.Transport, p.Label, optionsString(p.Options))
 }
 
 // WriteCSV writes one row per sample:
@@ -73,13 +75,12 @@ func axisCells(p *results.Point, axes []string) []string {
 // Run) is an empty cell rather than a number that would pull a mean down.
 // Points that failed have no samples and so no rows; WriteSummaryCSV lists
 // them with their error.
-func WriteCSV(w io.Writer, run *results.Run) error {
+func WriteCSV(w io.Writer, run *results.Run) error { return writeCSV(w, sampleRows(run)) }
+
+func sampleRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := bytePaths(run)
-	cw := csv.NewWriter(w)
-	head := []string{"point"}
-	head = append(head, axisHeader(axes)...)
-	head = append(head, "kind", "label", "options", "rep", "goodput_mbps", "seconds", "bytes",
+	head := pointHeader(axes, "rep", "goodput_mbps", "seconds", "bytes",
 		"max_stall_ms", "retransmits", "reordered", "reorder_timeouts")
 	for _, p := range paths {
 		head = append(head, "bytes_"+p)
@@ -88,14 +89,10 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 	for _, c := range extra {
 		head = append(head, c.head)
 	}
-	if err := cw.Write(head); err != nil {
-		return err
-	}
+	rows := [][]string{head}
 	for i := range run.Points {
 		p := &run.Points[i]
-		fixed := []string{strconv.Itoa(p.Index)}
-		fixed = append(fixed, axisCells(p, axes)...)
-		fixed = append(fixed, p.Transport, p.Label, optionsString(p.Options))
+		fixed := pointCells(p, axes)
 		for _, s := range p.Samples {
 			row := append([]string(nil), fixed...)
 			retr := ""
@@ -126,13 +123,10 @@ func WriteCSV(w io.Writer, run *results.Run) error {
 					row = append(row, "")
 				}
 			}
-			if err := cw.Write(row); err != nil {
-				return err
-			}
+			rows = append(rows, row)
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return rows
 }
 
 // figureHeads are the mean and ci95 columns of each figure.
@@ -177,13 +171,12 @@ func figureCells(cols []pointColumn, p *results.Point) []string {
 //
 // ci95 is the half-width of the 95% Student-t interval (mean ± ci95), empty
 // where it is undefined (fewer than two samples).
-func WriteSummaryCSV(w io.Writer, run *results.Run) error {
+func WriteSummaryCSV(w io.Writer, run *results.Run) error { return writeCSV(w, summaryRows(run)) }
+
+func summaryRows(run *results.Run) [][]string {
 	axes := allAxes(run)
 	paths := sharePaths(run)
-	cw := csv.NewWriter(w)
-	head := []string{"point"}
-	head = append(head, axisHeader(axes)...)
-	head = append(head, "kind", "label", "options", "n", "mean_mbps", "ci95_mbps", "median_mbps",
+	head := pointHeader(axes, "n", "mean_mbps", "ci95_mbps", "median_mbps",
 		"min_mbps", "max_mbps", "std_dev_mbps")
 	for _, p := range paths {
 		head = append(head, "share_"+p)
@@ -205,16 +198,11 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 	evCols := eventColumns(run)
 	head = append(head, figureHeads(evCols)...)
 	head = append(head, "error")
-	if err := cw.Write(head); err != nil {
-		return err
-	}
+	rows := [][]string{head}
 	for i := range run.Points {
 		p := &run.Points[i]
 		s := summaryOf(p)
-		row := []string{strconv.Itoa(p.Index)}
-		row = append(row, axisCells(p, axes)...)
-		row = append(row, p.Transport, p.Label, optionsString(p.Options),
-			strconv.Itoa(s.N))
+		row := append(pointCells(p, axes), strconv.Itoa(s.N))
 		for _, x := range []float64{s.Mean, s.CI95, s.Median, s.Min, s.Max, s.StdDev} {
 			row = append(row, table.CSV.Num(x, -1))
 		}
@@ -246,10 +234,7 @@ func WriteSummaryCSV(w io.Writer, run *results.Run) error {
 		}
 		row = append(row, figureCells(evCols, p)...)
 		row = append(row, p.Error)
-		if err := cw.Write(row); err != nil {
-			return err
-		}
+		rows = append(rows, row)
 	}
-	cw.Flush()
-	return cw.Error()
+	return rows
 }

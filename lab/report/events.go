@@ -42,37 +42,26 @@ func eventColumns(run *results.Run) []pointColumn {
 	if ev == nil {
 		return nil
 	}
-	of := func(f func(*results.EventsSummary) *stats.Summary) func(*results.Point) *stats.Summary {
-		return func(p *results.Point) *stats.Summary {
-			if p.Events == nil {
+	cols := []pointColumn{eventsColumn("max_stall_ms", "longest stall (ms)", func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}
+	for i, e := range ev.Events {
+		cols = append(cols, eventsColumn(fmt.Sprintf("event%d_react_ms", i+1), e.Event+": reaction (ms)", func(e *results.EventsSummary) *stats.Summary {
+			if i >= len(e.Events) {
 				return nil
 			}
-			return f(p.Events)
-		}
-	}
-	cols := []pointColumn{{"max_stall_ms", "longest stall (ms)", of(func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}}
-	for i, e := range ev.Events {
-		cols = append(cols, pointColumn{fmt.Sprintf("event%d_react_ms", i+1), e.Event + ": reaction (ms)",
-			of(func(e *results.EventsSummary) *stats.Summary {
-				if i >= len(e.Events) {
-					return nil
-				}
-				return &e.Events[i].ReactMs
-			})})
+			return &e.Events[i].ReactMs
+		}))
 	}
 	for i, ph := range ev.Phases {
 		for _, path := range eventPaths(ev) {
-			cols = append(cols, pointColumn{fmt.Sprintf("phase%d_%s_kbps", i, path), path + " " + ph.Label + " (kB/s)",
-				of(func(e *results.EventsSummary) *stats.Summary {
-					if i >= len(e.Phases) {
-						return nil
-					}
-					s, ok := e.Phases[i].PathKBps[path]
-					if !ok {
-						return nil
-					}
+			cols = append(cols, eventsColumn(fmt.Sprintf("phase%d_%s_kbps", i, path), path+" "+ph.Label+" (kB/s)", func(e *results.EventsSummary) *stats.Summary {
+				if i >= len(e.Phases) {
+					return nil
+				}
+				if s, ok := e.Phases[i].PathKBps[path]; ok {
 					return &s
-				})})
+				}
+				return nil
+			}))
 		}
 	}
 	return cols

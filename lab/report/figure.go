@@ -54,7 +54,7 @@ func scaleFor(run *results.Run, axis string) xScale {
 	var texts []string
 	var vals []float64
 	for i := range run.Points {
-		q, ok := paramOf(&run.Points[i], axis)
+		q, ok := run.Points[i].Param(axis)
 		if !ok || slices.Contains(texts, q.Text) {
 			continue
 		}
@@ -116,7 +116,7 @@ func figures(run *results.Run) []figure {
 		var fixed []results.Param
 		var key strings.Builder
 		for _, a := range rest {
-			q, ok := paramOf(p, a)
+			q, ok := p.Param(a)
 			if !ok {
 				q = results.Param{Axis: a}
 			}

@@ -303,7 +303,7 @@ func figureTable(w io.Writer, f *figure, paths []string) {
 func (f *figure) rowStart(p *results.Point) []string {
 	var cells []string
 	if f.x != "" {
-		q, _ := paramOf(p, f.x)
+		q, _ := p.Param(f.x)
 		cells = append(cells, mdText(q.Text))
 	}
 	return append(cells, mdText(p.Label))

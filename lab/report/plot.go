@@ -176,7 +176,7 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 			if pt.Label != label || !measured(pt, m) {
 				continue
 			}
-			q, ok := paramOf(pt, f.x)
+			q, ok := pt.Param(f.x)
 			if !ok {
 				continue
 			}

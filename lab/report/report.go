@@ -6,6 +6,9 @@
 // setup next to the numbers, because a goodput without its RTT, loss, size
 // and repetitions cannot be compared with anything.
 //
+// The bench and the mesh lab write their reports through the same writer
+// (Doc), filled from their own results.
+//
 // Everything here is a pure function of the Run: the same Run gives the same
 // bytes (rows and series follow the Run's point order, maps are written in
 // sorted key order), so a committed report only changes when the data does.
@@ -13,9 +16,8 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -104,15 +106,6 @@ func sweepAxes(run *results.Run) []string {
 // hasValue reports whether an axis's Param.Value carries information (the
 // scenario package sets 0 for transport and scheduler).
 func hasValue(axis string) bool { return axis != axisTransport && axis != axisScheduler }
-
-func paramOf(p *results.Point, axis string) (results.Param, bool) {
-	for _, q := range p.Params {
-		if q.Axis == axis {
-			return q, true
-		}
-	}
-	return results.Param{}, false
-}
 
 // summaryOf is the point's goodput summary. The runner fills Goodput; a Run
 // assembled by hand or by an older runner may not have, and then the
@@ -235,40 +228,16 @@ func sizeString(n int64) string {
 // results.json, samples.csv, summary.csv, the figures (PNG and SVG) and
 // report.md, which links the figures by names relative to dir.
 func WriteAll(run *results.Run, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	_, err := Document(run).Write(dir)
+	return err
+}
+
+// Document is the run's report as a Doc, with the campaign's own Markdown.
+func Document(run *results.Run) *Doc {
+	return &Doc{
+		JSON:     run,
+		CSV:      []CSV{{FileSamples, sampleRows(run)}, {FileSummary, summaryRows(run)}},
+		Plot:     func(dir string) ([]string, error) { return Plot(run, dir) },
+		Markdown: func(w io.Writer, plots []string) error { return Markdown(w, run, plots) },
 	}
-	write := func(name string, f func(*os.File) error) error {
-		fh, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := f(fh); err != nil {
-			fh.Close()
-			return fmt.Errorf("report: %s: %w", name, err)
-		}
-		return fh.Close()
-	}
-	if err := write(FileJSON, func(f *os.File) error { return WriteJSON(f, run) }); err != nil {
-		return err
-	}
-	if err := write(FileSamples, func(f *os.File) error { return WriteCSV(f, run) }); err != nil {
-		return err
-	}
-	if err := write(FileSummary, func(f *os.File) error { return WriteSummaryCSV(f, run) }); err != nil {
-		return err
-	}
-	plots, err := Plot(run, dir)
-	if err != nil {
-		return err
-	}
-	rel := make([]string, len(plots))
-	for i, p := range plots {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			r = filepath.Base(p)
-		}
-		rel[i] = r
-	}
-	return write(FileMarkdown, func(f *os.File) error { return Markdown(f, run, rel) })
 }

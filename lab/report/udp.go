@@ -27,19 +27,26 @@ type pointColumn struct {
 	of          func(*results.Point) *stats.Summary // nil: the point has none
 }
 
-func latencyOf(p *results.Point, f func(*results.LatencySummary) *stats.Summary) *stats.Summary {
-	if p.Latency == nil {
-		return nil
+// partColumn makes the columns of one part of a point (its latency
+// probes, real-time flow, bulk recovery or events): none where the point
+// has not got the part.
+func partColumn[T any](part func(*results.Point) *T) func(name, title string, f func(*T) *stats.Summary) pointColumn {
+	return func(name, title string, f func(*T) *stats.Summary) pointColumn {
+		return pointColumn{name, title, func(p *results.Point) *stats.Summary {
+			if t := part(p); t != nil {
+				return f(t)
+			}
+			return nil
+		}}
 	}
-	return f(p.Latency)
 }
 
-func realtimeOf(p *results.Point, f func(*results.RealtimeSummary) *stats.Summary) *stats.Summary {
-	if p.Realtime == nil {
-		return nil
-	}
-	return f(p.Realtime)
-}
+var (
+	latencyColumn      = partColumn(func(p *results.Point) *results.LatencySummary { return p.Latency })
+	realtimeColumn     = partColumn(func(p *results.Point) *results.RealtimeSummary { return p.Realtime })
+	bulkRecoveryColumn = partColumn(func(p *results.Point) *results.BulkRecoverySummary { return p.BulkRecovery })
+	eventsColumn       = partColumn(func(p *results.Point) *results.EventsSummary { return p.Events })
+)
 
 var (
 	latencySampleColumns = []sampleColumn{
@@ -73,64 +80,30 @@ var (
 	// The point figures are in percent, easier to read than fractions of
 	// a few hundredths.
 	bulkRecoveryColumns = []pointColumn{
-		{"recovery_overhead_pct", "overhead (% of payload)", func(p *results.Point) *stats.Summary {
-			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.Overhead })
-		}},
-		{"path_loss_pct", "path loss (%)", func(p *results.Point) *stats.Summary {
-			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.PathLossRate })
-		}},
-		{"overhead_bound_pct", "bound: 2 × loss + 5 (%)", func(p *results.Point) *stats.Summary {
-			return bulkRecoveryPct(p, func(r *results.BulkRecoverySummary) stats.Summary { return r.Bound })
-		}},
+		bulkRecoveryColumn("recovery_overhead_pct", "overhead (% of payload)", func(r *results.BulkRecoverySummary) *stats.Summary { return pct(r.Overhead) }),
+		bulkRecoveryColumn("path_loss_pct", "path loss (%)", func(r *results.BulkRecoverySummary) *stats.Summary { return pct(r.PathLossRate) }),
+		bulkRecoveryColumn("overhead_bound_pct", "bound: 2 × loss + 5 (%)", func(r *results.BulkRecoverySummary) *stats.Summary { return pct(r.Bound) }),
 	}
 	latencyColumns = []pointColumn{
-		{"idle_rtt_ms", "idle RTT (ms)", func(p *results.Point) *stats.Summary {
-			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.IdleMs })
-		}},
-		{"added_p50_ms", "added p50 (ms)", func(p *results.Point) *stats.Summary {
-			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP50Ms })
-		}},
-		{"added_p95_ms", "added p95 (ms)", func(p *results.Point) *stats.Summary {
-			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP95Ms })
-		}},
-		{"added_p99_ms", "added p99 (ms)", func(p *results.Point) *stats.Summary {
-			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.AddedP99Ms })
-		}},
-		{"probe_loss_pct", "probes lost (%)", func(p *results.Point) *stats.Summary {
-			return latencyOf(p, func(l *results.LatencySummary) *stats.Summary { return &l.LossPct })
-		}},
+		latencyColumn("idle_rtt_ms", "idle RTT (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.IdleMs }),
+		latencyColumn("added_p50_ms", "added p50 (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.AddedP50Ms }),
+		latencyColumn("added_p95_ms", "added p95 (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.AddedP95Ms }),
+		latencyColumn("added_p99_ms", "added p99 (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.AddedP99Ms }),
+		latencyColumn("probe_loss_pct", "probes lost (%)", func(l *results.LatencySummary) *stats.Summary { return &l.LossPct }),
 	}
 	realtimeColumns = []pointColumn{
-		{"rt_loss_pct", "loss (%)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.LossPct })
-		}},
-		{"owd_p50_ms", "OWD p50 (ms)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP50Ms })
-		}},
-		{"owd_p99_ms", "OWD p99 (ms)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP99Ms })
-		}},
-		{"owd_max_ms", "OWD max (ms)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDMaxMs })
-		}},
-		{"rt_late_pct", "late (% of delivered)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.LatePct })
-		}},
-		{"rt_miss_pct", "lost or late (%)", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.MissPct })
-		}},
-		{"outer_per_payload", "outer B per payload B", func(p *results.Point) *stats.Summary {
-			return realtimeOf(p, func(r *results.RealtimeSummary) *stats.Summary { return &r.OuterPerPayload })
-		}},
+		realtimeColumn("rt_loss_pct", "loss (%)", func(r *results.RealtimeSummary) *stats.Summary { return &r.LossPct }),
+		realtimeColumn("owd_p50_ms", "OWD p50 (ms)", func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP50Ms }),
+		realtimeColumn("owd_p99_ms", "OWD p99 (ms)", func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDP99Ms }),
+		realtimeColumn("owd_max_ms", "OWD max (ms)", func(r *results.RealtimeSummary) *stats.Summary { return &r.OWDMaxMs }),
+		realtimeColumn("rt_late_pct", "late (% of delivered)", func(r *results.RealtimeSummary) *stats.Summary { return &r.LatePct }),
+		realtimeColumn("rt_miss_pct", "lost or late (%)", func(r *results.RealtimeSummary) *stats.Summary { return &r.MissPct }),
+		realtimeColumn("outer_per_payload", "outer B per payload B", func(r *results.RealtimeSummary) *stats.Summary { return &r.OuterPerPayload }),
 	}
 )
 
-// bulkRecoveryPct is a figure of p's bulk recovery, fractions made percent.
-func bulkRecoveryPct(p *results.Point, f func(*results.BulkRecoverySummary) stats.Summary) *stats.Summary {
-	if p.BulkRecovery == nil {
-		return nil
-	}
-	s := f(p.BulkRecovery)
+// pct is a summary of fractions in percent.
+func pct(s stats.Summary) *stats.Summary {
 	for _, x := range []*float64{&s.Mean, &s.StdDev, &s.CI95, &s.Median, &s.Min, &s.Max} {
 		*x *= 100
 	}
@@ -199,8 +172,8 @@ func recoveryOff(run *results.Run, p *results.Point) *results.Point {
 	}
 	sameNet := func(q *results.Point) bool {
 		for _, a := range sweepAxes(run) {
-			x, _ := paramOf(p, a)
-			y, _ := paramOf(q, a)
+			x, _ := p.Param(a)
+			y, _ := q.Param(a)
 			if x.Text != y.Text {
 				return false
 			}

@@ -129,6 +129,17 @@ type Point struct {
 	Error  string         `json:"error,omitempty"` // the point could not be measured
 }
 
+// Param returns the point's value on axis, false when the axis does not
+// apply to it (the scheduler of a transport without one).
+func (p *Point) Param(axis string) (Param, bool) {
+	for _, q := range p.Params {
+		if q.Axis == axis {
+			return q, true
+		}
+	}
+	return Param{}, false
+}
+
 // BulkRecoverySummary is the mean and 95% interval over a point's downloads
 // of each download's BulkRecovery figures, and how many met the target.
 type BulkRecoverySummary struct {

@@ -1,35 +1,19 @@
 package runner
 
-import (
-	"context"
-	"os"
-	"testing"
-
-	"github.com/braid-vpn/braid/lab/scenario"
-)
+import "testing"
 
 // TestCompetingFlows runs a direct download over the primary path with one
 // competing TCP download on the same 10 Mbit/s path: the two share it, so
 // each gets a fraction and together they do not exceed the link.
 func TestCompetingFlows(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the testbed in network namespaces")
-	}
-	s, err := scenario.Parse("competing.toml", []byte(`
+	run := runInNamespaces(t, "competing.toml", "braid-rct", `
 [experiment]
 size = "2MiB"
 reps = 1
 competing = 1
 [[transports]]
 name = "direct"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Run(context.Background(), s, Options{Prefix: "braid-rct", Emulator: "userspace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p := run.Points[0]
 	if p.Error != "" || p.Competing == nil || p.Competing.N != 1 {
 		t.Fatalf("point: error %q, competing %+v", p.Error, p.Competing)

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"context"
 	"math"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -108,10 +106,7 @@ func TestSummarizeEvents(t *testing.T) {
 // undone after each: a path cut and restored, an interface taken down and
 // up, an address moved. Kernel MPTCP over both paths (no braid needed).
 func TestEventsInNamespaces(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the testbed in network namespaces")
-	}
-	s, err := scenario.Parse("events.toml", []byte(`
+	run := runInNamespaces(t, "events.toml", "braid-rev", `
 [experiment]
 size = "4MiB"
 reps = 2
@@ -135,14 +130,7 @@ link = "secondary"
 at = "1s"
 action = "readdress"
 link = "primary"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Run(context.Background(), s, Options{Prefix: "braid-rev", Emulator: "userspace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p := run.Points[0]
 	if p.Error != "" || len(p.Samples) != 2 || p.Events == nil {
 		t.Fatalf("error %q, %d samples, events %+v", p.Error, len(p.Samples), p.Events)

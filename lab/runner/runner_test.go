@@ -13,6 +13,7 @@ import (
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
@@ -212,4 +213,22 @@ func TestBraidDetail(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+}
+
+// runInNamespaces runs the scenario text on the built-in testbed with the
+// userspace emulator, skipping the test unless it runs as root.
+func runInNamespaces(t *testing.T, name, prefix, text string) *results.Run {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: builds the testbed in network namespaces")
+	}
+	s, err := scenario.Parse(name, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Run(context.Background(), s, Options{Prefix: prefix, Emulator: "userspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }

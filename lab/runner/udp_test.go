@@ -1,10 +1,8 @@
 package runner
 
 import (
-	"context"
 	"math"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -119,10 +117,7 @@ func TestSummaries(t *testing.T) {
 // added delay grows far beyond the idle RTT), then the real-time flow
 // over a path with 2% loss.
 func TestLatencyAndRealtime(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: builds the testbed in network namespaces")
-	}
-	s, err := scenario.Parse("latency.toml", []byte(`
+	run := runInNamespaces(t, "latency.toml", "braid-rlt", `
 [experiment]
 size = "2MiB"
 reps = 1
@@ -133,14 +128,7 @@ name = "primary"
 rtt = "20ms"
 [[transports]]
 name = "direct"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Run(context.Background(), s, Options{Prefix: "braid-rlt", Emulator: "userspace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p := run.Points[0]
 	if p.Error != "" || len(p.Samples) != 1 || p.Samples[0].Latency == nil || p.Latency == nil {
 		t.Fatalf("latency point: error %q, %d samples, summary %+v", p.Error, len(p.Samples), p.Latency)
@@ -154,7 +142,7 @@ name = "direct"
 		t.Errorf("added delay p50 %.1f p95 %.1f p99 %.1f ms; want a queue to build (p95 > 20 ms) and ordered percentiles", l.AddedP50Ms, l.AddedP95Ms, l.AddedP99Ms)
 	}
 
-	s, err = scenario.Parse("realtime.toml", []byte(`
+	run = runInNamespaces(t, "realtime.toml", "braid-rlt", `
 [experiment]
 reps = 1
 workload = "realtime"
@@ -166,14 +154,7 @@ rtt = "20ms"
 loss = "2%"
 [[transports]]
 name = "direct"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err = Run(context.Background(), s, Options{Prefix: "braid-rlt", Emulator: "userspace"})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	p = run.Points[0]
 	if p.Error != "" || len(p.Samples) != 1 || p.Samples[0].Realtime == nil || p.Realtime == nil || run.Realtime == nil {
 		t.Fatalf("realtime point: error %q, %d samples, summary %+v", p.Error, len(p.Samples), p.Realtime)

@@ -123,46 +123,59 @@ func Summarize(xs []float64) Summary {
 	return s
 }
 
-// MarshalJSON writes NaN fields as null, which JSON can carry and NaN it
-// cannot.
-func (s Summary) MarshalJSON() ([]byte, error) {
-	num := func(x float64) *float64 {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil
-		}
-		return &x
+// Num is a float64 that travels in JSON as null when it is NaN or ±Inf
+// (undefined, not applicable or not measured), which JSON numbers cannot
+// carry.
+type Num float64
+
+// NaN is the Num for "none".
+func NaN() Num { return Num(math.NaN()) }
+
+// Valid reports whether n holds a number.
+func (n Num) Valid() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float64(n), 0) }
+
+func (n Num) MarshalJSON() ([]byte, error) {
+	if !n.Valid() {
+		return []byte("null"), nil
 	}
-	return json.Marshal(struct {
-		N      int      `json:"n"`
-		Mean   *float64 `json:"mean"`
-		StdDev *float64 `json:"std_dev"`
-		CI95   *float64 `json:"ci95"`
-		Median *float64 `json:"median"`
-		Min    *float64 `json:"min"`
-		Max    *float64 `json:"max"`
-	}{s.N, num(s.Mean), num(s.StdDev), num(s.CI95), num(s.Median), num(s.Min), num(s.Max)})
+	return json.Marshal(float64(n))
 }
 
-// UnmarshalJSON reads what MarshalJSON writes, null back to NaN.
-func (s *Summary) UnmarshalJSON(b []byte) error {
-	var v struct {
-		N      int      `json:"n"`
-		Mean   *float64 `json:"mean"`
-		StdDev *float64 `json:"std_dev"`
-		CI95   *float64 `json:"ci95"`
-		Median *float64 `json:"median"`
-		Min    *float64 `json:"min"`
-		Max    *float64 `json:"max"`
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = NaN()
+		return nil
 	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// summaryJSON is a Summary as JSON, its undefined fields null.
+type summaryJSON struct {
+	N      int `json:"n"`
+	Mean   Num `json:"mean"`
+	StdDev Num `json:"std_dev"`
+	CI95   Num `json:"ci95"`
+	Median Num `json:"median"`
+	Min    Num `json:"min"`
+	Max    Num `json:"max"`
+}
+
+func (s Summary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(summaryJSON{s.N, Num(s.Mean), Num(s.StdDev), Num(s.CI95), Num(s.Median), Num(s.Min), Num(s.Max)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; a field that is null or
+// missing is NaN.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	v := summaryJSON{0, NaN(), NaN(), NaN(), NaN(), NaN(), NaN()}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	f := func(p *float64) float64 {
-		if p == nil {
-			return math.NaN()
-		}
-		return *p
-	}
-	*s = Summary{N: v.N, Mean: f(v.Mean), StdDev: f(v.StdDev), CI95: f(v.CI95), Median: f(v.Median), Min: f(v.Min), Max: f(v.Max)}
+	*s = Summary{v.N, float64(v.Mean), float64(v.StdDev), float64(v.CI95), float64(v.Median), float64(v.Min), float64(v.Max)}
 	return nil
 }

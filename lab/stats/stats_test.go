@@ -121,6 +121,11 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.StdDev != 1 {
 		t.Errorf("round trip of three samples: %+v, %v", back, err)
 	}
+	// An older file without a field has it undefined, not 0.
+	back = Summary{}
+	if err := json.Unmarshal([]byte(`{"n":2,"mean":3}`), &back); err != nil || back.Mean != 3 || !math.IsNaN(back.Median) {
+		t.Errorf("missing fields: %+v, %v", back, err)
+	}
 }
 
 func TestPercentile(t *testing.T) {
