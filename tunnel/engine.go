@@ -208,6 +208,20 @@ type connState struct {
 	// so a stream server keeps only connections that carry a session alive.
 	auth conn.Authenticator
 	out  outQueue // datagrams sealed for this socket, in order (send.go)
+	// lead is the first socket of this one's listen address when several
+	// share it (Tunables.ListenReaders); nil otherwise.
+	lead *connState
+}
+
+// pathSock is the socket a path is known by (pathKey, migratePath): the first
+// of a listen address's SO_REUSEPORT group, whose sockets are one address to
+// the clients (the kernel may deliver a client's new address and port to any
+// of them), else the socket itself.
+func (cs *connState) pathSock() *connState {
+	if cs.lead != nil {
+		return cs.lead
+	}
+	return cs
 }
 
 // New builds an engine; Start runs it.

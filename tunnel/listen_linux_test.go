@@ -29,6 +29,16 @@ func TestListenReaders(t *testing.T) {
 	if len(e.conns) != 3 || e.conns[1].c.LocalAddr() != port || e.conns[2].c.LocalAddr() != port {
 		t.Fatalf("%d sockets, want 3 on %v", len(e.conns), port)
 	}
+	// A client's datagrams are one path whichever socket of the group the
+	// kernel hands them to (after a rebinding it may pick another), so that
+	// migratePath finds the path the client moved from.
+	p := &peer{isSrv: false}
+	ep := conn.Endpoint{Remote: netip.MustParseAddrPort("198.18.1.1:40000")}
+	for _, cs := range e.conns {
+		if cs.pathSock() != e.conns[0] || p.keyFor(cs, ep) != p.keyFor(e.conns[0], ep) {
+			t.Fatalf("socket %d is a path socket of its own", cs.idx)
+		}
+	}
 	if st := e.Status(); st.ListenSockets != 3 || len(st.Listen) != 1 || st.Listen[0] != port.String() {
 		t.Fatalf("status: listen %v, %d sockets", st.Listen, st.ListenSockets)
 	}

@@ -17,10 +17,11 @@ import (
 func (e *Engine) openConns() error {
 	if e.role == Server {
 		readers := max(e.tn.ListenReaders, 1)
-		add := func(c conn.Conn) {
-			cs := &connState{c: c, idx: len(e.conns)}
+		add := func(c conn.Conn, lead *connState) *connState {
+			cs := &connState{c: c, idx: len(e.conns), lead: lead}
 			cs.auth, _ = c.(conn.Authenticator)
 			e.conns = append(e.conns, cs)
+			return cs
 		}
 		for _, a := range e.cfg.ListenAddrs {
 			if readers > 1 && a.Port() != 0 {
@@ -37,7 +38,7 @@ func (e *Engine) openConns() error {
 			if err != nil {
 				return err
 			}
-			add(c)
+			lead := add(c, nil)
 			// The others join its port (a may ask for an ephemeral one).
 			same := netip.AddrPortFrom(a.Addr(), c.LocalAddr().Port())
 			for range readers - 1 {
@@ -46,7 +47,7 @@ func (e *Engine) openConns() error {
 					e.log.Warn("one socket reads the listen address", "addr", a.String(), "err", err)
 					break
 				}
-				add(c)
+				add(c, lead)
 			}
 		}
 		return nil
@@ -250,7 +251,7 @@ func (p *peer) linkOf(cs *connState, ep conn.Endpoint) int {
 }
 
 func (p *peer) keyFor(cs *connState, ep conn.Endpoint) pathKey {
-	k := pathKey{conn: cs.idx, remote: ep.Remote}
+	k := pathKey{conn: cs.pathSock().idx, remote: ep.Remote}
 	if !p.isSrv {
 		k.local = ep.Local
 	}
@@ -325,7 +326,7 @@ func (p *peer) migratePath(ps *pathState, now time.Time, w *writer) *pathState {
 	}
 	var old *pathState
 	for _, o := range p.paths {
-		if o != nil && o != ps && o.peerID == ps.peerID && o.cs == ps.cs && o.key.local == ps.key.local {
+		if o != nil && o != ps && o.peerID == ps.peerID && o.cs.pathSock() == ps.cs.pathSock() && o.key.local == ps.key.local {
 			old = o
 			break
 		}
