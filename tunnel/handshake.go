@@ -214,6 +214,7 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer w.seal() // before the lock goes: see writer.batch
 	if p.hs == nil || p.hsIndex != recv {
 		e.counters.drop(dropHandshakeStale)
 		return

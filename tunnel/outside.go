@@ -137,15 +137,25 @@ func (in *inbound) open(pbs []*packetBuf, sizes []int) {
 		if n >= len(b) || wire.MessageType(b[:n]) != wire.TypeData {
 			continue
 		}
-		h, err := wire.ParseDataHeader(b[:n])
-		if err != nil {
-			continue
-		}
-		if ent, ok := in.lookupIndex(h.Receiver); ok && ent.kp != nil {
+		if ent, _, ok := in.keysFor(b[:n]); ok {
 			items[i] = openItem{ent: ent, d: b[:n]}
 		}
 	}
 	in.e.crypto.Run(&in.fork, &in.opened, len(items))
+}
+
+// keysFor finds the peer and keys of transport datagram d, or (ok false) the
+// reason to drop it.
+func (in *inbound) keysFor(d []byte) (ent indexEntry, drop dropReason, ok bool) {
+	h, err := wire.ParseDataHeader(d)
+	if err != nil {
+		return indexEntry{}, dropMalformed, false
+	}
+	ent, found := in.lookupIndex(h.Receiver)
+	if !found || ent.kp == nil {
+		return indexEntry{}, dropUnknownIndex, false
+	}
+	return ent, 0, true
 }
 
 // lookupIndex returns the peer and keys of receiver index idx. The entry found
@@ -306,11 +316,7 @@ func (in *inbound) handle(cs *connState, pb *packetBuf, n int, ep conn.Endpoint,
 	case wire.TypeHandshakeResp:
 		in.unlockPeer()
 		if e.role == Client {
-			// handleResponse locks and unlocks the peer itself: its datagrams
-			// must be sealed and queued before it lets the lock go.
-			in.w.batch = false
 			e.handleResponse(cs, d, ep, now, in.w)
-			in.w.batch = true
 			return false
 		}
 	case wire.TypeCookieReply:
@@ -335,15 +341,12 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 	if o != nil && o.ent.kp != nil {
 		ent, plain, ctr, err = o.ent, o.plain, o.counter, o.err
 	} else {
-		h, perr := wire.ParseDataHeader(d)
-		if perr != nil {
-			e.counters.drop(dropMalformed)
-			return false
-		}
-		var ok bool
-		ent, ok = in.lookupIndex(h.Receiver)
-		if !ok || ent.kp == nil {
-			e.counters.drop(dropUnknownIndex)
+		var (
+			drop dropReason
+			ok   bool
+		)
+		if ent, drop, ok = in.keysFor(d); !ok {
+			e.counters.drop(drop)
 			return false
 		}
 		plain, ctr, err = ent.kp.Decrypt(d)
