@@ -17,6 +17,7 @@ import (
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/tundev"
 	"github.com/braid-vpn/braid/tundev/tuntest"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -74,6 +75,8 @@ type rigOpts struct {
 	links func(*conntest.Network)
 	// noOffload is client A's Config.NoOffload.
 	noOffload bool
+	// srvTUN, if set, wraps the server's TUN double.
+	srvTUN func(*tuntest.Device) tundev.Device
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -102,9 +105,13 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if o.clientB {
 		clients = append(clients, ClientPeer{Name: "b", PublicKey: bKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.3/32")}})
 	}
+	var srvTUN tundev.Device = r.srvTun
+	if o.srvTUN != nil {
+		srvTUN = o.srvTUN(r.srvTun)
+	}
 	var err error
 	r.srv, err = New(Config{
-		Role: Server, PrivateKey: srvKey, TUN: r.srvTun, Listen: r.net.ListenOptions, Logger: testLogger(t),
+		Role: Server, PrivateKey: srvKey, TUN: srvTUN, Listen: r.net.ListenOptions, Logger: testLogger(t),
 		ListenAddrs: []netip.AddrPort{srvAddr1, srvAddr2}, Clients: clients, Tunables: tn,
 		ServerID: 5, ServerIDBits: 4, HandshakeRate: o.handshakeRate,
 	})

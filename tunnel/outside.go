@@ -8,6 +8,7 @@ import (
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/fanout"
 	"github.com/braid-vpn/braid/fec"
+	"github.com/braid-vpn/braid/lanes"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/reorder"
@@ -65,16 +66,17 @@ func (in *inbound) handleBatch(cs *connState, pbs []*packetBuf, sizes []int, eps
 
 // inbound is the per-goroutine state of the receive path.
 //
-// Packets a peer's reorder buffer releases are written to the TUN device before
-// that peer's lock is let go: each path socket has its own reader goroutine, and if
-// two of them wrote their batches after unlocking, a later batch could overtake an
-// earlier one and undo the reordering. Consecutive datagrams of one peer are handled
-// under one lock hold, so batching survives.
+// Consecutive datagrams of one peer are handled under one hold of its lock, so
+// batching survives. The packets its reorder buffer releases meanwhile are
+// written to the TUN device after the lock is let go, in their turn
+// (deliver.go): each path socket has its own reader, and a later batch of a
+// flow must not overtake an earlier one.
 type inbound struct {
 	e      *Engine
 	w      *writer
 	cur    *peer // locked peer, if any
 	toTUN  []*packetBuf
+	turn   lanes.Ticket // toTUN's place in cur's delivery order
 	tw     tunWrite
 	repair fec.Repair // scratch for a received repair frame
 	// rebuiltSeen is the peer's count of REBUILT reports when this goroutine
@@ -195,15 +197,17 @@ func (in *inbound) lockPeer(p *peer) {
 }
 
 func (in *inbound) unlockPeer() {
-	if in.cur == nil {
+	p := in.cur
+	if p == nil {
 		return
 	}
 	in.sendAcks()
 	in.w.seal() // before the lock goes: see writer.batch
-	in.e.writeTUN(in.toTUN, &in.tw)
-	in.toTUN = in.toTUN[:0]
-	in.cur.mu.Unlock()
+	p.takeTurn(&in.turn, in.toTUN)
+	p.mu.Unlock()
 	in.cur = nil
+	p.writeTurn(&in.turn, in.toTUN, &in.tw)
+	in.toTUN = in.toTUN[:0]
 }
 
 // ackLater owes ps an ack at the end of the batch, or sends it now when the
@@ -243,8 +247,9 @@ func (in *inbound) flush() {
 // tunWrite is a goroutine's scratch for TUN writes: the batch's slices and the
 // buffers in which the device can coalesce it (tundev.Stager).
 type tunWrite struct {
-	bufs  [][]byte
-	stage tundev.Stager
+	bufs   [][]byte
+	stage  tundev.Stager
+	byLane []*packetBuf // a release sorted by lane (writeTurn)
 }
 
 // tunWriteChunk bounds the packets of one TUN write: a receive batch with GRO
@@ -523,6 +528,7 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 	pb.start, pb.end = start, start+len(pkt)
 	var dup bool
 	flow, class := f.Flow&uint16(len(p.flowSq)-1), p.flowClass(pkt)
+	pb.flow = flow
 	if reorder.PureAck(pkt) {
 		in.toTUN, dup = p.reorder.PushUnordered(flow, f.FlowSeq, pb, class, now, in.toTUN)
 	} else {

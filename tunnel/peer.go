@@ -12,6 +12,7 @@ import (
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/fec"
 	"github.com/braid-vpn/braid/keys"
+	"github.com/braid-vpn/braid/lanes"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/pmtu"
@@ -36,6 +37,10 @@ type peer struct {
 	isSrv   bool   // this peer is the server (we are the client)
 
 	mu sync.Mutex
+
+	// delivery orders the TUN writes of what the reorder buffer releases
+	// (deliver.go); it has its own lock, the writes happen after mu is let go.
+	delivery lanes.Order
 
 	params Params
 	sched  sched.Scheduler
@@ -296,7 +301,7 @@ func (p *peer) applyParams(want Params) error {
 			// of the flow numbering (see resetFlows) only in a new session.
 			var out []*packetBuf
 			out = p.reorder.Flush(out)
-			p.e.writeTUN(out, nil)
+			p.writeLocked(out)
 		}
 		p.reorder = reorder.New[*packetBuf](rcfg)
 		p.reorderCfg = rcfg
@@ -340,7 +345,7 @@ func (p *peer) resetFlows() {
 	if p.reorder != nil {
 		var out []*packetBuf
 		out = p.reorder.Reset(out)
-		p.e.writeTUN(out, nil)
+		p.writeLocked(out)
 	}
 }
 

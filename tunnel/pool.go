@@ -7,6 +7,7 @@ import "sync"
 type packetBuf struct {
 	b          []byte
 	start, end int
+	flow       uint16 // received: the reorder buffer's flow bucket (its TUN write lane)
 }
 
 // bufPool recycles packet buffers so the steady-state data path does not allocate.

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/lanes"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -17,6 +18,7 @@ func (e *Engine) routineTimers() {
 	w := &writer{e: e}
 	var toTUN []*packetBuf
 	var tw tunWrite
+	var turn lanes.Ticket
 	var peers []*peer
 	for {
 		select {
@@ -29,11 +31,10 @@ func (e *Engine) routineTimers() {
 			for _, p := range peers {
 				p.mu.Lock()
 				toTUN = p.tick(now, w, toTUN)
-				// Under the lock, so packets released here cannot be overtaken by
-				// later ones a path reader delivers (see inbound).
-				e.writeTUN(toTUN, &tw)
-				toTUN = toTUN[:0]
+				p.takeTurn(&turn, toTUN)
 				p.mu.Unlock()
+				p.writeTurn(&turn, toTUN, &tw)
+				toTUN = toTUN[:0]
 				w.flush()
 			}
 			clear(peers)
