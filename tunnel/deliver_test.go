@@ -138,35 +138,32 @@ func TestWriteTurnLaneByLane(t *testing.T) {
 	p.takeTurn(&t2, second)
 	done := make(chan struct{})
 	go func() { p.writeTurn(&t2, second, &tunWrite{}); close(done) }()
-	for i, want := range []string{"b0", "c0", "b1"} {
-		select {
-		case got := <-d.Outbound():
-			if string(got[28:]) != want {
-				t.Fatalf("write %d is %q, want %q", i, got[28:], want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("lane 2 held up by lane 1's hanging write (%d of 3 written)", i)
-		}
-	}
+	expectWrites(t, d, "lane 2, while lane 1's write hangs", "b0", "c0", "b1")
 	select {
 	case got := <-d.Outbound():
 		t.Fatalf("%q overtook a0", got[28:])
 	case <-time.After(100 * time.Millisecond):
 	}
 	close(g.release)
-	for i, want := range []string{"a0", "a1", "a2"} {
-		select {
-		case got := <-d.Outbound():
-			if string(got[28:]) != want {
-				t.Fatalf("lane 1: write %d is %q, want %q", i, got[28:], want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("lane 1 stuck after the release")
-		}
-	}
+	expectWrites(t, d, "lane 1, after the release", "a0", "a1", "a2")
 	<-done
 	if !p.delivery.Idle() {
 		t.Fatal("turns left after both writers finished")
+	}
+}
+
+// expectWrites reads len(want) packets from d's writes and checks their payloads.
+func expectWrites(t *testing.T, d *tuntest.Device, what string, want ...string) {
+	t.Helper()
+	for i, w := range want {
+		select {
+		case got := <-d.Outbound():
+			if string(got[28:]) != w {
+				t.Fatalf("%s: write %d is %q, want %q", what, i, got[28:], w)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: %d of %d written", what, i, len(want))
+		}
 	}
 }
 
