@@ -338,7 +338,7 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	cfg := e.Mesh
 	cfg.fill()
 	res.RateBps, res.QueuePackets = cfg.Rate, cfg.QueuePackets
-	res.MinDelayMs, res.MaxDelayMs = ms(cfg.MinDelay), ms(cfg.MaxDelay)
+	res.MinDelayMs, res.MaxDelayMs = stats.Ms(cfg.MinDelay), stats.Ms(cfg.MaxDelay)
 	for _, c := range e.Channels {
 		res.Channels = append(res.Channels, int(c))
 	}
@@ -378,8 +378,6 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res.Summary = Summarize(res.Runs, e.Cases())
 	return res, runErr
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func (e *Experiment) progress(label string) {
 	if e.Progress != nil {
@@ -561,7 +559,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 		s := Sample{
 			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
-			MaxStallMs: ms(r.MaxStall), PathBytes: make([]uint64, npaths),
+			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: make([]uint64, npaths),
 		}
 		for k := range s.PathBytes {
 			s.PathBytes[k] = m.Delivered(k) - before[k]
@@ -590,7 +588,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 	}
 	meas.MediumDrops = m.Dropped() - dropsBefore
 	mean, p99 := m.Lateness()
-	meas.LatenessMs, meas.LatenessP99Ms = ms(mean), ms(p99)
+	meas.LatenessMs, meas.LatenessP99Ms = stats.Ms(mean), stats.Ms(p99)
 	if len(errs) > 0 {
 		meas.Error = fmt.Sprintf("%d of %d downloads failed: %v", len(errs), e.Reps, errors.Join(errs...))
 	}

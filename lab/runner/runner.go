@@ -125,14 +125,14 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		}
 	}
 	if exp.Latency {
-		run.LatencyIntervalMs, run.LatencyIdleMs = ms(exp.LatencyInterval), ms(exp.LatencyIdle)
+		run.LatencyIntervalMs, run.LatencyIdleMs = stats.Ms(exp.LatencyInterval), stats.Ms(exp.LatencyIdle)
 	}
 	if exp.Workload == scenario.WorkloadRealtime {
 		rt := exp.Realtime
 		run.Workload = scenario.WorkloadRealtime
 		run.Realtime = &results.RealtimeSetup{
 			RateMbps: float64(rt.Rate) / 1e6, Size: rt.Size, Seconds: rt.Duration.Seconds(),
-			Packets: rt.Packets(), DeadlineMs: ms(rt.Deadline),
+			Packets: rt.Packets(), DeadlineMs: stats.Ms(rt.Deadline),
 		}
 	}
 	for _, a := range s.Axes() {
@@ -496,7 +496,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	}
 	smp := results.Sample{
 		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
-		MaxStallMs:      float64(res.MaxStall) / float64(time.Millisecond),
+		MaxStallMs:      stats.Ms(res.MaxStall),
 		Reordered:       sub(after.Reordered, before.sess.Reordered),
 		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
 		PathBytes:       pathBytes,
