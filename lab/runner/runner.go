@@ -359,20 +359,13 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// emulatorBytes is what each path's emulator delivered towards the client.
-func (r *runState) emulatorBytes() map[string]uint64 {
+// perPath is count of every path by name: the testbed's Delivered (what
+// the path's emulator delivered towards the client) or Offered (what it
+// took in, both directions).
+func (r *runState) perPath(count func(path string) uint64) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, p := range r.tb.Plan.Paths {
-		out[p.Name] = r.tb.Delivered(p.Name)
-	}
-	return out
-}
-
-// offeredBytes is what each path's emulator has taken in, both directions.
-func (r *runState) offeredBytes() map[string]uint64 {
-	out := map[string]uint64{}
-	for _, p := range r.tb.Plan.Paths {
-		out[p.Name] = r.tb.Offered(p.Name)
+		out[p.Name] = count(p.Name)
 	}
 	return out
 }
@@ -388,7 +381,7 @@ func (r *runState) countPaths(ctx context.Context, sess Session) (pathCounts, er
 	if err != nil {
 		return pathCounts{}, fmt.Errorf("reading counters: %w", err)
 	}
-	return pathCounts{sess: c, emu: r.emulatorBytes()}, nil
+	return pathCounts{sess: c, emu: r.perPath(r.tb.Delivered)}, nil
 }
 
 // since returns the transport's counters now and what each path delivered
@@ -405,7 +398,7 @@ func (r *runState) since(ctx context.Context, sess Session, before pathCounts) (
 			out[k] = sub(v, before.sess.PathBytes[k])
 		}
 	} else {
-		for k, v := range r.emulatorBytes() {
+		for k, v := range r.perPath(r.tb.Delivered) {
 			out[k] = sub(v, before.emu[k])
 		}
 	}
