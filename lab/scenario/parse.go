@@ -1002,13 +1002,7 @@ func (p *parser) priorities(key string, v []int64, paths int) []int {
 }
 
 // FormatTiers writes per-path tiers as labels and records show them: "0/4".
-func FormatTiers(v []int) string {
-	s := make([]string, len(v))
-	for i, t := range v {
-		s[i] = strconv.Itoa(t)
-	}
-	return strings.Join(s, "/")
-}
+func FormatTiers(v []int) string { return joinSlash(v, strconv.Itoa) }
 
 func equalWeights(n int) []float64 {
 	w := make([]float64, n)
@@ -1018,10 +1012,13 @@ func equalWeights(n int) []float64 {
 	return w
 }
 
-func formatWeights(w []float64) string {
-	s := make([]string, len(w))
-	for i, v := range w {
-		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+func formatWeights(w []float64) string { return joinSlash(w, fmtFloat) }
+
+// joinSlash writes per-path values the way labels show them: "75/25".
+func joinSlash[T any](v []T, format func(T) string) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = format(x)
 	}
 	return strings.Join(s, "/")
 }
