@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,9 +164,6 @@ func newLabRunCmd() *cobra.Command {
 		Short: "Run a scenario file's experiments on an emulated testbed (root)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if os.Geteuid() != 0 {
-				return runner.ErrNotRoot
-			}
 			s, err := scenario.Load(args[0])
 			if err != nil {
 				return err
@@ -184,9 +182,6 @@ func newLabDemoCmd() *cobra.Command {
 		Short: "Run the demo scenario: one path vs kernel MPTCP vs braid on paths with unequal delays (root)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return runner.ErrNotRoot
-			}
 			data, err := scenarios.Read("demo.toml")
 			if err != nil {
 				return err
@@ -207,6 +202,9 @@ func newLabDemoCmd() *cobra.Command {
 }
 
 func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
+	if os.Geteuid() != 0 {
+		return runner.ErrNotRoot
+	}
 	stderr := cmd.ErrOrStderr()
 	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu, Command: labArgs(),
 		Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
@@ -240,10 +238,7 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		return err
 	}
 	defer release()
-	opt.Seed = f.seed
-	if opt.Seed == 0 {
-		opt.Seed = s.Experiment.Seed
-	}
+	opt.Seed = cmp.Or(f.seed, s.Experiment.Seed)
 	if opt.Seed == 0 {
 		opt.Seed = runner.NewSeed()
 	}

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,33 +75,19 @@ type Experiment struct {
 }
 
 func (e *Experiment) fill() error {
-	if e.Nodes == 0 {
-		e.Nodes = DefaultNodes
-	}
-	if e.Topologies == 0 {
-		e.Topologies = DefaultTopologies
-	}
-	if e.Seed == 0 {
-		e.Seed = DefaultSeed
-	}
+	e.Nodes = cmp.Or(e.Nodes, DefaultNodes)
+	e.Topologies = cmp.Or(e.Topologies, DefaultTopologies)
+	e.Seed = cmp.Or(e.Seed, DefaultSeed)
 	if len(e.Channels) == 0 {
 		e.Channels = []Channels{SingleChannel, TwoChannels}
 	}
 	if len(e.Algorithms) == 0 {
 		e.Algorithms = Algorithms
 	}
-	if e.Size == 0 {
-		e.Size = DefaultSize
-	}
-	if e.Reps == 0 {
-		e.Reps = DefaultReps
-	}
-	if e.CC == "" {
-		e.CC = DefaultCC
-	}
-	if e.Timeout == 0 {
-		e.Timeout = DefaultTimeoutBase + time.Duration(float64(e.Size*8)/DefaultTimeoutRate*float64(time.Second))
-	}
+	e.Size = cmp.Or(e.Size, DefaultSize)
+	e.Reps = cmp.Or(e.Reps, DefaultReps)
+	e.CC = cmp.Or(e.CC, DefaultCC)
+	e.Timeout = cmp.Or(e.Timeout, DefaultTimeoutBase+time.Duration(float64(e.Size*8)/DefaultTimeoutRate*float64(time.Second)))
 	if e.Topology != nil {
 		e.Topologies = 1
 	}
