@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -163,9 +164,6 @@ func newLabRunCmd() *cobra.Command {
 		Short: "Run a scenario file's experiments on an emulated testbed (root)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if os.Geteuid() != 0 {
-				return runner.ErrNotRoot
-			}
 			s, err := scenario.Load(args[0])
 			if err != nil {
 				return err
@@ -184,9 +182,6 @@ func newLabDemoCmd() *cobra.Command {
 		Short: "Run the demo scenario: one path vs kernel MPTCP vs braid on paths with unequal delays (root)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return runner.ErrNotRoot
-			}
 			data, err := scenarios.Read("demo.toml")
 			if err != nil {
 				return err
@@ -207,6 +202,9 @@ func newLabDemoCmd() *cobra.Command {
 }
 
 func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
+	if os.Geteuid() != 0 {
+		return runner.ErrNotRoot
+	}
 	stderr := cmd.ErrOrStderr()
 	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu, Command: labArgs(),
 		Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
@@ -240,10 +238,7 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		return err
 	}
 	defer release()
-	opt.Seed = f.seed
-	if opt.Seed == 0 {
-		opt.Seed = s.Experiment.Seed
-	}
+	opt.Seed = cmp.Or(f.seed, s.Experiment.Seed)
 	if opt.Seed == 0 {
 		opt.Seed = runner.NewSeed()
 	}
@@ -252,41 +247,10 @@ func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool)
 		where = ", shard " + opt.Shard.String()
 	}
 	fmt.Fprintf(stderr, "%s: seed %d%s (repeat with --seed %d)\n", s.Name, opt.Seed, where, opt.Seed)
-	tty := isTerminal(stderr)
-	lastDone := -1
-	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, progress, stop := labContext(cmd)
 	defer stop()
-	// `braid lab run … | head`: with SIGPIPE ignored, a closed stdout or
-	// stderr is a write error instead of death before the namespaces are
-	// removed; a progress line that cannot be written ends the run. (Not
-	// signal.Notify: that would also report every EPIPE of the lab's own
-	// sockets, such as the web server's when a competing download stops.)
-	signal.Ignore(syscall.SIGPIPE)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	progress := func(format string, args ...any) {
-		if _, err := fmt.Fprintf(stderr, format, args...); err != nil {
-			cancel(fmt.Errorf("writing progress: %w", err))
-		}
-	}
-	opt.Progress = func(done, total int, eta time.Duration) {
-		line := fmt.Sprintf("%s: %d/%d downloads (%.0f%%), ETA %s", s.Name, done, total, 100*float64(done)/float64(total), eta.Round(time.Second))
-		if tty {
-			progress("\r\033[K%s", line)
-			if done == total {
-				progress("\n")
-			}
-			return
-		}
-		if done != lastDone {
-			progress("%s\n", line)
-			lastDone = done
-		}
-	}
+	opt.Progress, opt.Terminal = progress, isTerminal(stderr)
 	run, runErr := runner.Run(ctx, s, opt)
-	if tty {
-		fmt.Fprintln(stderr)
-	}
 	if errors.Is(runErr, context.Canceled) && run != nil {
 		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(only.Points(s))))
 	}
@@ -312,6 +276,35 @@ func startLab(stderr io.Writer, out string, force bool) (release func(), warning
 		}
 	}
 	return lockLab(stderr, force)
+}
+
+// labContext is what every driver runs in: Ctrl-C and SIGTERM cancel ctx,
+// and so does the first progress line that cannot be written to stderr.
+// With SIGPIPE ignored, `braid lab … | head` makes a closed stdout or
+// stderr a write error instead of death before the namespaces are
+// removed. (Not signal.Notify: that would also report every EPIPE of the
+// lab's own sockets, such as the web server's when a competing download
+// stops.)
+func labContext(cmd *cobra.Command) (ctx context.Context, progress io.Writer, stop func()) {
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	progress = cancelWriter{cmd.ErrOrStderr(), cancel}
+	return ctx, progress, func() { cancel(nil); stopSignals() }
+}
+
+// cancelWriter is w whose failed writes cancel a run.
+type cancelWriter struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+}
+
+func (c cancelWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if err != nil {
+		c.cancel(fmt.Errorf("writing progress: %w", err))
+	}
+	return n, err
 }
 
 // finishLab is how every driver ends: its report written into out (when

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,10 +66,12 @@ docs/lab.md explains each number.`,
 				return fmt.Errorf("--recovery: %q is not one of %s", recovery, strings.Join(config.Recoveries, ", "))
 			}
 			stderr := cmd.ErrOrStderr()
+			ctx, progress, stop := labContext(cmd)
+			defer stop()
 			cfg := bench.Config{
 				Size: n, Parallel: parallel, Reps: reps, CC: cc, Cases: cases, Idle: idle, Timeout: timeout,
 				Braid: labBraidCommand(), Congestion: congestion, Recovery: recovery,
-				Progress: func(line string) { fmt.Fprintln(stderr, line) },
+				Progress: func(line string) { fmt.Fprintln(progress, line) },
 			}
 			if cryptoWorkers != config.AutoCryptoWorkers {
 				cfg.CryptoWorkers = &cryptoWorkers
@@ -98,8 +98,6 @@ docs/lab.md explains each number.`,
 				return err
 			}
 			defer release()
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
 			rep, runErr := bench.Run(ctx, cfg)
 			if rep == nil {
 				return runErr

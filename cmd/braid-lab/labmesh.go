@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,12 +112,10 @@ your own instead. See docs/lab.md ("Mesh lab").`,
 			if _, err := netns.Cleanup(mesh.Prefix); err != nil {
 				return fmt.Errorf("removing stale namespaces: %w", err)
 			}
-			bar := progress.New(stderr, e.Steps(), isTerminal(stderr))
-			e.Progress = bar.Step
-			// SIGPIPE too: `braid lab mesh … | head` must not kill the run
-			// before it has removed its namespaces.
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
+			ctx, w, stop := labContext(cmd)
 			defer stop()
+			bar := progress.New(w, e.Steps(), isTerminal(stderr))
+			e.Progress = bar.Step
 			res, runErr := mesh.Run(ctx, e)
 			bar.Done()
 			if res == nil {

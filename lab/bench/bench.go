@@ -20,6 +20,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -144,21 +145,15 @@ func (c Config) withDefaults() Config {
 	if c.Reps <= 0 {
 		c.Reps = DefaultReps
 	}
-	if c.CC == "" {
-		c.CC = DefaultCC
-	}
+	c.CC = cmp.Or(c.CC, DefaultCC)
 	if c.Cases == nil {
 		c.Cases = AllCases
 	}
-	if c.Idle == 0 {
-		c.Idle = DefaultIdle
-	}
+	c.Idle = cmp.Or(c.Idle, DefaultIdle)
 	if c.Timeout <= 0 {
 		c.Timeout = max(MinTimeout, time.Duration(float64(c.Size)*8/MinTimeoutRate*float64(time.Second)))
 	}
-	if c.Prefix == "" {
-		c.Prefix = testbed.Prefix
-	}
+	c.Prefix = cmp.Or(c.Prefix, testbed.Prefix)
 	return c
 }
 
@@ -260,9 +255,7 @@ reps:
 				l.progress("rep %d/%d %s: error: %v", r+1, cfg.Reps, c.Label, err)
 				continue
 			}
-			if c.Detail == "" {
-				c.Detail = detail
-			}
+			c.Detail = cmp.Or(c.Detail, detail)
 			c.Samples = append(c.Samples, s)
 			l.progress("rep %d/%d %s: %.0f Mbit/s, system %.2f CPU-s, background %.2f cores", r+1, cfg.Reps, c.Label, s.Mbps, float64(s.CPU.System), s.BackgroundCores)
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,9 +51,7 @@ func WireGuardVersion() string {
 // WireGuardGoHint says, on one line, how to get wireguard-go.
 func WireGuardGoHint() string {
 	v := WireGuardVersion()
-	if v == "" {
-		v = "latest"
-	}
+	v = cmp.Or(v, "latest")
 	return fmt.Sprintf("wireguard-go not found, benching without it: `go install %s@%s` installs it as $(go env GOPATH)/bin/wireguard (put that directory on PATH or pass --wireguard-go PATH)", WireGuardModule, v)
 }
 

@@ -390,16 +390,23 @@ func (d *dir) recv(buf []byte) (n int, errno unix.Errno, err error) {
 // doRead is the RawConn callback: one recvfrom with MSG_TRUNC, so an
 // oversized frame reports its real length instead of passing truncated.
 func (d *dir) doRead(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&d.rbuf[0])), uintptr(len(d.rbuf)), unix.MSG_TRUNC, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
+	n, e, ok := rawIO(unix.SYS_RECVFROM, fd, d.rbuf, unix.MSG_TRUNC)
+	if ok {
 		d.rn, d.rerr = int(n), e
-		return true
+	}
+	return ok
+}
+
+// rawIO is the system call of a RawConn callback: trap (read, write or
+// recvfrom, which takes flags) on fd with b. It retries an interrupted
+// call; ok is false on EAGAIN, which parks the goroutine in the netpoller
+// until fd is ready.
+func rawIO(trap, fd uintptr, b []byte, flags uintptr) (n uintptr, e unix.Errno, ok bool) {
+	for {
+		n, _, e = unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+		if e != unix.EINTR {
+			return n, e, e != unix.EAGAIN
+		}
 	}
 }
 
@@ -490,16 +497,8 @@ func (d *dir) sendLoop() {
 // doTick consumes a timer expiry; false (EAGAIN) parks the goroutine in
 // the netpoller until the next one.
 func (d *dir) doTick(fd uintptr) bool {
-	for {
-		_, _, e := unix.Syscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&d.tick[0])), uintptr(len(d.tick)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		return true
-	}
+	_, _, ok := rawIO(unix.SYS_READ, fd, d.tick[:], 0)
+	return ok
 }
 
 // dueLocked moves the frames due by now into d.batch. With nothing due it
@@ -551,17 +550,11 @@ func (d *dir) send(b []byte) (unix.Errno, error) {
 // doWrite is the RawConn callback. A socket bound to an interface sends
 // the frame out of it as is: no address needed.
 func (d *dir) doWrite(fd uintptr) bool {
-	for {
-		_, _, e := unix.Syscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&d.wbuf[0])), uintptr(len(d.wbuf)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
+	_, e, ok := rawIO(unix.SYS_WRITE, fd, d.wbuf, 0)
+	if ok {
 		d.werr = e
-		return true
 	}
+	return ok
 }
 
 // ---- timer ----

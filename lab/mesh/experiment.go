@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,33 +75,19 @@ type Experiment struct {
 }
 
 func (e *Experiment) fill() error {
-	if e.Nodes == 0 {
-		e.Nodes = DefaultNodes
-	}
-	if e.Topologies == 0 {
-		e.Topologies = DefaultTopologies
-	}
-	if e.Seed == 0 {
-		e.Seed = DefaultSeed
-	}
+	e.Nodes = cmp.Or(e.Nodes, DefaultNodes)
+	e.Topologies = cmp.Or(e.Topologies, DefaultTopologies)
+	e.Seed = cmp.Or(e.Seed, DefaultSeed)
 	if len(e.Channels) == 0 {
 		e.Channels = []Channels{SingleChannel, TwoChannels}
 	}
 	if len(e.Algorithms) == 0 {
 		e.Algorithms = Algorithms
 	}
-	if e.Size == 0 {
-		e.Size = DefaultSize
-	}
-	if e.Reps == 0 {
-		e.Reps = DefaultReps
-	}
-	if e.CC == "" {
-		e.CC = DefaultCC
-	}
-	if e.Timeout == 0 {
-		e.Timeout = DefaultTimeoutBase + time.Duration(float64(e.Size*8)/DefaultTimeoutRate*float64(time.Second))
-	}
+	e.Size = cmp.Or(e.Size, DefaultSize)
+	e.Reps = cmp.Or(e.Reps, DefaultReps)
+	e.CC = cmp.Or(e.CC, DefaultCC)
+	e.Timeout = cmp.Or(e.Timeout, DefaultTimeoutBase+time.Duration(float64(e.Size*8)/DefaultTimeoutRate*float64(time.Second)))
 	if e.Topology != nil {
 		e.Topologies = 1
 	}
@@ -338,7 +325,7 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	cfg := e.Mesh
 	cfg.fill()
 	res.RateBps, res.QueuePackets = cfg.Rate, cfg.QueuePackets
-	res.MinDelayMs, res.MaxDelayMs = ms(cfg.MinDelay), ms(cfg.MaxDelay)
+	res.MinDelayMs, res.MaxDelayMs = stats.Ms(cfg.MinDelay), stats.Ms(cfg.MaxDelay)
 	for _, c := range e.Channels {
 		res.Channels = append(res.Channels, int(c))
 	}
@@ -378,8 +365,6 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res.Summary = Summarize(res.Runs, e.Cases())
 	return res, runErr
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func (e *Experiment) progress(label string) {
 	if e.Progress != nil {
@@ -561,7 +546,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 		s := Sample{
 			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
-			MaxStallMs: ms(r.MaxStall), PathBytes: make([]uint64, npaths),
+			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: make([]uint64, npaths),
 		}
 		for k := range s.PathBytes {
 			s.PathBytes[k] = m.Delivered(k) - before[k]
@@ -590,7 +575,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 	}
 	meas.MediumDrops = m.Dropped() - dropsBefore
 	mean, p99 := m.Lateness()
-	meas.LatenessMs, meas.LatenessP99Ms = ms(mean), ms(p99)
+	meas.LatenessMs, meas.LatenessP99Ms = stats.Ms(mean), stats.Ms(p99)
 	if len(errs) > 0 {
 		meas.Error = fmt.Sprintf("%d of %d downloads failed: %v", len(errs), e.Reps, errors.Join(errs...))
 	}

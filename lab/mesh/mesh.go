@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -43,13 +44,9 @@ type Mesh struct {
 // already created is removed.
 func Build(plan *Plan, opt Options) (*Mesh, error) {
 	prefix := opt.Prefix
-	if prefix == "" {
-		prefix = Prefix
-	}
+	prefix = cmp.Or(prefix, Prefix)
 	ch := opt.Channels
-	if ch == 0 {
-		ch = TwoChannels
-	}
+	ch = cmp.Or(ch, TwoChannels)
 	groups, err := plan.MediaGroups(ch)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package mesh
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -113,9 +114,7 @@ type Config struct {
 }
 
 func (c *Config) fill() error {
-	if c.Rate == 0 {
-		c.Rate = DefaultRate
-	}
+	c.Rate = cmp.Or(c.Rate, DefaultRate)
 	if c.MinDelay == 0 && c.MaxDelay == 0 {
 		c.MinDelay, c.MaxDelay = DefaultMinDelay, DefaultMaxDelay
 	}
@@ -127,9 +126,7 @@ func (c *Config) fill() error {
 	case math.IsNaN(c.InterferenceRange) || math.IsInf(c.InterferenceRange, 0):
 		return fmt.Errorf("mesh: interference range %v", c.InterferenceRange)
 	}
-	if c.QueuePackets == 0 {
-		c.QueuePackets = DefaultQueuePackets
-	}
+	c.QueuePackets = cmp.Or(c.QueuePackets, DefaultQueuePackets)
 	return nil
 }
 

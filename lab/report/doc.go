@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -142,9 +143,7 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		rel = append(rel, r)
 	}
 	name := d.MarkdownFile
-	if name == "" {
-		name = FileMarkdown
-	}
+	name = cmp.Or(name, FileMarkdown)
 	return plots, writeFile(dir, name, func(w io.Writer) error {
 		if d.Markdown != nil {
 			return d.Markdown(w, rel)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -106,9 +107,7 @@ func figures(run *results.Run) []figure {
 		x, rest = sweep[0], sweep[1:]
 	}
 	base := sanitize(run.Scenario)
-	if base == "" {
-		base = "run"
-	}
+	base = cmp.Or(base, "run")
 	var figs []figure
 	keys := map[string]int{}
 	for i := range run.Points {

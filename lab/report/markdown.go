@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -26,9 +27,7 @@ import (
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
 	name := run.Scenario
-	if name == "" {
-		name = "(unnamed)"
-	}
+	name = cmp.Or(name, "(unnamed)")
 	fmt.Fprintf(bw, "# braid lab: %s\n\n", mdText(name))
 	if run.Description != "" {
 		fmt.Fprintf(bw, "%s\n\n", mdText(run.Description))
@@ -53,8 +52,8 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Scenario", scen)
 	row("Download size", sizeString(run.Size))
 	row("Repetitions", strconv.Itoa(run.Reps)+" per point")
-	row("Emulator", mdText(orUnknown(run.Emulator)))
-	row("Host", mdText(orUnknown(run.Host)))
+	row("Emulator", mdText(cmp.Or(run.Emulator, "unknown")))
+	row("Host", mdText(cmp.Or(run.Host, "unknown")))
 	row("Date", dateRange(run.Started, run.Finished))
 	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
@@ -222,7 +221,7 @@ func partsTable(w io.Writer, parts []results.Part) {
 		if len(p.Command) > 0 {
 			cmd = mdCode(shellJoin(p.Command))
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f / %.2f | %d | %s | %s |\n", mdText(orUnknown(p.Shard)), mdText(orUnknown(p.Host)),
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f / %.2f | %d | %s | %s |\n", mdText(cmp.Or(p.Shard, "unknown")), mdText(cmp.Or(p.Host, "unknown")),
 			p.Points, dateRange(p.Started, p.Finished), p.LoadStart, p.LoadMax, p.CPUs, commit, cmd)
 	}
 }
@@ -357,13 +356,6 @@ var (
 	mdNum    = table.Style{NaN: "n/a"}
 	mdFigure = table.Style{NaN: "n/a", None: "–"}
 )
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
 
 func dateRange(start, end time.Time) string {
 	const layout = "2006-01-02 15:04:05 MST"

@@ -59,13 +59,13 @@ func Merge(runs []*Run) (*Run, error) {
 	total := 0
 	owner := map[int]string{}
 	for _, r := range runs {
-		name := orWhole(r.Shard)
+		name := cmp.Or(r.Shard, "whole")
 		if err := sameCampaign(first, r); err != nil {
 			return nil, fmt.Errorf("merge: shard %s: %w", name, err)
 		}
 		is, n := parseShards(r.Shard)
 		if _, n0 := parseShards(first.Shard); n != n0 {
-			return nil, fmt.Errorf("merge: shard %s and shard %s split the campaign differently", name, orWhole(first.Shard))
+			return nil, fmt.Errorf("merge: shard %s and shard %s split the campaign differently", name, cmp.Or(first.Shard, "whole"))
 		}
 		total = n
 		for _, i := range is {
@@ -120,7 +120,7 @@ func Merge(runs []*Run) (*Run, error) {
 		m.LoadMax = max(m.LoadMax, p.LoadMax)
 		m.Dirty = m.Dirty || p.Dirty
 		for _, w := range p.Warnings {
-			m.Warnings = append(m.Warnings, "shard "+orWhole(p.Shard)+": "+w)
+			m.Warnings = append(m.Warnings, "shard "+cmp.Or(p.Shard, "whole")+": "+w)
 		}
 	}
 	m.Host = strings.Join(hosts, ", ")
@@ -198,12 +198,4 @@ func mergedShards(have map[int]bool, n int) string {
 		}
 	}
 	return strings.Join(is, ",") + "/" + strconv.Itoa(n)
-}
-
-// orWhole names a run's shard in messages.
-func orWhole(shard string) string {
-	if shard == "" {
-		return "whole"
-	}
-	return shard
 }

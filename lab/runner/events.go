@@ -182,13 +182,13 @@ func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []strin
 			continue
 		}
 		t0 := fired[i]
-		out[i].Fired, out[i].AtMs = true, ms(t0)
+		out[i].Fired, out[i].AtMs = true, stats.Ms(t0)
 		own := slices.Index(paths, ev.Link)
 		watched := func(j int) bool { return (j == own) == (ev.Restores() || ev.Action == scenario.ActionReaddress) }
 		base := sum(at(t0), watched)
 		for _, s := range samples {
 			if s.t > t0 && sum(s.bytes, watched)-base >= results.ReactBytes {
-				r := ms(s.t - t0)
+				r := stats.Ms(s.t - t0)
 				out[i].ReactMs = &r
 				break
 			}
@@ -199,7 +199,7 @@ func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []strin
 	var phases []results.Phase
 	for i := 0; i+1 < len(bounds); i++ {
 		from, to := bounds[i], bounds[i+1]
-		ph := results.Phase{FromMs: ms(from), ToMs: ms(to), PathKBps: map[string]float64{}}
+		ph := results.Phase{FromMs: stats.Ms(from), ToMs: stats.Ms(to), PathKBps: map[string]float64{}}
 		b0, b1 := at(from), at(to)
 		for j, p := range paths {
 			if to > from {

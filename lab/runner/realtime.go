@@ -40,7 +40,7 @@ func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	outerBefore := r.offeredBytes()
+	outerBefore := r.perPath(r.tb.Offered)
 
 	count, interval := rt.Packets(), rt.Interval()
 	flow := rand.Uint64()
@@ -108,7 +108,7 @@ func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	outer := r.offeredBytes()
+	outer := r.perPath(r.tb.Offered)
 	for k, v := range outer {
 		outer[k] = sub(v, outerBefore[k])
 	}

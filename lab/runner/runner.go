@@ -9,15 +9,18 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/progress"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
@@ -43,9 +46,10 @@ type Options struct {
 	// Reps and Size override the scenario's experiment when > 0.
 	Reps int
 	Size int64
-	// Progress, if set, is called after every download (and failed point)
-	// with the downloads done, their total and the estimated time left.
-	Progress func(done, total int, eta time.Duration)
+	// Progress, if set, gets a progress line per download (a failed point
+	// counts its downloads as done), redrawn in place if Terminal.
+	Progress io.Writer
+	Terminal bool
 	// Braid is how braid daemons are started (default: this executable).
 	Braid BraidCommand
 	// Prefix names the testbed's namespaces ("" = testbed.Prefix).
@@ -125,21 +129,22 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		}
 	}
 	if exp.Latency {
-		run.LatencyIntervalMs, run.LatencyIdleMs = ms(exp.LatencyInterval), ms(exp.LatencyIdle)
+		run.LatencyIntervalMs, run.LatencyIdleMs = stats.Ms(exp.LatencyInterval), stats.Ms(exp.LatencyIdle)
 	}
 	if exp.Workload == scenario.WorkloadRealtime {
 		rt := exp.Realtime
 		run.Workload = scenario.WorkloadRealtime
 		run.Realtime = &results.RealtimeSetup{
 			RateMbps: float64(rt.Rate) / 1e6, Size: rt.Size, Seconds: rt.Duration.Seconds(),
-			Packets: rt.Packets(), DeadlineMs: ms(rt.Deadline),
+			Packets: rt.Packets(), DeadlineMs: stats.Ms(rt.Deadline),
 		}
 	}
 	for _, a := range s.Axes() {
 		run.Axes = append(run.Axes, string(a))
 	}
-	r := &runState{opt: opt, exp: exp, total: len(points) * exp.Reps, start: time.Now()}
+	r := &runState{opt: opt, exp: exp, bar: progress.New(cmp.Or[io.Writer](opt.Progress, io.Discard), len(points)*exp.Reps, opt.Terminal)}
 	defer r.closeNet()
+	defer r.bar.Done()
 
 	for i := range points {
 		p := &points[i]
@@ -167,9 +172,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 type runState struct {
 	opt     Options
 	exp     scenario.Experiment
-	total   int
-	done    int
-	start   time.Time
+	bar     *progress.Bar
 	network int
 	tb      *testbed.Testbed
 	web     *WebServer
@@ -211,17 +214,11 @@ func (r *runState) closeNet() {
 	}
 }
 
-func (r *runState) progress(n int) {
-	r.done += n
-	if r.opt.Progress == nil {
-		return
+// progress counts n downloads of p as done.
+func (r *runState) progress(p *scenario.Point, n int) {
+	for range n {
+		r.bar.Step(p.String())
 	}
-	var eta time.Duration
-	if r.done > 0 {
-		per := time.Since(r.start) / time.Duration(r.done)
-		eta = per * time.Duration(r.total-r.done)
-	}
-	r.opt.Progress(r.done, r.total, eta)
 }
 
 // Options returns a transport's options as results.Point records them:
@@ -265,7 +262,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	dir, err := os.MkdirTemp("", "braid-lab-")
 	if err != nil {
 		rp.Error = err.Error()
-		r.progress(r.exp.Reps)
+		r.progress(p, r.exp.Reps)
 		return rp
 	}
 	defer os.RemoveAll(dir)
@@ -275,7 +272,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	if err != nil {
 		rp.Error = fmt.Sprintf("%s: %v", p.Transport.Label, err)
 		rp.Goodput = stats.Summarize(nil)
-		r.progress(r.exp.Reps)
+		r.progress(p, r.exp.Reps)
 		return rp
 	}
 	defer sess.Close()
@@ -293,7 +290,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		}
 		seed := r.reseed(p, rep)
 		smp, err := run(ctx, sess, rep)
-		r.progress(1)
+		r.progress(p, 1)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
 			continue
@@ -362,20 +359,13 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// emulatorBytes is what each path's emulator delivered towards the client.
-func (r *runState) emulatorBytes() map[string]uint64 {
+// perPath is count of every path by name: the testbed's Delivered (what
+// the path's emulator delivered towards the client) or Offered (what it
+// took in, both directions).
+func (r *runState) perPath(count func(path string) uint64) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, p := range r.tb.Plan.Paths {
-		out[p.Name] = r.tb.Delivered(p.Name)
-	}
-	return out
-}
-
-// offeredBytes is what each path's emulator has taken in, both directions.
-func (r *runState) offeredBytes() map[string]uint64 {
-	out := map[string]uint64{}
-	for _, p := range r.tb.Plan.Paths {
-		out[p.Name] = r.tb.Offered(p.Name)
+		out[p.Name] = count(p.Name)
 	}
 	return out
 }
@@ -391,7 +381,7 @@ func (r *runState) countPaths(ctx context.Context, sess Session) (pathCounts, er
 	if err != nil {
 		return pathCounts{}, fmt.Errorf("reading counters: %w", err)
 	}
-	return pathCounts{sess: c, emu: r.emulatorBytes()}, nil
+	return pathCounts{sess: c, emu: r.perPath(r.tb.Delivered)}, nil
 }
 
 // since returns the transport's counters now and what each path delivered
@@ -408,7 +398,7 @@ func (r *runState) since(ctx context.Context, sess Session, before pathCounts) (
 			out[k] = sub(v, before.sess.PathBytes[k])
 		}
 	} else {
-		for k, v := range r.emulatorBytes() {
+		for k, v := range r.perPath(r.tb.Delivered) {
 			out[k] = sub(v, before.emu[k])
 		}
 	}
@@ -496,7 +486,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	}
 	smp := results.Sample{
 		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
-		MaxStallMs:      float64(res.MaxStall) / float64(time.Millisecond),
+		MaxStallMs:      stats.Ms(res.MaxStall),
 		Reordered:       sub(after.Reordered, before.sess.Reordered),
 		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
 		PathBytes:       pathBytes,

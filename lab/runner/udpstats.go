@@ -8,8 +8,6 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // AddedDelay computes one download's latency figures from its probes' RTTs:
 // idle were sent on the idle transport before the download, load while it
 // ran; a negative RTT is a probe that got no answer. Added delay is each
@@ -19,7 +17,7 @@ func AddedDelay(idle, load []time.Duration) (results.Latency, error) {
 		var out []float64
 		for _, r := range rs {
 			if r >= 0 {
-				out = append(out, ms(r))
+				out = append(out, stats.Ms(r))
 			}
 		}
 		return out
@@ -65,7 +63,7 @@ func RealtimeStats(sent, size int, deadline time.Duration, arrivals []Arrival) (
 			continue
 		}
 		seen[a.Seq] = true
-		owd = append(owd, ms(a.OWD))
+		owd = append(owd, stats.Ms(a.OWD))
 		if a.OWD > deadline {
 			r.Late++
 		}

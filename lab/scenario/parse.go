@@ -1002,13 +1002,7 @@ func (p *parser) priorities(key string, v []int64, paths int) []int {
 }
 
 // FormatTiers writes per-path tiers as labels and records show them: "0/4".
-func FormatTiers(v []int) string {
-	s := make([]string, len(v))
-	for i, t := range v {
-		s[i] = strconv.Itoa(t)
-	}
-	return strings.Join(s, "/")
-}
+func FormatTiers(v []int) string { return joinSlash(v, strconv.Itoa) }
 
 func equalWeights(n int) []float64 {
 	w := make([]float64, n)
@@ -1018,10 +1012,13 @@ func equalWeights(n int) []float64 {
 	return w
 }
 
-func formatWeights(w []float64) string {
-	s := make([]string, len(w))
-	for i, v := range w {
-		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+func formatWeights(w []float64) string { return joinSlash(w, fmtFloat) }
+
+// joinSlash writes per-path values the way labels show them: "75/25".
+func joinSlash[T any](v []T, format func(T) string) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = format(x)
 	}
 	return strings.Join(s, "/")
 }
@@ -1045,20 +1042,6 @@ func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
 		p.oneOf(k, "congestion controller", v, config.CongestionChoices)
 		return v
 	}, strconv.Quote)
-	for _, ax := range []struct {
-		key  string
-		n    int
-		decl bool
-	}{
-		{"sweep.rtt", len(raw.RTT), raw.RTT != nil}, {"sweep.rtt_ratio", len(raw.RTTRatio), raw.RTTRatio != nil},
-		{"sweep.rate", len(raw.Rate), raw.Rate != nil}, {"sweep.rate_ratio", len(raw.RateRatio), raw.RateRatio != nil},
-		{"sweep.loss", len(raw.Loss), raw.Loss != nil}, {"sweep.scheduler", len(raw.Scheduler), raw.Scheduler != nil},
-		{"sweep.loss_secondary", len(raw.LossSecondary), raw.LossSecondary != nil}, {"sweep.congestion", len(raw.Congestion), raw.Congestion != nil},
-	} {
-		if ax.decl && ax.n == 0 {
-			p.fail(ax.key, "empty; list values or remove the key")
-		}
-	}
 	if p.err != nil {
 		return s
 	}
@@ -1144,10 +1127,14 @@ func (p *parser) ratios(key string, v []float64) []float64 {
 
 // sweepAxis reads the values of one sweep axis: each through parse (which reports
 // its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (show
-// formats a value for that message). A nil list stays nil: the axis is not swept.
+// formats a value for that message). A nil list stays nil: the axis is not swept;
+// an empty one is an error.
 func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, show func(T) string) []T {
 	if raw == nil {
 		return nil
+	}
+	if len(raw) == 0 {
+		p.fail(key, "empty; list values or remove the key")
 	}
 	out := []T{}
 	for i, v := range raw {

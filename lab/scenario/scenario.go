@@ -504,23 +504,8 @@ type Sweep struct {
 func (s *Scenario) Axes() []Axis {
 	var out []Axis
 	sw := &s.Sweep
-	if sw.RTT != nil {
-		out = append(out, AxisRTT)
-	}
-	if sw.RTTRatio != nil {
-		out = append(out, AxisRTTRatio)
-	}
-	if sw.Rate != nil {
-		out = append(out, AxisRate)
-	}
-	if sw.RateRatio != nil {
-		out = append(out, AxisRateRatio)
-	}
-	if sw.Loss != nil {
-		out = append(out, AxisLoss)
-	}
-	if sw.LossSecondary != nil {
-		out = append(out, AxisLossSecondary)
+	for _, a := range sw.networkAxes() {
+		out = append(out, a.axis)
 	}
 	out = append(out, AxisTransport)
 	if sw.Scheduler != nil {

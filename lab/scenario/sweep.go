@@ -3,8 +3,11 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/braid-vpn/braid/lab/stats"
 )
 
 // network is one point of the network axes: a testbed with its params.
@@ -68,74 +71,16 @@ func (p *parser) expand(s *Scenario) []Point {
 	}
 
 	total := len(variants)
-	for _, n := range []int{len(sw.RTT), len(sw.RTTRatio), len(sw.Rate), len(sw.RateRatio), len(sw.Loss), len(sw.LossSecondary)} {
-		if n > 0 {
-			total *= n
-		}
+	for _, a := range sw.networkAxes() {
+		total *= a.n
 	}
 	if total > MaxPoints {
 		p.fail("sweep", "expands to %d points; the limit is %d", total, MaxPoints)
 		return nil
 	}
 
-	if sw.RTT != nil {
-		step(len(sw.RTT), func(t *Topology, i int) Param {
-			d := sw.RTT[i]
-			for _, l := range t.Paths() {
-				l.AB.Delay, l.BA.Delay = splitRTT(d)
-			}
-			return Param{Axis: AxisRTT, Text: d.String(), Value: ms(d)}
-		})
-	}
-	if sw.RTTRatio != nil {
-		step(len(sw.RTTRatio), func(t *Topology, i int) Param {
-			r := sw.RTTRatio[i]
-			paths := t.Paths()
-			ref := paths[0].RTT()
-			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
-			}
-			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
-		})
-	}
-	if sw.Rate != nil {
-		step(len(sw.Rate), func(t *Topology, i int) Param {
-			r := sw.Rate[i]
-			for _, l := range t.Paths() {
-				l.AB.Rate, l.BA.Rate = r, r
-			}
-			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
-		})
-	}
-	if sw.RateRatio != nil {
-		step(len(sw.RateRatio), func(t *Topology, i int) Param {
-			r := sw.RateRatio[i]
-			paths := t.Paths()
-			ref := paths[0]
-			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
-			}
-			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
-		})
-	}
-	if sw.Loss != nil {
-		step(len(sw.Loss), func(t *Topology, i int) Param {
-			m := sw.Loss[i]
-			for _, l := range t.Paths() {
-				l.AB.Loss, l.BA.Loss = m, m
-			}
-			return Param{Axis: AxisLoss, Text: m.String(), Value: 100 * m.MeanLoss()}
-		})
-	}
-	if sw.LossSecondary != nil {
-		step(len(sw.LossSecondary), func(t *Topology, i int) Param {
-			m := sw.LossSecondary[i]
-			for _, l := range t.Paths()[1:] {
-				l.AB.Loss, l.BA.Loss = m, m
-			}
-			return Param{Axis: AxisLossSecondary, Text: m.String(), Value: 100 * m.MeanLoss()}
-		})
+	for _, a := range sw.networkAxes() {
+		step(a.n, a.apply)
 	}
 
 	// A swept value can break what the file's links allow (an RTT below
@@ -171,6 +116,67 @@ func (p *parser) expand(s *Scenario) []Point {
 	return points
 }
 
+// networkAxis is a swept network axis: its number of values and how the
+// i-th sets a topology.
+type networkAxis struct {
+	axis  Axis
+	n     int
+	apply func(t *Topology, i int) Param
+}
+
+// networkAxes are the sweep's network axes that have values, outermost
+// first: the one order of Axes and of the points.
+func (sw *Sweep) networkAxes() []networkAxis {
+	all := []networkAxis{
+		{AxisRTT, len(sw.RTT), func(t *Topology, i int) Param {
+			d := sw.RTT[i]
+			for _, l := range t.Paths() {
+				l.AB.Delay, l.BA.Delay = splitRTT(d)
+			}
+			return Param{Axis: AxisRTT, Text: d.String(), Value: stats.Ms(d)}
+		}},
+		{AxisRTTRatio, len(sw.RTTRatio), func(t *Topology, i int) Param {
+			r := sw.RTTRatio[i]
+			paths := t.Paths()
+			ref := paths[0].RTT()
+			for _, l := range paths[1:] {
+				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
+			}
+			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
+		}},
+		{AxisRate, len(sw.Rate), func(t *Topology, i int) Param {
+			r := sw.Rate[i]
+			for _, l := range t.Paths() {
+				l.AB.Rate, l.BA.Rate = r, r
+			}
+			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
+		}},
+		{AxisRateRatio, len(sw.RateRatio), func(t *Topology, i int) Param {
+			r := sw.RateRatio[i]
+			paths := t.Paths()
+			ref := paths[0]
+			for _, l := range paths[1:] {
+				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
+				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
+			}
+			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
+		}},
+		{AxisLoss, len(sw.Loss), func(t *Topology, i int) Param { return setLoss(t.Paths(), AxisLoss, sw.Loss[i]) }},
+		{AxisLossSecondary, len(sw.LossSecondary), func(t *Topology, i int) Param {
+			return setLoss(t.Paths()[1:], AxisLossSecondary, sw.LossSecondary[i])
+		}},
+	}
+	return slices.DeleteFunc(all, func(a networkAxis) bool { return a.n == 0 })
+}
+
+// setLoss gives paths loss model m both ways.
+func setLoss(paths []*Link, axis Axis, m Loss) Param {
+	for _, l := range paths {
+		l.AB.Loss, l.BA.Loss = m, m
+	}
+	return Param{Axis: axis, Text: m.String(), Value: 100 * m.MeanLoss()}
+}
+
 // variant is a transport with the sweep params that made it.
 type variant struct {
 	tr     Transport
@@ -199,8 +205,6 @@ func cloneTransport(t Transport) Transport {
 	}
 	return t
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/braid-vpn/braid/lab/stats"
 )
 
 const sweepDoc = `
@@ -172,7 +174,7 @@ func TestSweepSingleAxis(t *testing.T) {
 			t.Errorf("point %d: %+v", i, p.Params)
 		}
 		for _, l := range p.Topology.Paths() {
-			if ms(l.RTT()) != want[i] {
+			if stats.Ms(l.RTT()) != want[i] {
 				t.Errorf("point %d: %s RTT %v", i, l.Name, l.RTT())
 			}
 		}

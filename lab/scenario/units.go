@@ -93,14 +93,7 @@ func (r Rate) BytesPerSecond() float64 { return float64(r) / 8 }
 
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
-func (r *Rate) UnmarshalText(b []byte) error {
-	v, err := ParseRate(string(b))
-	if err != nil {
-		return err
-	}
-	*r = v
-	return nil
-}
+func (r *Rate) UnmarshalText(b []byte) error { return unmarshalWith(r, b, ParseRate) }
 
 // MaxSize bounds the download size: larger files only make a campaign longer.
 const MaxSize = 64 << 30
@@ -304,11 +297,14 @@ func (l Loss) IsZero() bool { return l.MeanLoss() == 0 }
 
 func (l Loss) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
-func (l *Loss) UnmarshalText(b []byte) error {
-	v, err := ParseLoss(string(b))
-	if err != nil {
-		return err
+func (l *Loss) UnmarshalText(b []byte) error { return unmarshalWith(l, b, ParseLoss) }
+
+// unmarshalWith sets *dst to b as parse reads it, and leaves it alone on
+// error.
+func unmarshalWith[T any](dst *T, b []byte, parse func(string) (T, error)) error {
+	v, err := parse(string(b))
+	if err == nil {
+		*dst = v
 	}
-	*l = v
-	return nil
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"time"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -179,3 +180,6 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	*s = Summary{v.N, float64(v.Mean), float64(v.StdDev), float64(v.CI95), float64(v.Median), float64(v.Min), float64(v.Max)}
 	return nil
 }
+
+// Ms is d in milliseconds, the unit of every time the lab reports.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -60,16 +61,12 @@ func Build(top *scenario.Topology, opt Options) (*Testbed, error) {
 // already created is removed.
 func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	prefix := opt.Prefix
-	if prefix == "" {
-		prefix = Prefix
-	}
+	prefix = cmp.Or(prefix, Prefix)
 	if _, err := netns.Cleanup(prefix); err != nil {
 		return nil, fmt.Errorf("testbed: removing stale namespaces: %w", err)
 	}
 	emu := opt.Emulator
-	if emu == "" {
-		emu = EmulatorUserspace
-	}
+	emu = cmp.Or(emu, EmulatorUserspace)
 	if emu != EmulatorUserspace && emu != EmulatorNetem {
 		return nil, fmt.Errorf("testbed: unknown emulator %q", emu)
 	}
