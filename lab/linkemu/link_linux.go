@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -341,6 +342,8 @@ func (d *dir) stats() Stats {
 	defer d.mu.Unlock()
 	st := d.st
 	st.Queued = d.line.Len()
+	m := &d.pipe.marks
+	st.Judged, st.FirstLosses = m.judged, slices.Clone(m.first[:m.n])
 	st.Delay = d.hist.stats()
 	st.Lateness = d.late.stats()
 	return st

@@ -143,6 +143,29 @@ type pipe struct {
 	lossR  *rand.Rand
 	jitR   *rand.Rand
 	jitter float64 // Jitter in ns
+	marks  lossMarks
+}
+
+// FirstLosses is how many loss decisions a direction keeps as the mark of
+// its loss sequence (Stats.FirstLosses).
+const FirstLosses = 32
+
+// lossMarks is where in its loss sequence a direction is: how many frames
+// the loss model judged since the last (re)seed and which of them were the
+// first it dropped. Two runs with the same seed have the same marks
+// whatever traffic they carried; that is what a run records to show it.
+type lossMarks struct {
+	judged uint64
+	first  [FirstLosses]uint64
+	n      int
+}
+
+func (m *lossMarks) judge(lost bool) {
+	if lost && m.n < len(m.first) {
+		m.first[m.n] = m.judged
+		m.n++
+	}
+	m.judged++
 }
 
 func newPipe(s Shape, dir Direction) *pipe {
@@ -167,6 +190,7 @@ func (p *pipe) reseed(seed uint64, dir Direction) {
 	p.loss = p.shape.Loss.NewModel()
 	p.lossR = newRNG(seed, streamLoss, dir)
 	p.jitR = newRNG(seed, streamJitter, dir)
+	p.marks = lossMarks{}
 }
 
 // Drops returns the first n loss decisions (true = lost) that direction dir
@@ -185,7 +209,9 @@ func Drops(s Shape, dir Direction, n int) []bool {
 // admit decides the fate of a frame of size bytes received at now and, if
 // it is forwarded, when it is to be sent.
 func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdict) {
-	if p.loss.Drop(p.lossR) {
+	lost := p.loss.Drop(p.lossR)
+	p.marks.judge(lost)
+	if lost {
 		return 0, dropLoss
 	}
 	var depart time.Duration

@@ -300,5 +300,15 @@ func TestPipeReseed(t *testing.T) {
 		if slices.Equal(d1, Drops(s, BtoA, 2000)) {
 			t.Errorf("%v: seeds 42 and 43 drop alike", loss.Kind)
 		}
+		// The marks count from the reseed, and name the first drops.
+		var want []uint64
+		for i, lost := range d1 {
+			if lost && len(want) < FirstLosses {
+				want = append(want, uint64(i))
+			}
+		}
+		if m := used.marks; m.judged != 2000 || !slices.Equal(m.first[:m.n], want) || m.n != FirstLosses {
+			t.Errorf("%v: marks %d judged, first losses %v; want 2000, %v", loss.Kind, m.judged, m.first[:m.n], want)
+		}
 	}
 }

@@ -178,11 +178,16 @@ type Sample struct {
 	// Seed is what the emulators were reseeded with before this repetition
 	// (testbed.RepSeed): equal for every transport of one network in one
 	// repetition; 0 with netem, which cannot be seeded.
-	Seed        uint64  `json:"seed,omitempty"`
-	GoodputMbps float64 `json:"goodput_mbps"`
-	Seconds     float64 `json:"seconds"`
-	Bytes       int64   `json:"bytes"`
-	MaxStallMs  float64 `json:"max_stall_ms"`
+	Seed uint64 `json:"seed,omitempty"`
+	// FirstLosses is, per emulated link direction that lost frames during
+	// the repetition ("LINK A→B"), the places of its first losses among the
+	// frames it judged since the reseed (linkemu.Stats.FirstLosses): a run
+	// repeated with the same seed shows the same, whatever it carried.
+	FirstLosses map[string][]uint64 `json:"first_losses,omitempty"`
+	GoodputMbps float64             `json:"goodput_mbps"`
+	Seconds     float64             `json:"seconds"`
+	Bytes       int64               `json:"bytes"`
+	MaxStallMs  float64             `json:"max_stall_ms"`
 	// Retransmits is the inner TCP's retransmitted segments (TCP_INFO of the
 	// sending socket); -1 when unknown.
 	Retransmits int64 `json:"retransmits"`

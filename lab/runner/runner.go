@@ -295,7 +295,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
 			continue
 		}
-		smp.Seed = seed
+		smp.Seed, smp.FirstLosses = seed, r.tb.FirstLosses()
 		rp.Samples = append(rp.Samples, smp)
 		goodputs = append(goodputs, smp.GoodputMbps)
 		if smp.CompetingMbps != nil {

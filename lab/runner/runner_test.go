@@ -219,6 +219,12 @@ func TestBraidDetail(t *testing.T) {
 // userspace emulator, skipping the test unless it runs as root.
 func runInNamespaces(t *testing.T, name, prefix, text string) *results.Run {
 	t.Helper()
+	return runWith(t, name, text, Options{Prefix: prefix, Emulator: "userspace"})
+}
+
+// runWith is runInNamespaces with the runner's options given.
+func runWith(t *testing.T, name, text string, opt Options) *results.Run {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: builds the testbed in network namespaces")
 	}
@@ -226,7 +232,7 @@ func runInNamespaces(t *testing.T, name, prefix, text string) *results.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := Run(context.Background(), s, Options{Prefix: prefix, Emulator: "userspace"})
+	run, err := Run(context.Background(), s, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,6 +242,28 @@ func (tb *Testbed) Reseed(seed uint64) {
 	}
 }
 
+// FirstLosses is the loss marks (linkemu.Stats.FirstLosses) of every
+// userspace emulator direction that lost a frame since the last Reseed,
+// keyed "LINK A→B" and "LINK B→A"; nil when none did.
+func (tb *Testbed) FirstLosses() map[string][]uint64 {
+	var out map[string][]uint64
+	for _, e := range tb.Plan.Emulated {
+		l := tb.links[e.Link]
+		if l == nil {
+			continue
+		}
+		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
+			if f := l.Stats(d).FirstLosses; len(f) > 0 {
+				if out == nil {
+					out = map[string][]uint64{}
+				}
+				out[e.Link+" "+d.String()] = f
+			}
+		}
+	}
+	return out
+}
+
 // LinkEmulator returns the userspace emulator of link name (nil for a plain
 // link or with netem).
 func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
