@@ -332,6 +332,19 @@ func (l *Link) Shape(d Direction) Shape {
 	return x.pipe.shape
 }
 
+// FirstLosses returns the 0-based places, among the frames direction d's
+// loss model judged since the last Reseed (or the start), of the first it
+// dropped, at most FirstLosses of them: the direction's loss sequence as it
+// went, which the same seed repeats whatever the frames were (Drops gives
+// the same from the shape alone).
+func (l *Link) FirstLosses(d Direction) []uint64 {
+	x := l.dirs[d&1]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := &x.pipe.marks
+	return slices.Clone(m.first[:m.n])
+}
+
 // Stats returns a snapshot of one direction's counters.
 func (l *Link) Stats(d Direction) Stats {
 	return l.dirs[d&1].stats()
@@ -342,8 +355,6 @@ func (d *dir) stats() Stats {
 	defer d.mu.Unlock()
 	st := d.st
 	st.Queued = d.line.Len()
-	m := &d.pipe.marks
-	st.Judged, st.FirstLosses = m.judged, slices.Clone(m.first[:m.n])
 	st.Delay = d.hist.stats()
 	st.Lateness = d.late.stats()
 	return st

@@ -146,8 +146,8 @@ type pipe struct {
 	marks  lossMarks
 }
 
-// FirstLosses is how many loss decisions a direction keeps as the mark of
-// its loss sequence (Stats.FirstLosses).
+// FirstLosses is how many losses a direction keeps as the mark of its loss
+// sequence (Link.FirstLosses).
 const FirstLosses = 32
 
 // lossMarks is where in its loss sequence a direction is: how many frames

@@ -31,14 +31,6 @@ type Stats struct {
 	SendErrors                uint64 // write to the output interface failed (link down, …)
 	Queued                    int    // frames held right now (queue and delay line)
 
-	// Judged is the frames the loss model judged since the last Reseed (or
-	// the start), and FirstLosses the 0-based places among them of the
-	// first it dropped, at most FirstLosses of them: the direction's loss
-	// sequence as it went, which the same seed repeats whatever the frames
-	// were (Drops gives the same from the shape alone).
-	Judged      uint64
-	FirstLosses []uint64
-
 	// Delay is the time each forwarded frame spent in the emulator, from
 	// the moment its read returned to the moment its write began: the
 	// added delay as the emulator itself sees it (serialization, queueing,

@@ -181,7 +181,7 @@ type Sample struct {
 	Seed uint64 `json:"seed,omitempty"`
 	// FirstLosses is, per emulated link direction that lost frames during
 	// the repetition ("LINK A→B"), the places of its first losses among the
-	// frames it judged since the reseed (linkemu.Stats.FirstLosses): a run
+	// frames it judged since the reseed (linkemu.Link.FirstLosses): a run
 	// repeated with the same seed shows the same, whatever it carried.
 	FirstLosses map[string][]uint64 `json:"first_losses,omitempty"`
 	GoodputMbps float64             `json:"goodput_mbps"`

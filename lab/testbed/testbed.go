@@ -242,7 +242,7 @@ func (tb *Testbed) Reseed(seed uint64) {
 	}
 }
 
-// FirstLosses is the loss marks (linkemu.Stats.FirstLosses) of every
+// FirstLosses is the loss marks (linkemu.Link.FirstLosses) of every
 // userspace emulator direction that lost a frame since the last Reseed,
 // keyed "LINK A→B" and "LINK B→A"; nil when none did.
 func (tb *Testbed) FirstLosses() map[string][]uint64 {
@@ -253,7 +253,7 @@ func (tb *Testbed) FirstLosses() map[string][]uint64 {
 			continue
 		}
 		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
-			if f := l.Stats(d).FirstLosses; len(f) > 0 {
+			if f := l.FirstLosses(d); len(f) > 0 {
 				if out == nil {
 					out = map[string][]uint64{}
 				}
