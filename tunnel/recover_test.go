@@ -136,7 +136,7 @@ func recoveryBytes(st control.PeerStatus) (retx, retxLat, rep, repLat uint64) {
 // A TCP flow's pure acks are not held behind its gaps (reorder.PushUnordered):
 // while a lost segment waits for its resend, the acks sent after it reach the
 // server's TUN at once, ahead of the data held behind the gap, each once; the
-// data still arrives in order.
+// data still arrives in order, but for segments counted late.
 func TestEnginePureAcksPassGaps(t *testing.T) {
 	const n = 300
 	r := lossyRig(t, Params{}, 0.08)
@@ -166,13 +166,22 @@ func TestEnginePureAcksPassGaps(t *testing.T) {
 	}
 	collect(1500 * time.Millisecond)
 
+	// A segment whose resend is lost too can outlast the hold (on a loaded
+	// machine the timers run late): its gap is given up and it arrives late,
+	// behind its successors. Each such delivery is counted late by the server's
+	// buffer; every other data segment must be in order.
+	late := r.srv.Status().Peers[0].ReorderStats.Late
 	var lastData int64 = -1
 	acks := map[uint32]bool{}
-	overtook := 0
+	overtook, behind := 0, 0
 	for _, g := range order {
 		if !g.ack {
 			if int64(g.step) <= lastData {
-				t.Fatalf("data segment %d after %d: out of order", g.step, lastData)
+				behind++
+				if uint64(behind) > late {
+					t.Fatalf("data segment %d after %d: out of order (%d behind a successor, %d counted late)", g.step, lastData, behind, late)
+				}
+				continue
 			}
 			lastData = int64(g.step)
 			continue
@@ -192,7 +201,7 @@ func TestEnginePureAcksPassGaps(t *testing.T) {
 	if len(acks) < n*8/10 {
 		t.Errorf("%d of %d acks delivered", len(acks), n)
 	}
-	t.Logf("%d of %d acks overtook held data; %d acks, data up to %d", overtook, n, len(acks), lastData)
+	t.Logf("%d of %d acks overtook held data; %d acks, data up to %d, %d late", overtook, n, len(acks), lastData, late)
 }
 
 // A lost pure ack is given up at once, never resent: the acks after it say all
