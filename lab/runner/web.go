@@ -43,13 +43,9 @@ func StartWeb(ns *netns.Namespace, addr netip.Addr, cc string) (*WebServer, erro
 	w := &WebServer{Addr: addr, retrans: map[string]int64{}}
 	w.cond = sync.NewCond(&w.mu)
 	err := ns.Do(func() error {
-		for _, mp := range []bool{false, true} {
+		for port, mp := range map[int]bool{WebPort: false, WebPortMPTCP: true} {
 			lc := net.ListenConfig{Control: httpbench.Control(cc)}
 			lc.SetMultipathTCP(mp)
-			port := WebPort
-			if mp {
-				port = WebPortMPTCP
-			}
 			ln, err := lc.Listen(context.Background(), "tcp4", fmt.Sprintf("0.0.0.0:%d", port))
 			if err != nil {
 				return err
@@ -91,6 +87,9 @@ func (w *WebServer) Retransmits(client string, wait time.Duration) int64 {
 
 // Close stops serving.
 func (w *WebServer) Close() error {
+	if w == nil {
+		return nil
+	}
 	if w.srv != nil {
 		return w.srv.Close()
 	}
