@@ -80,10 +80,9 @@ func BraidClientFile(serverKey keys.Key, socket string, servers, paths []string)
 	}
 }
 
-// BraidClientConfig is the client's file for transport t on paths: one
-// path per client interface, one server address per path. web, when
-// valid, is routed into the tunnel. The options t leaves "" keep braid's
-// defaults.
+// BraidClientConfig is the client's file for transport t on paths (one
+// server address per path), web, when valid, routed into the tunnel. The
+// options t leaves "" keep braid's defaults.
 func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string) *config.File {
 	var ifs, servers []string
 	for _, p := range paths {
@@ -120,10 +119,9 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 	}
 }
 
-// braidSetup is how a braid transport of the runs runs: on one path (the
-// point's, or the primary) or all; over transport ("" = udp; "mptcp": one
-// engine path whose kernel subflows spread over every path) with subflows
-// per path.
+// braidSetup is how a braid transport of the runs runs: on one path or
+// all, over transport ("" = udp; "mptcp": one engine path whose kernel
+// subflows spread over every path), with subflows per path.
 type braidSetup struct {
 	single    bool
 	transport string
@@ -202,10 +200,9 @@ type braidSession struct {
 	count            []testbed.Path
 }
 
-// StartBraid generates both ends' keys into spec.Dir, writes their
-// configs, starts the server and then the client and waits until the
-// client is ready, failing early when either daemon exits. On error
-// nothing is left running.
+// StartBraid writes both ends' keys and configs into spec.Dir, starts the
+// server and then the client and waits until the client is ready, failing
+// early when either daemon exits. On error nothing is left running.
 func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	file := func(name string) string { return filepath.Join(spec.Dir, name) }
 	b := &braidSession{srvSock: file("server.sock"), cliSock: file("client.sock"), count: spec.Count}
@@ -267,8 +264,7 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 }
 
 // braidDetail names the scheduler, congestion control and recovery and
-// counts the daemon paths usable of the mesh of client paths × server
-// addresses.
+// counts the usable daemon paths of client paths × server addresses.
 func braidDetail(st control.Status, paths []string, servers, mtu int) string {
 	sched, cc, rec := "", "", ""
 	for _, p := range st.Peers {

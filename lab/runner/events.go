@@ -12,9 +12,8 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// Path events ([[events]], docs/lab.md): the paths' delivered bytes are
-// sampled every EventSampleInterval during a download; after the download
-// the paths are put back and the transport gets EventSettle to have them.
+// Path events ([[events]], docs/lab.md): the sampling interval and the
+// transport's time to have its paths back after a download.
 const (
 	EventSampleInterval = 10 * time.Millisecond
 	EventSettle         = 3 * time.Second
@@ -131,22 +130,22 @@ func leftChanged(fired []scenario.Event) []scenario.Event {
 	}
 	var out []scenario.Event
 	for _, link := range order {
-		for _, u := range []struct {
-			left   bool
-			action string
-		}{{st[link].Down, scenario.ActionDown}, {st[link].Moved, scenario.ActionReaddress}, {st[link].Cut, scenario.ActionCut}} {
-			if u.left {
-				out = append(out, scenario.Event{Action: u.action, Link: link})
-			}
+		if st[link].Down {
+			out = append(out, scenario.Event{Action: scenario.ActionDown, Link: link})
+		}
+		if st[link].Moved {
+			out = append(out, scenario.Event{Action: scenario.ActionReaddress, Link: link})
+		}
+		if st[link].Cut {
+			out = append(out, scenario.Event{Action: scenario.ActionCut, Link: link})
 		}
 	}
 	return out
 }
 
-// eventOutcomes turns one download's timeline into what each event did
-// and the paths' rates between events. events are the scenario's, fired
-// the times of those that fired (a prefix), paths the path names in the
-// samples' order, samples in time order, d the download's duration.
+// eventOutcomes is what each event did and the paths' rates between events
+// in one download of duration d: fired are the times of the events that
+// fired (a prefix), paths the path names in the samples' order.
 func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []string, samples []pathSample, d time.Duration) ([]results.EventOutcome, []results.Phase) {
 	at := func(t time.Duration) []uint64 { // every path's bytes at the last sample not after t
 		return samples[max(0, sort.Search(len(samples), func(i int) bool { return samples[i].t > t })-1)].bytes
@@ -195,8 +194,7 @@ func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []strin
 }
 
 // SummarizeEvents is a point's path events over its downloads (nil when
-// it has none). Its phases are "before" the first event, then "after"
-// each.
+// it has none), phases "before" the first event, then "after" each.
 func SummarizeEvents(events []scenario.Event, samples []results.Sample) *results.EventsSummary {
 	if len(events) == 0 {
 		return nil

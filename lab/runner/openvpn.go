@@ -25,22 +25,17 @@ import (
 	"github.com/braid-vpn/braid/netns"
 )
 
-// OpenVPN baseline settings: the paper's (§3.1: no compression; its runs
-// had encryption off, which cipher = "none" reproduces), in point-to-point
-// TLS mode with certificates made per point. Both ends must report
-// openvpnReady within OpenVPNReadyTimeout.
+// The OpenVPN baselines (docs/lab.md): both ends must report openvpnReady
+// within OpenVPNReadyTimeout.
 const (
 	OpenVPNPort         = 1194
 	OpenVPNReadyTimeout = 20 * time.Second
 	openvpnReady        = "Initialization Sequence Completed"
 )
 
+// The errors of an openvpn transport run where its binaries are missing.
 var (
-	// ErrNoOpenVPN is returned when an openvpn transport runs on a machine
-	// without the binaries it needs.
-	ErrNoOpenVPN = errors.New("openvpn is not installed (Debian: apt-get install openvpn; openvpn-mptcp also needs apt-get install mptcpize)")
-	// ErrNoMptcpize is returned when openvpn-mptcp runs where mptcpize,
-	// which puts openvpn on MPTCP sockets, is not installed.
+	ErrNoOpenVPN  = errors.New("openvpn is not installed (Debian: apt-get install openvpn; openvpn-mptcp also needs apt-get install mptcpize)")
 	ErrNoMptcpize = errors.New("mptcpize is not installed, openvpn-mptcp needs it (Debian: apt-get install mptcpize)")
 )
 
@@ -78,37 +73,30 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 		if err != nil {
 			return nil, ErrNoOpenVPN
 		}
-		args := []string{exe}
-		if mptcp {
-			mz, err := exec.LookPath("mptcpize")
-			if err != nil {
-				return nil, ErrNoMptcpize
-			}
-			args = []string{mz, "run", exe}
-		}
-		path := env.TB.Plan.Paths[0]
-		if !mptcp {
-			if path, err = pathFor(env); err != nil {
-				return nil, err
-			}
-		}
-		s := &BaseSession{}
+		s, cmd, path := &BaseSession{}, []string{exe}, env.TB.Plan.Paths[0]
 		defer func() {
 			if err != nil {
 				s.Close()
 			}
 		}()
 		if mptcp {
+			mz, err := exec.LookPath("mptcpize")
+			if err != nil {
+				return nil, ErrNoMptcpize
+			}
+			cmd = []string{mz, "run", exe}
 			if s.undo, err = setupMPTCP(ctx, env, env.TB.Server(), env.Point.Transport.Subflows); err != nil {
 				return nil, err
 			}
+		} else if path, err = pathFor(env); err != nil {
+			return nil, err
 		}
 		if err := writeOpenVPNCerts(env.Dir); err != nil {
 			return nil, err
 		}
 		start := func(ns *netns.Namespace, name string, server bool) (*proc.Child, error) {
-			a := append(slices.Clone(args[1:]), OpenVPNArgs(server, proto, path.ServerAddr, env.Point.Transport.Cipher, env.Dir)...)
-			return proc.Start(ns, "openvpn "+name, exec.Command(args[0], a...))
+			a := slices.Concat(cmd, OpenVPNArgs(server, proto, path.ServerAddr, env.Point.Transport.Cipher, env.Dir))
+			return proc.Start(ns, "openvpn "+name, exec.Command(a[0], a[1:]...))
 		}
 		if s.srv, err = start(env.TB.Server(), "server", true); err != nil {
 			return nil, err
@@ -136,7 +124,8 @@ func startOpenVPN(proto string, mptcp bool) StartFunc {
 }
 
 // writeOpenVPNCerts makes a throwaway CA and the two ends' certificates
-// and keys (ECDSA P-256, valid for a day) in dir.
+// and keys (ECDSA P-256, valid for a day) in dir: ca, server and client
+// .crt and .key.
 func writeOpenVPNCerts(dir string) error {
 	now := time.Now().Add(-time.Hour)
 	var ca *x509.Certificate
@@ -168,11 +157,7 @@ func writeOpenVPNCerts(dir string) error {
 		if err != nil {
 			return err
 		}
-		blocks := map[string]*pem.Block{".crt": {Type: "CERTIFICATE", Bytes: der}, ".key": {Type: "PRIVATE KEY", Bytes: kb}}
-		if i == 0 {
-			delete(blocks, ".key")
-		}
-		for ext, b := range blocks {
+		for ext, b := range map[string]*pem.Block{".crt": {Type: "CERTIFICATE", Bytes: der}, ".key": {Type: "PRIVATE KEY", Bytes: kb}} {
 			if err := os.WriteFile(filepath.Join(dir, name+ext), pem.EncodeToMemory(b), 0o600); err != nil {
 				return err
 			}

@@ -18,9 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// What a run records about the machine (results.Provenance, docs/lab.md):
-// the load average, sampled every LoadInterval, and a warning when a run
-// starts above HighLoadPerCPU per CPU.
+// The machine's load (results.Provenance, docs/lab.md): sampled every
+// LoadInterval; above HighLoadPerCPU per CPU at the start, a warning.
 const (
 	LoadInterval   = 5 * time.Second
 	HighLoadPerCPU = 0.5
@@ -75,12 +74,14 @@ func startLoadMonitor(interval time.Duration) *loadMonitor {
 	m.start, _ = ReadLoad()
 	m.max = m.start
 	m.wg.Go(func() {
-		for t := time.NewTicker(interval); ; m.sample() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
 			select {
 			case <-m.stop:
-				t.Stop()
 				return
 			case <-t.C:
+				m.sample()
 			}
 		}
 	})
@@ -108,10 +109,9 @@ func (m *loadMonitor) finish() float64 {
 // (1 to 2³²-1).
 func NewSeed() uint64 { return rand.Uint64N(1<<32-1) + 1 }
 
-// SourceCommit returns the git commit of the code that runs: the binary's
-// build information when `go build` recorded it (from "build"), else `git
-// rev-parse HEAD` in the working directory (from "git"); dirty tells that
-// the tree had uncommitted changes. All empty when neither is available.
+// SourceCommit returns the git commit of the code that runs, from the
+// binary's build information ("build") or `git rev-parse HEAD` ("git"),
+// and whether the tree had uncommitted changes.
 func SourceCommit() (commit, from string, dirty bool) {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -139,14 +139,14 @@ func SourceCommit() (commit, from string, dirty bool) {
 // LockName is the lock file's name; DefaultLockPath says where it goes.
 const LockName = "braid-lab.lock"
 
-// DefaultLockPath is the machine-wide lock of lab runs: /run/braid-lab.lock
-// (the lab runs as root), or in the temporary directory where /run is not
-// writable.
+// DefaultLockPath is the machine-wide lock of lab runs: in /run, or in the
+// temporary directory where /run is not writable.
 func DefaultLockPath() string {
-	if unix.Access("/run", unix.W_OK) == nil {
-		return filepath.Join("/run", LockName)
+	dir := "/run"
+	if unix.Access(dir, unix.W_OK) != nil {
+		dir = os.TempDir()
 	}
-	return filepath.Join(os.TempDir(), LockName)
+	return filepath.Join(dir, LockName)
 }
 
 // Lock is a held run lock: the file holds the owner's PID, its start time
@@ -176,11 +176,9 @@ func (e *BusyError) Error() string {
 }
 
 // AcquireLock takes the machine's run lock at path for this process, with
-// command (the command line) written in it for whoever finds it held. The
-// file is also flock'ed, so two runs starting together cannot both take it;
-// a lock left by a process that is gone (its PID is not alive, or it no
-// longer holds the flock) is stale and taken over. A live owner is a
-// *BusyError.
+// command (the command line) written in it. The file is also flock'ed, so
+// two runs starting together cannot both take it; a lock whose owner is
+// gone is taken over. A live owner is a *BusyError.
 func AcquireLock(path, command string) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -194,10 +192,8 @@ func AcquireLock(path, command string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("run lock %s: %w", path, err)
 	}
-	// The flock is ours. A PID in the file that is still alive with the
-	// command written next to it is a run whose flock went away (the file
-	// was removed and made again under it): treat it as held rather than
-	// run two campaigns at once. Any other PID is a stale lock.
+	// The flock is ours; an owner still alive lost its flock to a file
+	// removed and made again under it: the lock is still held.
 	if old := readLock(f, path); old.PID > 0 && old.PID != os.Getpid() && lockOwnerAlive(old.PID, old.Command) {
 		f.Close()
 		return nil, old
@@ -235,10 +231,9 @@ func readLock(f *os.File, path string) *BusyError {
 	return &BusyError{Path: path, PID: pid, Since: strings.TrimSpace(lines[1]), Command: strings.TrimSpace(lines[2])}
 }
 
-// lockOwnerAlive reports whether the process pid exists (a process of
-// another user counts: EPERM) and, where its command line can be read, is
-// still command: a PID reused by another program after a crash is not the
-// owner.
+// lockOwnerAlive reports whether the process pid exists (EPERM counts)
+// and, where its command line can be read, is still command (not a PID
+// reused after a crash).
 func lockOwnerAlive(pid int, command string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false

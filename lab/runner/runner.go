@@ -1,8 +1,6 @@
 // Package runner runs a scenario's experiments (docs/lab.md): for every
-// point it builds (or keeps) the testbed, sets up the transport under test,
-// measures Experiment.Reps downloads (or real-time flows) through it and
-// summarizes them. Transports are looked up by name in a registry
-// (Register).
+// point it builds (or keeps) the testbed, starts the transport under test
+// (Register) and measures and summarizes Experiment.Reps repetitions.
 package runner
 
 import (
@@ -383,9 +381,8 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	// The counters are read as soon as the download ends, before the
-	// latency probes' wait for stragglers, so that they cover the download
-	// only.
+	// Read as soon as the download ends, before the probes' wait for
+	// stragglers, the counters cover the download only.
 	after, err := r.counters(ctx, sess)
 	if err != nil {
 		return results.Sample{}, err

@@ -9,10 +9,8 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// AddedDelay computes one download's latency figures from its probes' RTTs:
-// idle were sent on the idle transport before the download, load while it
-// ran; a negative RTT is a probe that got no answer. Added delay is each
-// answered load probe's RTT minus the median idle RTT.
+// AddedDelay is one download's latency figures (docs/lab.md) from the RTTs
+// of its probes before (idle) and during it (load); -1: no answer.
 func AddedDelay(idle, load []time.Duration) (results.Latency, error) {
 	answered := func(rs []time.Duration) []float64 {
 		var out []float64
@@ -46,11 +44,8 @@ type Arrival struct {
 	OWD time.Duration
 }
 
-// RealtimeStats accounts for a real-time flow of sent packets of size
-// bytes: a sequence number counts once (duplicates and numbers the flow
-// never sent are ignored), a packet is late when its one-way delay exceeds
-// deadline, and one the application could not play (MissPct) is lost or
-// late.
+// RealtimeStats is one real-time flow's figures (docs/lab.md): sent packets
+// of size bytes, late when their one-way delay exceeds deadline.
 func RealtimeStats(sent, size int, deadline time.Duration, arrivals []Arrival) (results.Realtime, error) {
 	seen := make([]bool, sent)
 	var owd []float64
@@ -87,15 +82,12 @@ func setOuter(r *results.Realtime, perPath map[string]uint64) {
 	}
 }
 
-// BulkOverheadSlack is the target's fixed allowance: recovery may cost
-// 2 × the path loss rate + 5 % of a bulk flow's payload.
+// BulkOverheadSlack is the recovery target's fixed allowance (docs/lab.md).
 const BulkOverheadSlack = 0.05
 
 // BulkOverhead is the recovery cost of one download of payload bytes from
-// two snapshots of the sender's status, before and after it: the
-// differences of the paths' counters (a path missing from before counts
-// from zero). nil when after has no path with recovery counters (recovery
-// off) or nothing was downloaded.
+// the sender's status before and after it (docs/lab.md); nil with recovery
+// off or nothing downloaded.
 func BulkOverhead(before, after control.Status, payload int64) *results.BulkRecovery {
 	type pathKey struct { // path ids are unique within a peer
 		peer string
@@ -120,8 +112,7 @@ func BulkOverhead(before, after control.Status, payload int64) *results.BulkReco
 			if was.Recovery != nil {
 				w = *was.Recovery
 			}
-			// The bulk flows' share: a probe's repairs and resends come
-			// from the latency-sensitive flows' own budget.
+			// The probes' repairs and resends have their own budget.
 			now := ps.Recovery
 			r.ResentBytes += sub(now.RetransmittedBytes, w.RetransmittedBytes) - sub(now.RetransmittedLatencyBytes, w.RetransmittedLatencyBytes)
 			r.RepairBytes += sub(now.RepairSentBytes, w.RepairSentBytes) - sub(now.RepairSentLatencyBytes, w.RepairSentLatencyBytes)

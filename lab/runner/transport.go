@@ -60,11 +60,9 @@ type Session interface {
 }
 
 // Dialer opens the lab's connections inside NS: TCP with congestion control
-// CC (MPTCP if MPTCP, refusing a connection that fell back to plain TCP),
-// or plain UDP for a "udp" network (the latency probes and the real-time
-// flow). From is the local address (zero: the routing table chooses). Via,
-// when valid, must contain the local address: the proof that a connection
-// took the tunnel or path under test when the destination has another route.
+// CC (MPTCP if MPTCP, refusing a fallback to TCP), or UDP for a "udp"
+// network, from From (zero: the routing table chooses). Via, when valid,
+// must contain the local address: proof of the way under test.
 type Dialer struct {
 	NS    *netns.Namespace
 	From  netip.Addr
@@ -283,14 +281,10 @@ func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows i
 	return func() { runAll(undo) }, nil
 }
 
-// MPTCPSubflowCommands is the client's path manager set-up for an MPTCP
-// connection and the commands that undo it, in reverse order: the limits
-// and a subflow endpoint on every path after the first (the first carries
-// the initial subflow), the full mesh with one server address. subflows =
-// n > 1 is the paper's ndiffports-like variant: the path manager takes one
-// endpoint per address, so each path gets n-1 extra addresses (the path's
-// address + 16·k) with a policy rule into the path's routing table, each
-// an endpoint of its own.
+// MPTCPSubflowCommands is the client's path manager set-up for MPTCP and
+// its undo, in reverse order: the limits and a subflow endpoint on every
+// path after the first (which carries the initial subflow); subflows = n
+// adds n-1 endpoints per path (docs/lab.md) at its address + 16·k.
 func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]string) {
 	do, undo = [][]string{mptcpLimits}, [][]string{{"mptcp", "endpoint", "flush"}}
 	for _, p := range paths[min(1, len(paths)):] {

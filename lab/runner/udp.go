@@ -10,15 +10,14 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/netns"
 )
 
-// UDPPort is the lab's UDP service on the web server's address: it echoes
-// the latency probes and sends the real-time flows (docs/lab.md).
+// UDPPort is the web server's UDP service of latency probes and real-time
+// flows (docs/lab.md).
 const UDPPort = 8082
 
 // The service's datagrams, big endian: a probe (dataMsg of type udpEcho in
@@ -44,13 +43,12 @@ const (
 	udpEcho, udpStart, udpRealtime = 'E', 'R', 'D'
 	ProbeSize                      = 32 // a latency probe's UDP payload: small, like a ping
 	udpServiceBuffer               = 2048
-	// The wait for the last probes' answers: twice the largest RTT seen,
-	// within these bounds.
+	// The wait for the last probes' answers: 2 × the largest RTT, bounded.
 	probeGraceMin = 500 * time.Millisecond
 	probeGraceMax = 5 * time.Second
-	// The client repeats its start request every realtimeRetry until the
-	// flow's first packet, for at most realtimeStartTimeout. After the
-	// flow's last packet was due it waits max(RealtimeDrain, 2 × deadline).
+	// The start request is repeated every realtimeRetry until the flow's
+	// first packet, for realtimeStartTimeout at most; after the flow the
+	// client waits max(RealtimeDrain, 2 × deadline).
 	realtimeRetry        = 250 * time.Millisecond
 	realtimeStartTimeout = 3 * time.Second
 	RealtimeDrain        = time.Second
@@ -219,7 +217,7 @@ func (p *prober) count() int {
 // socket. It returns every probe's RTT (-1: no answer).
 func (p *prober) finish() []time.Duration {
 	close(p.stop)
-	for stopped := time.Now(); ; time.Sleep(p.interval) {
+	for stopped := time.Now(); ; {
 		p.mu.Lock()
 		var longest time.Duration
 		open := false
@@ -230,15 +228,14 @@ func (p *prober) finish() []time.Duration {
 		if !open || time.Since(stopped) > min(probeGraceMax, max(probeGraceMin, 2*longest)) {
 			break
 		}
+		time.Sleep(p.interval)
 	}
 	p.conn.Close()
 	p.wg.Wait()
 	return p.rtt // the goroutines are gone
 }
 
-// realtime runs one repetition of the real-time workload: the web server's
-// UDP service sends the flow through sess to the client, which records each
-// packet's one-way delay; the paths' emulators count the outer bytes.
+// realtime runs one repetition of the real-time workload (docs/lab.md).
 func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results.Sample, error) {
 	rt := r.exp.Realtime
 	conn, err := dialUDP(ctx, sess, r.web.Addr)
@@ -254,42 +251,36 @@ func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results
 
 	count, flow := rt.Packets(), rand.Uint64()
 	req, _ := binary.Append(nil, be, startMsg{udpStart, flow, int64(rt.Interval()), uint32(count), uint32(rt.Size)})
-	var started atomic.Bool
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		t := time.NewTicker(realtimeRetry)
-		defer t.Stop()
-		for !started.Load() {
-			conn.Write(req)
-			select {
-			case <-t.C:
-			case <-rctx.Done():
-				return
-			}
-		}
-	}()
-
 	arrivals := make([]Arrival, 0, count)
 	buf := make([]byte, udpServiceBuffer)
-	end := time.Now().Add(realtimeStartTimeout)
+	end, asked := time.Now().Add(realtimeStartTimeout), time.Time{}
 	distinct, seen := 0, make([]bool, count)
 	for distinct < count && ctx.Err() == nil {
-		conn.SetReadDeadline(end)
+		deadline := end
+		if len(arrivals) == 0 { // not started: ask every realtimeRetry
+			if time.Since(asked) >= realtimeRetry {
+				conn.Write(req)
+				asked = time.Now()
+			}
+			if next := asked.Add(realtimeRetry); next.Before(end) {
+				deadline = next
+			}
+		}
+		conn.SetReadDeadline(deadline)
 		n, err := conn.Read(buf)
 		now := clock()
 		var m dataMsg
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) && deadline.Equal(end) {
 			break
 		} else if errors.Is(err, net.ErrClosed) {
 			return results.Sample{}, err
 		} else if err != nil || n < dataLen || buf[0] != udpRealtime {
-			continue // an ICMP error queued on the socket, …
+			continue // time to ask again, an ICMP error queued on the socket, …
 		}
 		if binary.Decode(buf, be, &m); m.Flow != flow {
 			continue
 		}
-		if !started.Swap(true) {
+		if len(arrivals) == 0 {
 			end = time.Now().Add(rt.Duration + max(RealtimeDrain, 2*rt.Deadline))
 		}
 		seq := int(m.Seq)

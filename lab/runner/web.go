@@ -28,20 +28,19 @@ const (
 // retransmission count of each connection it served (TCP_INFO read just
 // before the connection closes), keyed by the client's address.
 type WebServer struct {
-	Addr netip.Addr
-	srv  *http.Server
-	lns  []net.Listener
-
+	Addr    netip.Addr
+	srv     *http.Server
 	mu      sync.Mutex
-	retrans map[string]int64
 	cond    *sync.Cond
+	retrans map[string]int64
 }
 
 // StartWeb opens the listeners inside ns with congestion control cc and
 // serves until Close.
 func StartWeb(ns *netns.Namespace, addr netip.Addr, cc string) (*WebServer, error) {
-	w := &WebServer{Addr: addr, retrans: map[string]int64{}}
+	w := &WebServer{Addr: addr, retrans: map[string]int64{}, srv: &http.Server{Handler: httpbench.Handler(), ReadHeaderTimeout: 10 * time.Second}}
 	w.cond = sync.NewCond(&w.mu)
+	var lns []net.Listener
 	err := ns.Do(func() error {
 		for port, mp := range map[int]bool{WebPort: false, WebPortMPTCP: true} {
 			lc := net.ListenConfig{Control: httpbench.Control(cc)}
@@ -50,17 +49,19 @@ func StartWeb(ns *netns.Namespace, addr netip.Addr, cc string) (*WebServer, erro
 			if err != nil {
 				return err
 			}
-			w.lns = append(w.lns, &trackListener{Listener: ln, w: w, mptcp: mp})
+			lns = append(lns, &trackListener{Listener: ln, w: w, mptcp: mp})
 		}
 		return nil
 	})
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("web server: %w", err)
+	for _, ln := range lns {
+		if err != nil {
+			ln.Close()
+		} else {
+			go w.srv.Serve(ln)
+		}
 	}
-	w.srv = &http.Server{Handler: httpbench.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	for _, ln := range w.lns {
-		go w.srv.Serve(ln)
+	if err != nil {
+		return nil, fmt.Errorf("web server: %w", err)
 	}
 	return w, nil
 }
@@ -90,13 +91,7 @@ func (w *WebServer) Close() error {
 	if w == nil {
 		return nil
 	}
-	if w.srv != nil {
-		return w.srv.Close()
-	}
-	for _, ln := range w.lns {
-		ln.Close()
-	}
-	return nil
+	return w.srv.Close()
 }
 
 type trackListener struct {
