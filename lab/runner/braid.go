@@ -19,26 +19,23 @@ import (
 	"github.com/braid-vpn/braid/netns"
 )
 
-// Braid tunnel settings of the lab.
+// Braid tunnel settings of the lab: the server's port, how long the client
+// may take to have a usable subflow on every path, and how long a tunnel
+// daemon gets to exit on SIGTERM.
 const (
-	BraidPort = 7000
-	// BraidReadyTimeout bounds waiting for the client's session to have a
-	// usable subflow on every path.
+	BraidPort         = 7000
 	BraidReadyTimeout = 20 * time.Second
-	// braidStopTimeout is how long a daemon gets to exit on SIGTERM.
-	braidStopTimeout = 5 * time.Second
+	daemonStopTimeout = 5 * time.Second
 )
 
-// The tunnel's inner addresses in every lab config (runs, bench, mesh):
-// the server's and the client's.
+// The tunnel's inner addresses in every lab config (runs, bench, mesh).
 var (
 	BraidServerAddr = netip.MustParsePrefix("100.64.0.1/24")
 	BraidClientAddr = netip.MustParsePrefix("100.64.0.2/24")
 )
 
 // BraidCommand says how to start braid: Exe (default: this executable) with
-// Env added to the environment (tests use it to make a test binary act as
-// braid).
+// Env added to the environment (tests make a test binary act as braid).
 type BraidCommand struct {
 	Exe string
 	Env []string
@@ -59,9 +56,8 @@ func (b BraidCommand) Command(args ...string) (*exec.Cmd, error) {
 }
 
 // BraidWeights expands per-path weights to braid's per-subflow list
-// (path-major, one slot per server address): every subflow of a path leaves
-// through that path's interface, whichever server address it targets, so it
-// takes the path's weight.
+// (path-major, one slot per server address): every subflow of a path
+// leaves through that path's interface, so it takes the path's weight.
 func BraidWeights(perPath []float64, servers int) []float64 {
 	out := make([]float64, 0, len(perPath)*servers)
 	for _, w := range perPath {
@@ -73,26 +69,20 @@ func BraidWeights(perPath []float64, servers int) []float64 {
 }
 
 // BraidClientFile is the lab's braid client file: key file client.key next
-// to it, inner address 100.64.0.2/24, the server's public key, and servers
-// and paths as given; every option is braid's default.
+// to it, inner address BraidClientAddr, the server's public key, servers
+// and paths as given, every option braid's default.
 func BraidClientFile(serverKey keys.Key, socket string, servers, paths []string) *config.File {
 	return &config.File{
-		Role:           string(config.RoleClient),
-		PrivateKeyFile: "client.key",
-		Tun:            config.FileTun{Address: []string{BraidClientAddr.String()}},
-		Client: &config.FileClient{
-			ServerPublicKey: serverKey.Public().String(),
-			Servers:         servers,
-			Paths:           paths,
-		},
+		Role: string(config.RoleClient), PrivateKeyFile: "client.key",
+		Tun:     config.FileTun{Address: []string{BraidClientAddr.String()}},
+		Client:  &config.FileClient{ServerPublicKey: serverKey.Public().String(), Servers: servers, Paths: paths},
 		Control: config.FileControl{Socket: socket},
 	}
 }
 
-// BraidClientConfig is the client's config file for transport t on paths:
-// one path per client interface, one server address per path. web, when
-// valid, is routed into the tunnel. The options t leaves "" keep braid's
-// defaults.
+// BraidClientConfig is the client's file for transport t on paths (one
+// server address per path), web, when valid, routed into the tunnel. The
+// options t leaves "" keep braid's defaults.
 func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Prefix, serverKey keys.Key, socket string) *config.File {
 	var ifs, servers []string
 	for _, p := range paths {
@@ -114,39 +104,32 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	return f
 }
 
-// BraidServerConfig is the server's config file for one client key, named
-// name in its logs and status: it listens on every address at BraidPort.
+// BraidServerConfig is the server's file for one client key, named name in
+// its logs and status: it listens on every address at BraidPort.
 func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.File {
 	return &config.File{
-		Role:           string(config.RoleServer),
-		PrivateKeyFile: "server.key",
-		Tun:            config.FileTun{Address: []string{BraidServerAddr.String()}},
+		Role: string(config.RoleServer), PrivateKeyFile: "server.key",
+		Tun: config.FileTun{Address: []string{BraidServerAddr.String()}},
 		Server: &config.FileServer{
 			Listen: []string{netip.AddrPortFrom(netip.IPv4Unspecified(), BraidPort).String()},
-			Clients: []config.FilePeer{{
-				Name:       name,
-				PublicKey:  clientKey.Public().String(),
-				AllowedIPs: []string{netip.PrefixFrom(BraidClientAddr.Addr(), 32).String()},
-			}},
+			Clients: []config.FilePeer{{Name: name, PublicKey: clientKey.Public().String(),
+				AllowedIPs: []string{netip.PrefixFrom(BraidClientAddr.Addr(), 32).String()}}},
 		},
 		Control: config.FileControl{Socket: socket},
 	}
 }
 
-// braidSetup is how a braid-based lab transport runs: on which paths, over
-// which transport, and how many paths the client must report usable.
+// braidSetup is how a braid transport of the runs runs: on one path or
+// all, over transport ("" = udp; "mptcp": one engine path whose kernel
+// subflows spread over every path), with subflows per path.
 type braidSetup struct {
-	paths     []testbed.Path
-	transport string // "" = udp
-	subflows  int    // subflows_per_path; 0 = default
-	// onePath: the tunnel is one path for the engine (mptcp); per-path
-	// bytes then come from the link emulators.
-	onePath bool
+	single    bool
+	transport string
+	subflows  int
 }
 
 // apply sets the transport and subflows of set in both ends' files; cc is
-// the congestion control of the tunnel's own TCP sockets, the download's, as
-// the lab's other sockets have (Table 3).
+// the congestion control of the tunnel's own TCP sockets, the download's.
 func (set braidSetup) apply(srv, cli *config.File, cc string) {
 	if set.transport != "" {
 		cli.Client.Transport, cli.Client.TCPCongestion = set.transport, cc
@@ -157,13 +140,38 @@ func (set braidSetup) apply(srv, cli *config.File, cc string) {
 	}
 }
 
-// startDaemon starts `braid up -c cfg` inside ns.
-func startDaemon(ns *netns.Namespace, bc BraidCommand, name, cfg string) (*proc.Child, error) {
-	cmd, err := bc.Command("up", "-c", cfg)
-	if err != nil {
-		return nil, err
+// braidOn starts braid and the paper's TCP-in-UDP, TCP-in-TCP and
+// TCP-in-MPTCP tunnels.
+func braidOn(set braidSetup) StartFunc {
+	return func(ctx context.Context, env *Env) (Session, error) {
+		paths := env.TB.Plan.Paths
+		if set.single {
+			p, err := pathFor(env)
+			if err != nil {
+				return nil, err
+			}
+			paths = []testbed.Path{p}
+		}
+		set := set
+		if set.transport == "mptcp" {
+			set.subflows = env.Point.Transport.Subflows
+		}
+		spec := BraidSpec{
+			Command: env.Braid, Dir: env.Dir, Server: env.TB.Server(), Client: env.TB.Client(),
+			Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+				srv := BraidServerConfig("lab", cliKey, srvSock)
+				cli := BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock)
+				set.apply(srv, cli, env.CC)
+				return srv, cli
+			},
+			Want: len(paths), Usable: func(st control.Status) int { return UsablePaths(st, paths) },
+			Target: webTarget(env, WebPort), CC: env.CC, Count: env.TB.Plan.Paths,
+		}
+		if set.transport == "mptcp" { // the link emulators count each path of the one MPTCP path
+			spec.Want, spec.Usable, spec.Count = 1, UsableAny, nil
+		}
+		return StartBraid(ctx, spec)
 	}
-	return proc.Start(ns, "braid "+name, cmd)
 }
 
 // BraidSpec is a braid tunnel between two of a lab's namespaces.
@@ -185,22 +193,19 @@ type BraidSpec struct {
 	Count []testbed.Path
 }
 
-// braidSession is a braid server and client started from generated keys
-// and config files: the runs', the bench's and the mesh's.
+// braidSession is a braid server and client started by StartBraid.
 type braidSession struct {
 	BaseSession
-	Srv, Cli *proc.Child
-	// SrvSock and CliSock are the daemons' control sockets.
-	SrvSock, CliSock string
+	srvSock, cliSock string // the daemons' control sockets
 	count            []testbed.Path
 }
 
-// StartBraid generates both ends' keys into spec.Dir, writes their
-// configs, starts the server and then the client and waits until the
-// client is ready, failing early when either daemon exits. On error
-// nothing is left running.
+// StartBraid writes both ends' keys and configs into spec.Dir, starts the
+// server and then the client and waits until the client is ready, failing
+// early when either daemon exits. On error nothing is left running.
 func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
-	b := &braidSession{SrvSock: filepath.Join(spec.Dir, "server.sock"), CliSock: filepath.Join(spec.Dir, "client.sock"), count: spec.Count}
+	file := func(name string) string { return filepath.Join(spec.Dir, name) }
+	b := &braidSession{srvSock: file("server.sock"), cliSock: file("client.sock"), count: spec.Count}
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -214,35 +219,42 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	srvCfg, cliCfg := spec.Configs(srvKey, cliKey, b.SrvSock, b.CliSock)
+	srvCfg, cliCfg := spec.Configs(srvKey, cliKey, b.srvSock, b.cliSock)
 	for name, content := range map[string]func() ([]byte, error){
 		"server.key": srvKey.MarshalText, "client.key": cliKey.MarshalText,
 		"server.toml": srvCfg.Encode, "client.toml": cliCfg.Encode,
 	} {
 		data, err := content()
+		if err == nil {
+			err = os.WriteFile(file(name), data, 0o600)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(spec.Dir, name), data, 0o600); err != nil {
+	}
+	start := func(ns *netns.Namespace, name string) (*proc.Child, error) {
+		cmd, err := spec.Command.Command("up", "-c", file(name+".toml"))
+		if err != nil {
 			return nil, err
 		}
+		return proc.Start(ns, "braid "+name, cmd)
 	}
-	if b.Srv, err = startDaemon(spec.Server, spec.Command, "server", filepath.Join(spec.Dir, "server.toml")); err != nil {
+	if b.srv, err = start(spec.Server, "server"); err != nil {
 		return nil, err
 	}
-	if b.Cli, err = startDaemon(spec.Client, spec.Command, "client", filepath.Join(spec.Dir, "client.toml")); err != nil {
+	if b.cli, err = start(spec.Client, "client"); err != nil {
 		return nil, err
 	}
 	var st control.Status
 	if err := proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
 		got := 0
-		if s, err := control.Query(b.CliSock); err == nil {
+		if s, err := control.Query(b.cliSock); err == nil {
 			if st, got = s, spec.Usable(s); got >= spec.Want {
 				return nil
 			}
 		}
-		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, spec.Want, BraidReadyTimeout, b.Cli.LastLine())
-	}, b.Srv, b.Cli); err != nil {
+		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, spec.Want, BraidReadyTimeout, b.cli.LastLine())
+	}, b.srv, b.cli); err != nil {
 		return nil, err
 	}
 	b.To = spec.Target
@@ -252,8 +264,7 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 }
 
 // braidDetail names the scheduler, congestion control and recovery and
-// counts the daemon paths: the client opens one from each of its paths to
-// each server address, and the daemon lists each with its state.
+// counts the usable daemon paths of client paths × server addresses.
 func braidDetail(st control.Status, paths []string, servers, mtu int) string {
 	sched, cc, rec := "", "", ""
 	for _, p := range st.Peers {
@@ -272,63 +283,34 @@ func braidDetail(st control.Status, paths []string, servers, mtu int) string {
 	return s
 }
 
-// Close stops both daemons, the client first.
-func (b *braidSession) Close() error {
-	b.Cli.Stop(braidStopTimeout)
-	b.Srv.Stop(braidStopTimeout)
-	return nil
-}
-
-func (b *braidSession) PIDs() (cli, srv int) { return b.Cli.PID(), b.Srv.PID() }
-
-func startBraid(ctx context.Context, env *Env) (Session, error) {
-	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths})
-}
-
-// startTCPTunnel is braid over one TCP connection on one path: the paper's
-// TCP-in-TCP tunnel.
-func startTCPTunnel(ctx context.Context, env *Env) (Session, error) {
-	p, err := pathFor(env, env.Point.Transport.Path)
+func (b *braidSession) Counters(ctx context.Context) (Counters, error) {
+	cli, err := control.Query(b.cliSock)
 	if err != nil {
-		return nil, err
+		return Counters{}, err
 	}
-	return startBraidOn(ctx, env, braidSetup{paths: []testbed.Path{p}, transport: "tcp"})
-}
-
-// startMPTCPTunnel is braid over one kernel MPTCP connection whose subflows
-// braid's path manager set-up spreads over every path: TCP-in-MPTCP.
-func startMPTCPTunnel(ctx context.Context, env *Env) (Session, error) {
-	return startBraidOn(ctx, env, braidSetup{paths: env.TB.Plan.Paths, transport: "mptcp", subflows: env.Point.Transport.Subflows, onePath: true})
-}
-
-// startUDPTunnel is braid over one path: the paper's single-path TCP-in-UDP
-// tunnel.
-func startUDPTunnel(ctx context.Context, env *Env) (Session, error) {
-	p, err := pathFor(env, env.Point.Transport.Path)
+	srv, err := control.Query(b.srvSock)
 	if err != nil {
-		return nil, err
+		return Counters{}, err
 	}
-	return startBraidOn(ctx, env, braidSetup{paths: []testbed.Path{p}})
-}
-
-func startBraidOn(ctx context.Context, env *Env, set braidSetup) (Session, error) {
-	paths := set.paths
-	spec := BraidSpec{
-		Command: env.Braid, Dir: env.Dir, Server: env.TB.Server(), Client: env.TB.Client(),
-		Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
-			srv := BraidServerConfig("lab", cliKey, srvSock)
-			cli := BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock)
-			set.apply(srv, cli, env.CC)
-			return srv, cli
-		},
-		Want: len(paths), Usable: func(st control.Status) int { return UsablePaths(st, paths) },
-		Target: netip.AddrPortFrom(env.Web.Addr, WebPort).String(), CC: env.CC, Count: env.TB.Plan.Paths,
+	c := Counters{Sender: &srv, Receiver: &cli}
+	for _, peer := range cli.Peers {
+		c.Reordered += peer.ReorderStats.Reordered
+		c.ReorderTimeouts += peer.ReorderStats.Timeouts
 	}
-	if set.onePath {
-		// The link emulators count each path of the one MPTCP path.
-		spec.Want, spec.Usable, spec.Count = 1, UsableAny, nil
+	if b.count != nil {
+		c.PathBytes = map[string]uint64{}
 	}
-	return StartBraid(ctx, spec)
+	for _, p := range b.count {
+		c.PathBytes[p.Name] = 0
+		for _, peer := range cli.Peers {
+			for _, ps := range peer.Paths {
+				if onPath(ps, p) {
+					c.PathBytes[p.Name] += ps.RxBytes
+				}
+			}
+		}
+	}
+	return c, nil
 }
 
 // UsablePaths counts the testbed paths on which an established peer of st
@@ -342,14 +324,8 @@ func UsablePaths(st control.Status, paths []testbed.Path) int {
 // daemon path takes (each lab topology tells them apart its own way).
 func UsableOn(st control.Status, n int, on func(ps control.PathStatus, k int) bool) int {
 	count := 0
-	for k := 0; k < n; k++ {
-		found := false
-		for _, peer := range st.Peers {
-			for _, ps := range peer.Paths {
-				found = found || (usable(peer, ps) && on(ps, k))
-			}
-		}
-		if found {
+	for k := range n {
+		if countUsable(st, func(ps control.PathStatus) bool { return on(ps, k) }) > 0 {
 			count++
 		}
 	}
@@ -359,20 +335,21 @@ func UsableOn(st control.Status, n int, on func(ps control.PathStatus, k int) bo
 // UsableAny counts the usable daemon paths of st's established peers,
 // wherever they leave from (an MPTCP tunnel's one path has no device).
 func UsableAny(st control.Status) int {
+	return countUsable(st, func(control.PathStatus) bool { return true })
+}
+
+// countUsable counts the daemon paths of st's established peers that carry
+// traffic (active or degraded) and for which which holds.
+func countUsable(st control.Status, which func(control.PathStatus) bool) int {
 	n := 0
 	for _, peer := range st.Peers {
 		for _, ps := range peer.Paths {
-			if usable(peer, ps) {
+			if peer.Established && (ps.State == "active" || ps.State == "degraded") && which(ps) {
 				n++
 			}
 		}
 	}
 	return n
-}
-
-// usable: a daemon path that carries traffic, of an established session.
-func usable(peer control.PeerStatus, ps control.PathStatus) bool {
-	return peer.Established && (ps.State == "active" || ps.State == "degraded")
 }
 
 // onPath tells whether a braid daemon path takes testbed path p: by its
@@ -381,38 +358,6 @@ func onPath(ps control.PathStatus, p testbed.Path) bool {
 	if ps.Device != "" {
 		return ps.Device == p.ClientIf
 	}
-	if ap, err := netip.ParseAddrPort(ps.Local); err == nil {
-		return p.Subnet.Contains(ap.Addr().Unmap())
-	}
-	return false
-}
-
-func (b *braidSession) Counters(ctx context.Context) (Counters, error) {
-	cli, err := control.Query(b.CliSock)
-	if err != nil {
-		return Counters{}, err
-	}
-	srv, err := control.Query(b.SrvSock)
-	if err != nil {
-		return Counters{}, err
-	}
-	c := Counters{Sender: &srv, Receiver: &cli}
-	if b.count != nil {
-		c.PathBytes = map[string]uint64{}
-		for _, p := range b.count {
-			c.PathBytes[p.Name] = 0
-		}
-	}
-	for _, peer := range cli.Peers {
-		c.Reordered += peer.ReorderStats.Reordered
-		c.ReorderTimeouts += peer.ReorderStats.Timeouts
-		for _, ps := range peer.Paths {
-			for _, p := range b.count {
-				if onPath(ps, p) {
-					c.PathBytes[p.Name] += ps.RxBytes
-				}
-			}
-		}
-	}
-	return c, nil
+	ap, err := netip.ParseAddrPort(ps.Local)
+	return err == nil && p.Subnet.Contains(ap.Addr().Unmap())
 }

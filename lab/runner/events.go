@@ -3,7 +3,7 @@ package runner
 import (
 	"errors"
 	"slices"
-	"sync"
+	"sort"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/results"
@@ -12,38 +12,31 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// Path events ([[events]]): during each download the runner changes the
-// paths at the scenario's times, samples what every path delivers towards
-// the client, and afterwards puts every path back as the scenario built it.
+// Path events ([[events]], docs/lab.md): the sampling interval and the
+// transport's time to have its paths back after a download.
 const (
-	// EventSampleInterval is how often the paths' delivered bytes are read.
 	EventSampleInterval = 10 * time.Millisecond
-	// EventSettle is the pause after a download whose events left a path
-	// changed and were undone, so that the transport has its paths back
-	// (a path returns within about a second) before the next download.
-	EventSettle = 3 * time.Second
+	EventSettle         = 3 * time.Second
 )
 
-// pathSample is every path's delivered bytes (Plan.Paths order) at t since
-// the download started.
+// pathSample is every path's delivered bytes (Plan.Paths order) at t.
 type pathSample struct {
 	t     time.Duration
 	bytes []uint64
 }
 
-// eventRun applies one download's events and samples the paths.
+// eventRun applies one download's events and samples the paths. Until
+// done, loop alone touches fired, samples and errs.
 type eventRun struct {
-	tb     *testbed.Testbed
-	events []scenario.Event
-	paths  []string
-	start  time.Time
-	stop   chan struct{}
-	done   chan struct{}
-
-	mu      sync.Mutex
-	fired   []time.Duration // when each event fired; len = events fired
-	samples []pathSample
-	errs    []error
+	tb         *testbed.Testbed
+	events     []scenario.Event
+	paths      []string
+	start      time.Time
+	stop, done chan struct{}
+	changed    bool            // finish undid a change: settle waits
+	fired      []time.Duration // when each event fired; len = events fired
+	samples    []pathSample
+	errs       []error
 }
 
 // startEvents begins the timeline of events now (the download's start).
@@ -62,27 +55,18 @@ func (e *eventRun) sample() {
 	for i, p := range e.paths {
 		s.bytes[i] = e.tb.Delivered(p)
 	}
-	e.mu.Lock()
 	e.samples = append(e.samples, s)
-	e.mu.Unlock()
 }
 
 func (e *eventRun) loop() {
 	defer close(e.done)
 	tick := time.NewTicker(EventSampleInterval)
 	defer tick.Stop()
-	next := 0
-	for {
-		for next < len(e.events) && time.Since(e.start) >= e.events[next].At {
-			err := applyEvent(e.tb, e.events[next], false)
-			e.mu.Lock()
+	for next := 0; ; {
+		for ; next < len(e.events) && time.Since(e.start) >= e.events[next].At; next++ {
+			e.errs = append(e.errs, applyEvent(e.tb, e.events[next], false))
 			e.fired = append(e.fired, time.Since(e.start))
-			if err != nil {
-				e.errs = append(e.errs, err)
-			}
-			e.mu.Unlock()
 			e.sample()
-			next++
 		}
 		select {
 		case <-e.stop:
@@ -113,21 +97,24 @@ func applyEvent(tb *testbed.Testbed, ev scenario.Event, undo bool) error {
 }
 
 // finish stops the timeline at the download's end (d after its start),
-// undoes the events that fired, newest first, and returns the outcomes.
-// changed reports whether an undo did anything, the caller then lets the
-// transport settle.
-func (e *eventRun) finish(d time.Duration) (out []results.EventOutcome, phases []results.Phase, changed bool, err error) {
+// undoes what the events that fired left changed and returns the outcomes.
+func (e *eventRun) finish(d time.Duration) ([]results.EventOutcome, []results.Phase, error) {
 	close(e.stop)
 	<-e.done
 	e.sample()
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, u := range leftChanged(e.events[:len(e.fired)]) {
 		e.errs = append(e.errs, applyEvent(e.tb, u, true))
-		changed = true
+		e.changed = true
 	}
-	out, phases = eventOutcomes(e.events, e.fired, e.paths, e.samples, d)
-	return out, phases, changed, errors.Join(e.errs...)
+	out, phases := eventOutcomes(e.events, e.fired, e.paths, e.samples, d)
+	return out, phases, errors.Join(e.errs...)
+}
+
+// settle lets the transport have its paths back after finish undid a change.
+func (e *eventRun) settle() {
+	if e.changed {
+		time.Sleep(EventSettle)
+	}
 }
 
 // leftChanged returns, for what the fired events left changed, the event
@@ -143,29 +130,25 @@ func leftChanged(fired []scenario.Event) []scenario.Event {
 	}
 	var out []scenario.Event
 	for _, link := range order {
-		s := st[link]
-		if s.Down {
+		if st[link].Down {
 			out = append(out, scenario.Event{Action: scenario.ActionDown, Link: link})
 		}
-		if s.Moved {
+		if st[link].Moved {
 			out = append(out, scenario.Event{Action: scenario.ActionReaddress, Link: link})
 		}
-		if s.Cut {
+		if st[link].Cut {
 			out = append(out, scenario.Event{Action: scenario.ActionCut, Link: link})
 		}
 	}
 	return out
 }
 
-// eventOutcomes turns one download's timeline into what each event did
-// and the paths' rates between events. events are the scenario's, fired
-// the times of those that fired (a prefix), paths the path names in the
-// samples' order, samples in time order, d the download's duration.
+// eventOutcomes is what each event did and the paths' rates between events
+// in one download of duration d: fired are the times of the events that
+// fired (a prefix), paths the path names in the samples' order.
 func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []string, samples []pathSample, d time.Duration) ([]results.EventOutcome, []results.Phase) {
-	// at is every path's bytes at the last sample not after t.
-	at := func(t time.Duration) []uint64 {
-		i := max(0, samplesUpTo(samples, t)-1)
-		return samples[i].bytes
+	at := func(t time.Duration) []uint64 { // every path's bytes at the last sample not after t
+		return samples[max(0, sort.Search(len(samples), func(i int) bool { return samples[i].t > t })-1)].bytes
 	}
 	sum := func(b []uint64, which func(int) bool) (n uint64) {
 		for i, v := range b {
@@ -194,8 +177,7 @@ func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []strin
 			}
 		}
 	}
-	bounds := append([]time.Duration{0}, fired...)
-	bounds = append(bounds, d)
+	bounds := slices.Concat([]time.Duration{0}, fired, []time.Duration{d})
 	var phases []results.Phase
 	for i := 0; i+1 < len(bounds); i++ {
 		from, to := bounds[i], bounds[i+1]
@@ -211,42 +193,19 @@ func eventOutcomes(events []scenario.Event, fired []time.Duration, paths []strin
 	return out, phases
 }
 
-// samplesUpTo returns the number of samples at or before t (samples are in time
-// order).
-func samplesUpTo(samples []pathSample, t time.Duration) int {
-	n, _ := slices.BinarySearchFunc(samples, t, func(s pathSample, t time.Duration) int {
-		if s.t <= t {
-			return -1
-		}
-		return 1
-	})
-	return n
-}
-
-// PhaseLabels names a scenario's phases: "before cut secondary at 3s",
-// then "after" each event.
-func PhaseLabels(events []scenario.Event) []string {
-	if len(events) == 0 {
-		return nil
-	}
-	out := []string{"before " + events[0].String()}
-	for _, ev := range events {
-		out = append(out, "after "+ev.String())
-	}
-	return out
-}
-
 // SummarizeEvents is a point's path events over its downloads (nil when
-// it has none).
+// it has none), phases "before" the first event, then "after" each.
 func SummarizeEvents(events []scenario.Event, samples []results.Sample) *results.EventsSummary {
 	if len(events) == 0 {
 		return nil
 	}
-	s := &results.EventsSummary{}
+	labels := []string{"before " + events[0].String()}
+	for _, ev := range events {
+		labels = append(labels, "after "+ev.String())
+	}
 	var stalls []float64
 	react := make([][]float64, len(events))
 	fired := make([]int, len(events))
-	labels := PhaseLabels(events)
 	kbps := make([]map[string][]float64, len(labels))
 	for i := range kbps {
 		kbps[i] = map[string][]float64{}
@@ -254,27 +213,22 @@ func SummarizeEvents(events []scenario.Event, samples []results.Sample) *results
 	for _, smp := range samples {
 		stalls = append(stalls, smp.MaxStallMs)
 		for i, o := range smp.Events {
-			if i >= len(events) || !o.Fired {
-				continue
-			}
-			fired[i]++
-			if o.ReactMs != nil {
-				react[i] = append(react[i], *o.ReactMs)
-			}
-		}
-		for i, ph := range smp.Phases {
-			if i < len(kbps) {
-				for p, v := range ph.PathKBps {
-					kbps[i][p] = append(kbps[i][p], v)
+			if i < len(events) && o.Fired {
+				fired[i]++
+				if o.ReactMs != nil {
+					react[i] = append(react[i], *o.ReactMs)
 				}
 			}
 		}
+		for i, ph := range smp.Phases[:min(len(smp.Phases), len(kbps))] {
+			for p, v := range ph.PathKBps {
+				kbps[i][p] = append(kbps[i][p], v)
+			}
+		}
 	}
-	s.MaxStallMs = stats.Summarize(stalls)
+	s := &results.EventsSummary{MaxStallMs: stats.Summarize(stalls)}
 	for i, ev := range events {
-		s.Events = append(s.Events, results.EventSummary{
-			Event: ev.String(), Fired: fired[i], Reacted: len(react[i]), ReactMs: stats.Summarize(react[i]),
-		})
+		s.Events = append(s.Events, results.EventSummary{Event: ev.String(), Fired: fired[i], Reacted: len(react[i]), ReactMs: stats.Summarize(react[i])})
 	}
 	for i, l := range labels {
 		ph := results.PhaseSummary{Label: l, PathKBps: map[string]stats.Summary{}}

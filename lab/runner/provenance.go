@@ -7,25 +7,25 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// What a run records about the machine (results.Provenance).
+// The machine's load (results.Provenance, docs/lab.md): sampled every
+// LoadInterval; above HighLoadPerCPU per CPU at the start, a warning.
 const (
-	// LoadInterval is how often the load average is sampled during a run.
-	LoadInterval = 5 * time.Second
-	// HighLoadPerCPU is the 1-minute load average per CPU above which a
-	// run that starts is warned about: other work then competes with the
-	// emulators, daemons and downloads for the CPUs.
+	LoadInterval   = 5 * time.Second
 	HighLoadPerCPU = 0.5
 )
 
-// loadavgFile is where the load averages are read (a test may point it
-// elsewhere).
+// loadavgFile is where the load averages are read (tests point it elsewhere).
 var loadavgFile = "/proc/loadavg"
 
 // ReadLoad returns the 1-minute load average of the machine.
@@ -40,11 +40,8 @@ func ReadLoad() (float64, error) {
 // parseLoadavg reads the first field of /proc/loadavg ("0.52 0.58 0.59
 // 1/389 12345").
 func parseLoadavg(s string) (float64, error) {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0, errors.New("loadavg: empty")
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
+	first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	v, err := strconv.ParseFloat(first, 64)
 	if err != nil {
 		return 0, fmt.Errorf("loadavg: %w", err)
 	}
@@ -62,22 +59,21 @@ func HighLoadWarning(load float64, cpus int) string {
 		load, cpus, HighLoadPerCPU)
 }
 
-// loadMonitor samples the load average every interval until stopped and
+// loadMonitor samples the load average every interval until finish and
 // keeps the highest value.
 type loadMonitor struct {
 	start float64
+	stop  chan struct{}
+	wg    sync.WaitGroup
 	mu    sync.Mutex
 	max   float64
-	stop  chan struct{}
-	done  chan struct{}
 }
 
 func startLoadMonitor(interval time.Duration) *loadMonitor {
-	m := &loadMonitor{stop: make(chan struct{}), done: make(chan struct{})}
+	m := &loadMonitor{stop: make(chan struct{})}
 	m.start, _ = ReadLoad()
 	m.max = m.start
-	go func() {
-		defer close(m.done)
+	m.wg.Go(func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
@@ -88,7 +84,7 @@ func startLoadMonitor(interval time.Duration) *loadMonitor {
 				m.sample()
 			}
 		}
-	}()
+	})
 	return m
 }
 
@@ -104,10 +100,8 @@ func (m *loadMonitor) sample() {
 // load seen (the start included).
 func (m *loadMonitor) finish() float64 {
 	close(m.stop)
-	<-m.done
+	m.wg.Wait()
 	m.sample()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.max
 }
 
@@ -115,10 +109,9 @@ func (m *loadMonitor) finish() float64 {
 // (1 to 2³²-1).
 func NewSeed() uint64 { return rand.Uint64N(1<<32-1) + 1 }
 
-// SourceCommit returns the git commit of the code that runs: the binary's
-// build information when `go build` recorded it (from "build"), else `git
-// rev-parse HEAD` in the working directory (from "git"); dirty tells that
-// the tree had uncommitted changes. All empty when neither is available.
+// SourceCommit returns the git commit of the code that runs, from the
+// binary's build information ("build") or `git rev-parse HEAD` ("git"),
+// and whether the tree had uncommitted changes.
 func SourceCommit() (commit, from string, dirty bool) {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -139,7 +132,115 @@ func SourceCommit() (commit, from string, dirty bool) {
 	if err != nil {
 		return "", "", false
 	}
-	commit = strings.TrimSpace(string(out))
 	st, err := exec.CommandContext(ctx, "git", "status", "--porcelain").Output()
-	return commit, "git", err == nil && len(strings.TrimSpace(string(st))) > 0
+	return strings.TrimSpace(string(out)), "git", err == nil && len(strings.TrimSpace(string(st))) > 0
+}
+
+// LockName is the lock file's name; DefaultLockPath says where it goes.
+const LockName = "braid-lab.lock"
+
+// DefaultLockPath is the machine-wide lock of lab runs: in /run, or in the
+// temporary directory where /run is not writable.
+func DefaultLockPath() string {
+	dir := "/run"
+	if unix.Access(dir, unix.W_OK) != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, LockName)
+}
+
+// Lock is a held run lock: the file holds the owner's PID, its start time
+// and command on three lines.
+type Lock struct {
+	f *os.File
+}
+
+// BusyError is returned by AcquireLock when another live process holds the
+// lock.
+type BusyError struct {
+	Path    string
+	PID     int
+	Since   string // RFC 3339, as the owner wrote it
+	Command string
+}
+
+func (e *BusyError) Error() string {
+	who := "pid " + strconv.Itoa(e.PID)
+	if e.Since != "" {
+		who += " since " + e.Since
+	}
+	if e.Command != "" {
+		who += ": " + e.Command
+	}
+	return fmt.Sprintf("another lab run is active (%s; lock %s): wait for it to finish, or pass --force to run alongside it", who, e.Path)
+}
+
+// AcquireLock takes the machine's run lock at path for this process, with
+// command (the command line) written in it. The file is also flock'ed, so
+// two runs starting together cannot both take it; a lock whose owner is
+// gone is taken over. A live owner is a *BusyError.
+func AcquireLock(path, command string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		busy := readLock(f, path)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, busy
+		}
+		return nil, fmt.Errorf("run lock %s: %w", path, err)
+	}
+	// The flock is ours; an owner still alive lost its flock to a file
+	// removed and made again under it: the lock is still held.
+	if old := readLock(f, path); old.PID > 0 && old.PID != os.Getpid() && lockOwnerAlive(old.PID, old.Command) {
+		f.Close()
+		return nil, old
+	}
+	content := fmt.Sprintf("%d\n%s\n%s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339), strings.ReplaceAll(command, "\n", " "))
+	if err = f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(content), 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run lock: %w", err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release empties the lock file and lets it go. The file stays: removing
+// it would let a run that opened it just before take a lock nobody else
+// sees.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	l.f.Truncate(0)
+	err := l.f.Close() // drops the flock
+	l.f = nil
+	return err
+}
+
+// readLock reads the owner written in a lock file.
+func readLock(f *os.File, path string) *BusyError {
+	buf := make([]byte, 4096)
+	n, _ := f.ReadAt(buf, 0)
+	lines := append(strings.SplitN(string(buf[:n]), "\n", 3), "", "")
+	pid, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
+	return &BusyError{Path: path, PID: pid, Since: strings.TrimSpace(lines[1]), Command: strings.TrimSpace(lines[2])}
+}
+
+// lockOwnerAlive reports whether the process pid exists (EPERM counts)
+// and, where its command line can be read, is still command (not a PID
+// reused after a crash).
+func lockOwnerAlive(pid int, command string) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || command == "" {
+		return true
+	}
+	return strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ") == command
 }

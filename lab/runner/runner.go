@@ -1,11 +1,6 @@
-// Package runner runs a scenario's experiments: for every point it builds
-// (or keeps) the testbed, sets up the transport under test, downloads the
-// file Experiment.Reps times from the web server to the client and
-// summarizes the goodput as the paper does (mean and 95% Student-t CI).
-//
-// Transports are looked up by name in a registry (Register), so packages
-// that add tunnels (tcp-tunnel, openvpn, …) plug in without touching the
-// runner. The built-in ones are direct, mptcp-direct and braid.
+// Package runner runs a scenario's experiments (docs/lab.md): for every
+// point it builds (or keeps) the testbed, starts the transport under test
+// (Register) and measures and summarizes Experiment.Reps repetitions.
 package runner
 
 import (
@@ -14,12 +9,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/progress"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -27,14 +27,16 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// Defaults of a run.
+// Timing of a run: RepPause separates repetitions (the previous one's last
+// packets and queues gone); RetransWait bounds waiting for the web server to
+// report a connection's retransmissions; the competing downloads start
+// CompetingLead before the measured one (it meets them in congestion
+// avoidance) and ask for competingSize bytes, hours at the lab's rates.
 const (
-	// RepPause separates downloads so that the previous one's last packets
-	// and the link queues are gone before the next starts.
-	RepPause = 200 * time.Millisecond
-	// RetransWait bounds waiting for the web server to close a connection
-	// and report its retransmissions.
-	RetransWait = 2 * time.Second
+	RepPause      = 200 * time.Millisecond
+	RetransWait   = 2 * time.Second
+	CompetingLead = 2 * time.Second
+	competingSize = 1 << 34
 )
 
 // ErrNotRoot is returned when the runner lacks the privileges to build
@@ -43,32 +45,20 @@ var ErrNotRoot = errors.New("the lab needs root (it creates network namespaces, 
 
 // Options of a run.
 type Options struct {
-	// Reps and Size override the scenario's experiment when > 0.
-	Reps int
-	Size int64
+	Reps int   // overrides the scenario's when > 0
+	Size int64 // overrides the scenario's when > 0
 	// Progress, if set, gets a progress line per download (a failed point
 	// counts its downloads as done), redrawn in place if Terminal.
 	Progress io.Writer
 	Terminal bool
-	// Braid is how braid daemons are started (default: this executable).
-	Braid BraidCommand
-	// Prefix names the testbed's namespaces ("" = testbed.Prefix).
-	Prefix string
-	// Only, if set, restricts the run to the points it matches.
-	Only *scenario.Selection
-	// Emulator is the link emulator backend: testbed.EmulatorUserspace,
-	// EmulatorNetem or EmulatorAuto ("" = auto).
-	Emulator string
-	// Seed is the campaign seed when > 0; else the scenario's, else a
-	// random one (NewSeed). The run records it.
-	Seed uint64
-	// Shard restricts the run to one shard of the (selected) points.
-	Shard scenario.Shard
-	// Command is the command line the run records (os.Args).
-	Command []string
-	// Warn, if set, is told at once what the run records as a warning
-	// (a busy machine).
-	Warn func(msg string)
+	Braid    BraidCommand        // how braid daemons start (default: this executable)
+	Prefix   string              // names the testbed's namespaces ("" = testbed.Prefix)
+	Only     *scenario.Selection // if set, restricts the run to the points it matches
+	Emulator string              // testbed.EmulatorUserspace, EmulatorNetem or EmulatorAuto ("" = auto)
+	Seed     uint64              // the campaign seed when > 0; else the scenario's, else NewSeed()
+	Shard    scenario.Shard      // restricts the run to one shard of the (selected) points
+	Command  []string            // the command line the run records (os.Args)
+	Warn     func(msg string)    // if set, told at once what the run records as a warning
 }
 
 // Run measures every point of s. On cancellation (Ctrl-C) it tears the
@@ -81,11 +71,9 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if opt.Only != nil {
 		points = opt.Only.Points(s)
 	}
-	points = opt.Shard.Filter(points)
-	if len(points) == 0 {
-		if !opt.Shard.Whole() {
-			return nil, fmt.Errorf("scenario %s: shard %s has no point to run", s.Name, opt.Shard)
-		}
+	if points = opt.Shard.Filter(points); len(points) == 0 && !opt.Shard.Whole() {
+		return nil, fmt.Errorf("scenario %s: shard %s has no point to run", s.Name, opt.Shard)
+	} else if len(points) == 0 {
 		return nil, fmt.Errorf("scenario %s: no point to run", s.Name)
 	}
 	if err := checkRunnable(points); err != nil {
@@ -100,22 +88,13 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	}
 	opt.Emulator = emu
 	exp := s.Experiment
-	if opt.Reps > 0 {
-		exp.Reps = opt.Reps
-	}
-	if opt.Size > 0 {
-		exp.Size = opt.Size
-	}
-	if opt.Seed > 0 {
-		exp.Seed = opt.Seed
-	}
-	if exp.Seed == 0 {
+	exp.Reps, exp.Size = cmp.Or(max(opt.Reps, 0), exp.Reps), cmp.Or(max(opt.Size, 0), exp.Size)
+	if exp.Seed = cmp.Or(opt.Seed, exp.Seed); exp.Seed == 0 {
 		exp.Seed = NewSeed()
 	}
 	host, _ := os.Hostname()
 	run := &results.Run{
-		Scenario: s.Name, File: s.File, Description: s.Description,
-		Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
+		Scenario: s.Name, File: s.File, Description: s.Description, Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
 		Emulator: emu, Host: host, Only: opt.Only.Specs(), ECN: exp.ECN,
 	}
 	run.Seed, run.Shard, run.Command = exp.Seed, opt.Shard.String(), opt.Command
@@ -131,13 +110,10 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if exp.Latency {
 		run.LatencyIntervalMs, run.LatencyIdleMs = stats.Ms(exp.LatencyInterval), stats.Ms(exp.LatencyIdle)
 	}
-	if exp.Workload == scenario.WorkloadRealtime {
-		rt := exp.Realtime
+	if rt := exp.Realtime; exp.Workload == scenario.WorkloadRealtime {
 		run.Workload = scenario.WorkloadRealtime
-		run.Realtime = &results.RealtimeSetup{
-			RateMbps: float64(rt.Rate) / 1e6, Size: rt.Size, Seconds: rt.Duration.Seconds(),
-			Packets: rt.Packets(), DeadlineMs: stats.Ms(rt.Deadline),
-		}
+		run.Realtime = &results.RealtimeSetup{RateMbps: float64(rt.Rate) / 1e6, Size: rt.Size, Seconds: rt.Duration.Seconds(),
+			Packets: rt.Packets(), DeadlineMs: stats.Ms(rt.Deadline)}
 	}
 	for _, a := range s.Axes() {
 		run.Axes = append(run.Axes, string(a))
@@ -145,7 +121,6 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	r := &runState{opt: opt, exp: exp, bar: progress.New(cmp.Or[io.Writer](opt.Progress, io.Discard), len(points)*exp.Reps, opt.Terminal)}
 	defer r.closeNet()
 	defer r.bar.Done()
-
 	for i := range points {
 		p := &points[i]
 		if err = ctx.Err(); err != nil {
@@ -158,14 +133,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 			}
 		}
 		rp := r.measure(ctx, p)
-		if ctx.Err() != nil {
-			err = ctx.Err()
+		if err = ctx.Err(); err != nil {
 			break
 		}
 		run.Points = append(run.Points, rp)
 	}
-	run.LoadMax = load.finish()
-	run.Finished = time.Now()
+	run.LoadMax, run.Finished = load.finish(), time.Now()
 	return run, err
 }
 
@@ -180,72 +153,43 @@ type runState struct {
 	cc      string
 }
 
-func (r *runState) openNet(p *scenario.Point) error {
-	tb, err := testbed.Build(p.Topology, testbed.Options{Prefix: r.opt.Prefix, Seed: r.exp.Seed, Emulator: r.opt.Emulator})
-	if err != nil {
+// openNet builds p's testbed and starts the web server and the UDP service
+// in it; closeNet undoes what it did.
+func (r *runState) openNet(p *scenario.Point) (err error) {
+	if r.tb, err = testbed.Build(p.Topology, testbed.Options{Prefix: r.opt.Prefix, Seed: r.exp.Seed, Emulator: r.opt.Emulator}); err != nil {
 		return err
 	}
-	cc := p.Topology.Web().TCP.Congestion
-	web, err := StartWeb(tb.Web(), tb.Plan.WebAddr, cc)
-	if err != nil {
-		tb.Close()
+	r.network, r.cc = p.Network, p.Topology.Web().TCP.Congestion
+	if r.web, err = StartWeb(r.tb.Web(), r.tb.Plan.WebAddr, r.cc); err != nil {
 		return err
 	}
-	udp, err := StartUDP(tb.Web(), tb.Plan.WebAddr)
-	if err != nil {
-		web.Close()
-		tb.Close()
-		return err
-	}
-	r.tb, r.web, r.udp, r.network, r.cc = tb, web, udp, p.Network, cc
-	return nil
+	r.udp, err = StartUDP(r.tb.Web(), r.tb.Plan.WebAddr)
+	return err
 }
 
 func (r *runState) closeNet() {
 	r.udp.Close()
-	r.udp = nil
-	if r.web != nil {
-		r.web.Close()
-		r.web = nil
-	}
+	r.web.Close()
 	if r.tb != nil {
 		r.tb.Close()
-		r.tb = nil
 	}
+	r.tb, r.web, r.udp = nil, nil, nil
 }
 
-// progress counts n downloads of p as done.
-func (r *runState) progress(p *scenario.Point, n int) {
-	for range n {
-		r.bar.Step(p.String())
-	}
-}
-
-// Options returns a transport's options as results.Point records them:
-// only those set.
+// TransportOptions returns a transport's options as results.Point records
+// them: only those set.
 func TransportOptions(t scenario.Transport) map[string]string {
-	m := map[string]string{}
-	set := func(k, v string) {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	set(scenario.OptPath, t.Path)
-	set(scenario.OptScheduler, t.Scheduler)
-	set(scenario.OptReorder, t.Reorder)
-	set(scenario.OptCongestion, t.Congestion)
-	set(scenario.OptRecovery, t.Recovery)
+	m := map[string]string{scenario.OptPath: t.Path, scenario.OptScheduler: t.Scheduler, scenario.OptReorder: t.Reorder,
+		scenario.OptCongestion: t.Congestion, scenario.OptRecovery: t.Recovery}
 	if len(t.Priorities) > 0 {
 		m[scenario.OptPriorities] = scenario.FormatTiers(t.Priorities)
 	}
-	if len(t.Weights) > 0 {
-		ws := make([]string, len(t.Weights))
-		for i, w := range t.Weights {
-			ws[i] = strconv.FormatFloat(w, 'g', -1, 64)
-		}
-		m[scenario.OptWeights] = strings.Join(ws, "/")
+	var ws []string
+	for _, w := range t.Weights {
+		ws = append(ws, strconv.FormatFloat(w, 'g', -1, 64))
 	}
-	if len(m) == 0 {
+	m[scenario.OptWeights] = strings.Join(ws, "/")
+	if maps.DeleteFunc(m, func(_, v string) bool { return v == "" }); len(m) == 0 {
 		return nil
 	}
 	return m
@@ -259,20 +203,23 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	for _, q := range p.Params {
 		rp.Params = append(rp.Params, results.Param{Axis: string(q.Axis), Text: q.Text, Value: q.Value})
 	}
+	steps := func(n int) {
+		for range n {
+			r.bar.Step(p.String())
+		}
+	}
 	dir, err := os.MkdirTemp("", "braid-lab-")
+	var sess Session
+	if err == nil {
+		defer os.RemoveAll(dir)
+		start, _ := Lookup(p.Transport.Name)
+		if sess, err = start(ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
+			err, rp.Goodput = fmt.Errorf("%s: %w", p.Transport.Label, err), stats.Summarize(nil)
+		}
+	}
 	if err != nil {
 		rp.Error = err.Error()
-		r.progress(p, r.exp.Reps)
-		return rp
-	}
-	defer os.RemoveAll(dir)
-	start, _ := Lookup(p.Transport.Name)
-	env := &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}
-	sess, err := start(ctx, env)
-	if err != nil {
-		rp.Error = fmt.Sprintf("%s: %v", p.Transport.Label, err)
-		rp.Goodput = stats.Summarize(nil)
-		r.progress(p, r.exp.Reps)
+		steps(r.exp.Reps)
 		return rp
 	}
 	defer sess.Close()
@@ -280,17 +227,20 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var errs []string
 	var goodputs, competing []float64
 	totals := map[string]uint64{}
-	for rep := 0; rep < r.exp.Reps; rep++ {
-		if ctx.Err() != nil {
-			break
-		}
+	for rep := 0; rep < r.exp.Reps && ctx.Err() == nil; rep++ {
 		run := r.download
 		if r.exp.Workload == scenario.WorkloadRealtime {
 			run = r.realtime
 		}
-		seed := r.reseed(p, rep)
+		// Every transport on p's network meets the same loss sequence in
+		// repetition rep (testbed.RepSeed); netem cannot be seeded (0).
+		var seed uint64
+		if r.tb.Emulator == testbed.EmulatorUserspace {
+			seed = testbed.RepSeed(r.exp.Seed, p.Network, rep)
+			r.tb.Reseed(seed)
+		}
 		smp, err := run(ctx, sess, rep)
-		r.progress(p, 1)
+		steps(1)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("rep %d: %v", rep, err))
 			continue
@@ -312,27 +262,12 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		rp.Competing = &c
 	}
 	rp.PathShares = Shares(totals)
-	rp.Latency = SummarizeLatency(rp.Samples)
-	rp.Realtime = SummarizeRealtime(rp.Samples)
-	rp.BulkRecovery = SummarizeBulkRecovery(rp.Samples)
-	rp.Events = SummarizeEvents(r.exp.Events, rp.Samples)
+	rp.Latency, rp.Realtime = SummarizeLatency(rp.Samples), SummarizeRealtime(rp.Samples)
+	rp.BulkRecovery, rp.Events = SummarizeBulkRecovery(rp.Samples), SummarizeEvents(r.exp.Events, rp.Samples)
 	if len(errs) > 0 {
 		rp.Error = fmt.Sprintf("%d of %d downloads failed: %s", len(errs), r.exp.Reps, errs[0])
 	}
 	return rp
-}
-
-// reseed restarts the emulators' loss and jitter for repetition rep of p
-// from testbed.RepSeed, which the transport does not enter: every transport
-// on p's network meets the same loss sequence in repetition rep. It returns
-// the seed, or 0 with netem (the kernel's loss cannot be seeded).
-func (r *runState) reseed(p *scenario.Point, rep int) uint64 {
-	if r.tb.Emulator != testbed.EmulatorUserspace {
-		return 0
-	}
-	seed := testbed.RepSeed(r.exp.Seed, p.Network, rep)
-	r.tb.Reseed(seed)
-	return seed
 }
 
 // Shares turns byte counts into fractions of their sum (nil when nothing
@@ -352,11 +287,21 @@ func Shares(b map[string]uint64) map[string]float64 {
 	return out
 }
 
+// sub is a counter's growth from b to a: a when it restarted (a new session).
 func sub(a, b uint64) uint64 {
-	if a < b { // counters restarted (a new session)
+	if a < b {
 		return a
 	}
 	return a - b
+}
+
+// since is every counter of now grown since before.
+func since(now, before map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range now {
+		out[k] = sub(v, before[k])
+	}
+	return out
 }
 
 // perPath is count of every path by name: the testbed's Delivered (what
@@ -370,43 +315,22 @@ func (r *runState) perPath(count func(path string) uint64) map[string]uint64 {
 	return out
 }
 
-// pathCounts are the per-path counters at the start of a repetition.
-type pathCounts struct {
-	sess Counters
-	emu  map[string]uint64
-}
-
-func (r *runState) countPaths(ctx context.Context, sess Session) (pathCounts, error) {
+// counters reads sess's counters, with what the link emulators delivered
+// per path when sess counts none.
+func (r *runState) counters(ctx context.Context, sess Session) (Counters, error) {
 	c, err := sess.Counters(ctx)
 	if err != nil {
-		return pathCounts{}, fmt.Errorf("reading counters: %w", err)
+		return c, fmt.Errorf("reading counters: %w", err)
 	}
-	return pathCounts{sess: c, emu: r.perPath(r.tb.Delivered)}, nil
-}
-
-// since returns the transport's counters now and what each path delivered
-// towards the client since before: the transport's own per-path counters,
-// or the link emulators' when it has none.
-func (r *runState) since(ctx context.Context, sess Session, before pathCounts) (Counters, map[string]uint64, error) {
-	after, err := sess.Counters(ctx)
-	if err != nil {
-		return Counters{}, nil, fmt.Errorf("reading counters: %w", err)
+	if c.PathBytes == nil {
+		c.PathBytes = r.perPath(r.tb.Delivered)
 	}
-	out := map[string]uint64{}
-	if after.PathBytes != nil {
-		for k, v := range after.PathBytes {
-			out[k] = sub(v, before.sess.PathBytes[k])
-		}
-	} else {
-		for k, v := range r.perPath(r.tb.Delivered) {
-			out[k] = sub(v, before.emu[k])
-		}
-	}
-	return after, out, nil
+	return c, nil
 }
 
 func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
 	var probes *prober
+	idleEnd, loadStart := 0, 0
 	if r.exp.Latency {
 		conn, err := dialUDP(ctx, sess, r.web.Addr)
 		if err != nil {
@@ -423,57 +347,50 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		case <-ctx.Done():
 			return results.Sample{}, ctx.Err()
 		}
-	}
-	idleEnd := 0
-	if probes != nil {
 		idleEnd = probes.count()
 	}
-	before, err := r.countPaths(ctx, sess)
+	before, err := r.counters(ctx, sess)
 	if err != nil {
 		return results.Sample{}, err
 	}
 	var comp *competition
+	var compBefore int64
 	if r.exp.Competing > 0 {
 		if comp, err = r.startCompeting(ctx); err != nil {
 			return results.Sample{}, err
 		}
 		defer comp.stop()
+		compBefore = comp.n.Load()
 	}
-	compBefore := comp.bytes()
-	loadStart := idleEnd
 	if probes != nil {
 		loadStart = probes.count()
 	}
+	smp := results.Sample{Rep: rep}
 	var events *eventRun
 	if len(r.exp.Events) > 0 {
 		events = startEvents(r.tb, r.exp.Events)
+		defer events.settle()
 	}
 	res, local, err := Fetch(ctx, sess, r.exp.Size, r.exp.Timeout)
-	var outcomes []results.EventOutcome
-	var phases []results.Phase
 	if events != nil {
-		var changed bool
 		var evErr error
-		outcomes, phases, changed, evErr = events.finish(time.Since(events.start))
-		if changed {
-			defer time.Sleep(EventSettle)
-		}
-		if err == nil && evErr != nil {
+		if smp.Events, smp.Phases, evErr = events.finish(time.Since(events.start)); err == nil && evErr != nil {
 			err = fmt.Errorf("path events: %w", evErr)
 		}
 	}
 	if err != nil {
 		return results.Sample{}, err
 	}
-	// The counters are read as soon as the download ends, before the
-	// latency probes' wait for stragglers, so that they cover the download
-	// only.
-	after, pathBytes, err := r.since(ctx, sess, before)
+	// Read as soon as the download ends, before the probes' wait for
+	// stragglers, the counters cover the download only.
+	after, err := r.counters(ctx, sess)
 	if err != nil {
 		return results.Sample{}, err
 	}
-	compMbps := float64(comp.bytes()-compBefore) * 8 / res.Duration.Seconds() / 1e6
-	var lat *results.Latency
+	if comp != nil {
+		compMbps := float64(comp.n.Load()-compBefore) * 8 / res.Duration.Seconds() / 1e6
+		smp.CompetingMbps = &compMbps
+	}
 	if probes != nil {
 		loadEnd := probes.count()
 		rtts := probes.finish()
@@ -482,24 +399,62 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		if err != nil {
 			return results.Sample{}, err
 		}
-		lat = &l
+		smp.Latency = &l
 	}
-	smp := results.Sample{
-		Rep: rep, GoodputMbps: res.GoodputMbps(), Seconds: res.Duration.Seconds(), Bytes: res.Bytes,
-		MaxStallMs:      stats.Ms(res.MaxStall),
-		Reordered:       sub(after.Reordered, before.sess.Reordered),
-		ReorderTimeouts: sub(after.ReorderTimeouts, before.sess.ReorderTimeouts),
-		PathBytes:       pathBytes,
-		Latency:         lat,
-		Events:          outcomes,
-		Phases:          phases,
-	}
-	if before.sess.Sender != nil && after.Sender != nil {
-		smp.BulkRecovery = BulkOverhead(*before.sess.Sender, *after.Sender, res.Bytes)
-	}
-	if comp != nil {
-		smp.CompetingMbps = &compMbps
+	smp.GoodputMbps, smp.Seconds, smp.Bytes, smp.MaxStallMs = res.GoodputMbps(), res.Duration.Seconds(), res.Bytes, stats.Ms(res.MaxStall)
+	smp.Reordered, smp.ReorderTimeouts = sub(after.Reordered, before.Reordered), sub(after.ReorderTimeouts, before.ReorderTimeouts)
+	smp.PathBytes = since(after.PathBytes, before.PathBytes)
+	if before.Sender != nil && after.Sender != nil {
+		smp.BulkRecovery = BulkOverhead(*before.Sender, *after.Sender, res.Bytes)
 	}
 	smp.Retransmits = r.web.Retransmits(local, RetransWait)
 	return smp, nil
+}
+
+// competition is ordinary TCP downloads over one path alongside a
+// measured download.
+type competition struct {
+	n    atomic.Int64 // bytes received by all flows
+	stop func()
+}
+
+func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
+	pa, ok := r.tb.Plan.Path(r.exp.CompetingPath)
+	if !ok {
+		return nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	c := &competition{stop: func() { cancel(); wg.Wait() }}
+	errs := make(chan error, r.exp.Competing)
+	dial := Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}.Dial
+	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
+	for range r.exp.Competing {
+		wg.Go(func() {
+			var prev int64
+			_, err := httpbench.Fetch(cctx, url, httpbench.Options{Dial: dial, OnProgress: func(total int64) {
+				c.n.Add(total - prev)
+				prev = total
+			}})
+			if err != nil && cctx.Err() == nil {
+				errs <- err
+			}
+		})
+	}
+	select {
+	case <-time.After(CompetingLead):
+	case <-ctx.Done():
+	}
+	var err error
+	for len(errs) > 0 {
+		err = errors.Join(err, <-errs)
+	}
+	if err == nil && c.n.Load() == 0 {
+		err = errors.New("no byte arrived")
+	}
+	if err != nil {
+		c.stop()
+		return nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
+	}
+	return c, nil
 }

@@ -137,7 +137,7 @@ func TestBraidConfigsParse(t *testing.T) {
 }
 
 func TestMPTCPCommands(t *testing.T) {
-	got := MPTCPCommands(testPaths)
+	got, _ := MPTCPSubflowCommands(testPaths, 1)
 	want := [][]string{
 		{"mptcp", "limits", "set", "subflow", "8", "add_addr_accepted", "8"},
 		{"mptcp", "endpoint", "add", "198.18.2.1", "dev", "a-secondary", "subflow"},
@@ -145,7 +145,7 @@ func TestMPTCPCommands(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got := MPTCPCommands(nil); len(got) != 1 {
+	if got, _ := MPTCPSubflowCommands(nil, 1); len(got) != 1 {
 		t.Errorf("no paths: %q", got)
 	}
 }

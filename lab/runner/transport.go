@@ -2,17 +2,20 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
@@ -22,14 +25,9 @@ import (
 type Env struct {
 	TB    *testbed.Testbed
 	Point *scenario.Point
-	// CC is the congestion control of the download's TCP (or MPTCP) sockets.
-	CC string
-	// Web is the web server: plain TCP and MPTCP listeners.
-	Web *WebServer
-	// Dir is a scratch directory for the transport's files (configs, keys,
-	// sockets), removed after the point.
-	Dir string
-	// Braid is how to start a braid daemon (executable and environment).
+	CC    string     // congestion control of the download's TCP (or MPTCP) sockets
+	Web   *WebServer // plain TCP and MPTCP listeners
+	Dir   string     // scratch directory (configs, keys, sockets), removed after the point
 	Braid BraidCommand
 }
 
@@ -38,9 +36,8 @@ type Env struct {
 type Counters struct {
 	// PathBytes is what each path (by scenario link name) delivered towards
 	// the client. Nil: the runner uses the link emulators' counters.
-	PathBytes       map[string]uint64
-	Reordered       uint64
-	ReorderTimeouts uint64
+	PathBytes                  map[string]uint64
+	Reordered, ReorderTimeouts uint64
 	// Sender and Receiver are the statuses of the braid daemons that send
 	// the download (the server: BulkOverhead) and receive it (the client:
 	// the bench's batching); nil for transports without them.
@@ -48,36 +45,24 @@ type Counters struct {
 }
 
 // Session is a transport set up between two namespaces, ready for
-// downloads: the one notion of "a transport under test" of the runs, the
-// bench and the mesh. It lives here, not in a package of its own, because
-// the bench and the mesh already build on the runner (the braid daemons,
-// the web server), and the runner's transports are its implementations.
+// downloads: "a transport under test" of the runs, the bench and the mesh.
 type Session interface {
-	// Target is the host:port the client downloads from.
-	Target() string
+	Target() string // the host:port the client downloads from
 	// Dial opens the download's connection inside the client namespace and
 	// checks that it took the way under test.
 	Dial(ctx context.Context, network, addr string) (net.Conn, error)
-	// Counters snapshots the transport's counters (zero Counters if it has
-	// none).
-	Counters(ctx context.Context) (Counters, error)
+	Counters(ctx context.Context) (Counters, error) // zero if it has none
 	// PIDs are the tunnel daemons in the client and the server (0: none),
 	// whose CPU time and memory the bench charges to the transport.
 	PIDs() (cli, srv int)
-	// Detail describes the setup for a report.
-	Detail() string
-	// Close undoes what Start did. The testbed stays.
-	Close() error
+	Detail() string // describes the setup for a report
+	Close() error   // undoes the set-up; the testbed stays
 }
 
 // Dialer opens the lab's connections inside NS: TCP with congestion control
-// CC (MPTCP if MPTCP, refusing a connection that fell back to plain TCP),
-// or plain UDP for a "udp" network (the latency probes and the real-time
-// flow; MPTCP has no UDP, so they take From like the MPTCP connection's
-// initial subflow). From is the local address (zero: the routing table
-// chooses). Via, when valid, must contain the local address: the proof
-// that a connection took the tunnel or path under test when the
-// destination has another route too.
+// CC (MPTCP if MPTCP, refusing a fallback to TCP), or UDP for a "udp"
+// network, from From (zero: the routing table chooses). Via, when valid,
+// must contain the local address: proof of the way under test.
 type Dialer struct {
 	NS    *netns.Namespace
 	From  netip.Addr
@@ -95,8 +80,7 @@ func (d Dialer) Dial(ctx context.Context, network, addr string) (c net.Conn, err
 			nd.LocalAddr = &net.UDPAddr{IP: d.From.AsSlice()}
 		}
 	} else {
-		network = "tcp4"
-		nd.Control = httpbench.Control(d.CC)
+		network, nd.Control = "tcp4", httpbench.Control(d.CC)
 		if d.From.IsValid() {
 			nd.LocalAddr = &net.TCPAddr{IP: d.From.AsSlice()}
 		}
@@ -138,19 +122,34 @@ func Fetch(ctx context.Context, sess Session, size int64, timeout time.Duration)
 	return res, local, err
 }
 
-// BaseSession is a Session without daemons or counters; the others embed
-// it for their target, dialer and detail.
+// BaseSession is a Session without counters; the others embed it. Close
+// stops the tunnel daemons cli and srv, if any, then runs undo, if set.
 type BaseSession struct {
 	Dialer
-	To    string // the Target
-	About string // the Detail
+	To, About string // the Target and the Detail
+	cli, srv  *proc.Child
+	undo      func()
 }
 
 func (s *BaseSession) Target() string                             { return s.To }
 func (s *BaseSession) Counters(context.Context) (Counters, error) { return Counters{}, nil }
-func (s *BaseSession) PIDs() (cli, srv int)                       { return 0, 0 }
 func (s *BaseSession) Detail() string                             { return s.About }
-func (s *BaseSession) Close() error                               { return nil }
+
+func (s *BaseSession) PIDs() (cli, srv int) {
+	if s.cli == nil || s.srv == nil {
+		return 0, 0
+	}
+	return s.cli.PID(), s.srv.PID()
+}
+
+func (s *BaseSession) Close() error {
+	s.cli.Stop(daemonStopTimeout)
+	s.srv.Stop(daemonStopTimeout)
+	if s.undo != nil {
+		s.undo()
+	}
+	return nil
+}
 
 // DirectSession is plain TCP from path p's client address to target,
 // inside ns: the runs' direct transport and the bench's kernel case.
@@ -164,83 +163,144 @@ func DirectSession(ns *netns.Namespace, p testbed.Path, target netip.AddrPort, c
 
 // LinkMTU is the MTU of interface name in ns, 0 if unknown.
 func LinkMTU(ns *netns.Namespace, name string) int {
-	lk, err := ns.Netlink().LinkByName(name)
-	if err != nil {
-		return 0
+	if lk, err := ns.Netlink().LinkByName(name); err == nil {
+		return lk.Attrs().MTU
 	}
-	return lk.Attrs().MTU
+	return 0
 }
 
 // StartFunc sets a transport up for one point.
 type StartFunc func(ctx context.Context, env *Env) (Session, error)
 
-var registry struct {
-	sync.RWMutex
-	m map[string]StartFunc
+// transports are the runnable transports by their scenario name.
+var transports = map[string]StartFunc{
+	scenario.TransportDirect:       startDirect,
+	scenario.TransportMPTCPDirect:  startMPTCP,
+	scenario.TransportBraid:        braidOn(braidSetup{}),
+	scenario.TransportUDPTunnel:    braidOn(braidSetup{single: true}),
+	scenario.TransportTCPTunnel:    braidOn(braidSetup{single: true, transport: "tcp"}),
+	scenario.TransportMPTCPTunnel:  braidOn(braidSetup{transport: "mptcp"}),
+	scenario.TransportOpenVPNUDP:   startOpenVPN("udp", false),
+	scenario.TransportOpenVPNTCP:   startOpenVPN("tcp", false),
+	scenario.TransportOpenVPNMPTCP: startOpenVPN("tcp", true),
 }
 
-// Register makes a transport kind runnable under name, the name a scenario
-// gives it (the kind must also be known to scenario.RegisterTransport for a
-// scenario naming it to parse). It panics on an empty or duplicate name:
-// registrations happen in init functions, where that is a programming error.
+// Register adds a transport (scenario.RegisterTransport must know it too)
+// in an init function; it panics on an empty or duplicate name.
 func Register(name string, start StartFunc) {
-	if name == "" || start == nil {
-		panic("runner: Register with empty name or nil StartFunc")
+	if _, dup := transports[name]; dup || name == "" || start == nil {
+		panic(fmt.Sprintf("runner: transport %q registered twice, or without a name or StartFunc", name))
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if registry.m == nil {
-		registry.m = map[string]StartFunc{}
-	}
-	if _, dup := registry.m[name]; dup {
-		panic(fmt.Sprintf("runner: transport %q registered twice", name))
-	}
-	registry.m[name] = start
+	transports[name] = start
 }
 
 // Lookup returns the StartFunc registered as name.
 func Lookup(name string) (StartFunc, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	f, ok := registry.m[name]
+	f, ok := transports[name]
 	return f, ok
 }
 
 // Names lists the registered transports, sorted.
-func Names() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]string, 0, len(registry.m))
-	for n := range registry.m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return slices.Sorted(maps.Keys(transports)) }
 
-// checkRunnable reports the first transport of points that the scenario
-// package knows but nobody registered here, before any testbed is built.
+// checkRunnable reports the first transport of points not registered.
 func checkRunnable(points []scenario.Point) error {
-	var missing []string
 	for _, p := range points {
-		if _, ok := Lookup(p.Transport.Name); !ok && !slices.Contains(missing, p.Transport.Name) {
-			missing = append(missing, p.Transport.Name)
+		if _, ok := transports[p.Transport.Name]; !ok {
+			return fmt.Errorf("runner: no implementation of transport %q (runnable: %v)", p.Transport.Name, Names())
 		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("runner: no implementation of transport %q (runnable: %v)", missing[0], Names())
 	}
 	return nil
 }
 
-func init() {
-	Register(scenario.TransportDirect, startDirect)
-	Register(scenario.TransportMPTCPDirect, startMPTCP)
-	Register(scenario.TransportBraid, startBraid)
-	Register(scenario.TransportUDPTunnel, startUDPTunnel)
-	Register(scenario.TransportTCPTunnel, startTCPTunnel)
-	Register(scenario.TransportMPTCPTunnel, startMPTCPTunnel)
-	Register(scenario.TransportOpenVPNUDP, startOpenVPN("udp", false))
-	Register(scenario.TransportOpenVPNTCP, startOpenVPN("tcp", false))
-	Register(scenario.TransportOpenVPNMPTCP, startOpenVPN("tcp", true))
+// pathFor is the path a single-path transport takes: the point's, or the primary.
+func pathFor(env *Env) (testbed.Path, error) {
+	name := env.Point.Transport.Path
+	if name == "" {
+		return env.TB.Plan.Paths[0], nil
+	}
+	if p, ok := env.TB.Plan.Path(name); ok {
+		return p, nil
+	}
+	return testbed.Path{}, fmt.Errorf("no path %q", name)
+}
+
+func webTarget(env *Env, port uint16) string { return netip.AddrPortFrom(env.Web.Addr, port).String() }
+
+func startDirect(ctx context.Context, env *Env) (Session, error) {
+	p, err := pathFor(env)
+	if err != nil {
+		return nil, err
+	}
+	return DirectSession(env.TB.Client(), p, netip.AddrPortFrom(env.Web.Addr, WebPort), env.CC), nil
+}
+
+func startMPTCP(ctx context.Context, env *Env) (Session, error) {
+	undo, err := setupMPTCP(ctx, env, env.TB.Web(), 1)
+	if err != nil {
+		return nil, err
+	}
+	return &BaseSession{undo: undo, To: webTarget(env, WebPortMPTCP),
+		Dialer: Dialer{NS: env.TB.Client(), From: env.TB.Plan.Paths[0].ClientAddr, CC: env.CC, MPTCP: true}}, nil
+}
+
+// mptcpLimits are the `ip mptcp` limits of the client and its peer: above
+// any path count a scenario reaches.
+var mptcpLimits = []string{"mptcp", "limits", "set", "subflow", "8", "add_addr_accepted", "8"}
+
+// setupMPTCP checks MPTCP in the client and peer namespaces and configures
+// the client's path manager (MPTCPSubflowCommands); it returns the undo.
+func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows int) (func(), error) {
+	cli := env.TB.Client()
+	for _, ns := range []*netns.Namespace{cli, peer} {
+		v, err := ns.Sysctl("net.mptcp.enabled")
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("MPTCP is not available: this kernel has no net.mptcp (CONFIG_MPTCP)")
+		} else if err != nil {
+			return nil, fmt.Errorf("MPTCP: %w", err)
+		}
+		if v != "1" {
+			return nil, fmt.Errorf("MPTCP is disabled in namespace %s (net.mptcp.enabled=%s)", ns, v)
+		}
+	}
+	if _, err := peer.Exec(ctx, "ip", mptcpLimits...); err != nil {
+		return nil, fmt.Errorf("MPTCP limits in %s: %w", peer, err)
+	}
+	do, undo := MPTCPSubflowCommands(env.TB.Plan.Paths, subflows)
+	runAll := func(cmds [][]string) {
+		for _, args := range cmds {
+			cli.Exec(context.Background(), "ip", args...)
+		}
+	}
+	for i, args := range do {
+		if _, err := cli.Exec(ctx, "ip", args...); err != nil {
+			runAll(undo[len(undo)-i:])
+			return nil, fmt.Errorf("MPTCP path manager: %w", err)
+		}
+	}
+	return func() { runAll(undo) }, nil
+}
+
+// MPTCPSubflowCommands is the client's path manager set-up for MPTCP and
+// its undo, in reverse order: the limits and a subflow endpoint on every
+// path after the first (which carries the initial subflow); subflows = n
+// adds n-1 endpoints per path (docs/lab.md) at its address + 16·k.
+func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]string) {
+	do, undo = [][]string{mptcpLimits}, [][]string{{"mptcp", "endpoint", "flush"}}
+	for _, p := range paths[min(1, len(paths)):] {
+		do = append(do, []string{"mptcp", "endpoint", "add", p.ClientAddr.String(), "dev", p.ClientIf, "subflow"})
+	}
+	for _, p := range paths {
+		a, table := p.ClientAddr, strconv.Itoa(p.Table)
+		for k := 1; k < subflows; k++ {
+			for range 16 {
+				a = a.Next()
+			}
+			pfx, host := netip.PrefixFrom(a, p.Subnet.Bits()).String(), netip.PrefixFrom(a, 32).String()
+			do = append(do, []string{"addr", "add", pfx, "dev", p.ClientIf}, []string{"rule", "add", "from", host, "table", table},
+				[]string{"mptcp", "endpoint", "add", a.String(), "dev", p.ClientIf, "subflow"})
+			undo = append(undo, []string{"rule", "del", "from", host, "table", table}, []string{"addr", "del", pfx, "dev", p.ClientIf})
+		}
+	}
+	return do, undo
 }

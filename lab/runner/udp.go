@@ -5,46 +5,63 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/netns"
 )
 
-// UDPPort is the lab's UDP service on the web server's address: it echoes
-// the latency probes and sends the real-time flows, both through the
-// transport under test like the downloads.
+// UDPPort is the web server's UDP service of latency probes and real-time
+// flows (docs/lab.md).
 const UDPPort = 8082
 
-// Message types of the UDP service (the first byte of every datagram).
-const (
-	udpEcho     = 'E' // probe: echoed back verbatim
-	udpStart    = 'R' // client → service: start a real-time flow to me
-	udpRealtime = 'D' // service → client: one real-time packet
+// The service's datagrams, big endian: a probe (dataMsg of type udpEcho in
+// ProbeSize bytes) is echoed back; a start request asks for a real-time
+// flow of Count dataMsgs of type udpRealtime in Size bytes, one every
+// Interval, to its sender. Sent is clock() at sending.
+type (
+	dataMsg struct {
+		Type byte
+		Flow uint64
+		Seq  uint32
+		Sent int64
+	}
+	startMsg struct {
+		Type        byte // udpStart
+		Flow        uint64
+		Interval    int64
+		Count, Size uint32
+	}
 )
 
-// Layouts (big endian):
-//
-//	probe    'E' seq:u32 sent:i64                        (ProbeSize bytes, zero padded)
-//	start    'R' flow:u64 interval:i64 count:u32 size:u32
-//	realtime 'D' flow:u64 seq:u32 sent:i64               (size bytes, zero padded)
 const (
-	// ProbeSize is a latency probe's UDP payload: small, like a ping.
-	ProbeSize        = 32
-	probeHeader      = 1 + 4 + 8
-	startLen         = 1 + 8 + 8 + 4 + 4
-	realtimeHeader   = 1 + 8 + 4 + 8
-	udpServiceBuffer = 2048
+	udpEcho, udpStart, udpRealtime = 'E', 'R', 'D'
+	ProbeSize                      = 32 // a latency probe's UDP payload: small, like a ping
+	udpServiceBuffer               = 2048
+	// The wait for the last probes' answers: 2 × the largest RTT, bounded.
+	probeGraceMin = 500 * time.Millisecond
+	probeGraceMax = 5 * time.Second
+	// The start request is repeated every realtimeRetry until the flow's
+	// first packet, for realtimeStartTimeout at most; after the flow the
+	// client waits max(RealtimeDrain, 2 × deadline).
+	realtimeRetry        = 250 * time.Millisecond
+	realtimeStartTimeout = 3 * time.Second
+	RealtimeDrain        = time.Second
 )
 
-// clockBase anchors the send times carried in the packets. The service and
-// the client are goroutines of this one process (each socket opened in its
-// own namespace), so one monotonic clock times both ends of a one-way delay.
-var clockBase = time.Now()
+var (
+	be                = binary.BigEndian
+	dataLen, startLen = binary.Size(dataMsg{}), binary.Size(startMsg{})
+	// clockBase anchors clock(): the service and the client are goroutines
+	// of this one process, so one monotonic clock times a one-way delay.
+	clockBase = time.Now()
+)
 
-// clock is the time since clockBase.
 func clock() time.Duration { return time.Since(clockBase) }
 
 // UDPService answers probes and sends real-time flows from the web
@@ -54,75 +71,54 @@ type UDPService struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	flows map[uint64]bool // flows started (a repeated start request is ignored)
 }
 
 // StartUDP opens the service's socket on addr:UDPPort inside ns.
 func StartUDP(ns *netns.Namespace, addr netip.Addr) (*UDPService, error) {
-	var conn *net.UDPConn
-	err := ns.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, UDPPort)))
+	s := &UDPService{}
+	if err := ns.Do(func() (err error) {
+		s.conn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, UDPPort)))
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("UDP service: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &UDPService{conn: conn, ctx: ctx, cancel: cancel, flows: map[uint64]bool{}}
-	s.wg.Add(1)
-	go s.serve()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Go(s.serve)
 	return s, nil
 }
 
 func (s *UDPService) serve() {
-	defer s.wg.Done()
 	buf := make([]byte, udpServiceBuffer)
+	flows := map[uint64]bool{} // flows started: a repeated start request is ignored
 	for {
 		n, from, err := s.conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			continue
-		}
+		var m startMsg
 		switch {
-		case n >= probeHeader && buf[0] == udpEcho:
+		case errors.Is(err, net.ErrClosed):
+			return
+		case err != nil:
+		case n >= dataLen && buf[0] == udpEcho:
 			s.conn.WriteToUDPAddrPort(buf[:n], from)
 		case n == startLen && buf[0] == udpStart:
-			flow := binary.BigEndian.Uint64(buf[1:])
-			interval := time.Duration(binary.BigEndian.Uint64(buf[9:]))
-			count := int(binary.BigEndian.Uint32(buf[17:]))
-			size := int(binary.BigEndian.Uint32(buf[21:]))
-			if interval <= 0 || size < realtimeHeader || size > udpServiceBuffer {
-				continue
-			}
-			s.mu.Lock()
-			dup := s.flows[flow]
-			s.flows[flow] = true
-			s.mu.Unlock()
-			if !dup {
-				s.wg.Add(1)
-				go s.sendFlow(from, flow, interval, count, size)
+			binary.Decode(buf, be, &m)
+			if m.Interval > 0 && int(m.Size) >= dataLen && m.Size <= udpServiceBuffer && !flows[m.Flow] {
+				flows[m.Flow] = true
+				s.wg.Go(func() { s.sendFlow(from, m) })
 			}
 		}
 	}
 }
 
-// sendFlow paces count packets of size bytes, one every interval from now.
-// Each is due at start + i·interval; a packet that is late (the sender was
+// sendFlow paces m.Count packets, one every m.Interval from now. Each is
+// due at start + i·interval; a packet that is late (the sender was
 // descheduled) goes at once, so the rate holds on average.
-func (s *UDPService) sendFlow(to netip.AddrPort, flow uint64, interval time.Duration, count, size int) {
-	defer s.wg.Done()
-	pkt := make([]byte, size)
-	pkt[0] = udpRealtime
-	binary.BigEndian.PutUint64(pkt[1:], flow)
+func (s *UDPService) sendFlow(to netip.AddrPort, m startMsg) {
+	pkt := make([]byte, m.Size)
 	start := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for i := range count {
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+	for i := range m.Count {
+		if d := time.Until(start.Add(time.Duration(i) * time.Duration(m.Interval))); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-timer.C:
@@ -132,8 +128,7 @@ func (s *UDPService) sendFlow(to netip.AddrPort, flow uint64, interval time.Dura
 		} else if s.ctx.Err() != nil {
 			return
 		}
-		binary.BigEndian.PutUint32(pkt[9:], uint32(i))
-		binary.BigEndian.PutUint64(pkt[13:], uint64(clock()))
+		binary.Encode(pkt, be, dataMsg{udpRealtime, m.Flow, i, int64(clock())})
 		s.conn.WriteToUDPAddrPort(pkt, to)
 	}
 }
@@ -150,51 +145,37 @@ func (s *UDPService) Close() error {
 }
 
 // dialUDP opens the client's UDP socket to the service through sess.
-func dialUDP(ctx context.Context, sess Session, web netip.Addr) (*net.UDPConn, error) {
-	c, err := sess.Dial(ctx, "udp4", netip.AddrPortFrom(web, UDPPort).String())
-	if err != nil {
-		return nil, err
-	}
-	uc, ok := c.(*net.UDPConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("transport dialled %T for UDP", c)
-	}
-	return uc, nil
+func dialUDP(ctx context.Context, sess Session, web netip.Addr) (net.Conn, error) {
+	return sess.Dial(ctx, "udp4", netip.AddrPortFrom(web, UDPPort).String())
 }
 
-// Prober sends a latency probe every interval and records each one's RTT.
+// prober sends a latency probe every interval and records each one's RTT.
 type prober struct {
-	conn     *net.UDPConn
+	conn     net.Conn
 	interval time.Duration
 	stop     chan struct{}
 	wg       sync.WaitGroup
-
-	mu  sync.Mutex
-	rtt []time.Duration // by sequence number; -1 while unanswered
+	mu       sync.Mutex
+	rtt      []time.Duration // by sequence number; -1 while unanswered
 }
 
-func startProber(conn *net.UDPConn, interval time.Duration) *prober {
+func startProber(conn net.Conn, interval time.Duration) *prober {
 	p := &prober{conn: conn, interval: interval, stop: make(chan struct{})}
-	p.wg.Add(2)
-	go p.send()
-	go p.receive()
+	p.wg.Go(p.send)
+	p.wg.Go(p.receive)
 	return p
 }
 
 func (p *prober) send() {
-	defer p.wg.Done()
 	pkt := make([]byte, ProbeSize)
-	pkt[0] = udpEcho
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
 		p.mu.Lock()
-		seq := len(p.rtt)
+		seq := uint32(len(p.rtt))
 		p.rtt = append(p.rtt, -1)
 		p.mu.Unlock()
-		binary.BigEndian.PutUint32(pkt[1:], uint32(seq))
-		binary.BigEndian.PutUint64(pkt[5:], uint64(clock()))
+		binary.Encode(pkt, be, dataMsg{udpEcho, 0, seq, int64(clock())})
 		p.conn.Write(pkt)
 		select {
 		case <-t.C:
@@ -205,24 +186,21 @@ func (p *prober) send() {
 }
 
 func (p *prober) receive() {
-	defer p.wg.Done()
 	buf := make([]byte, udpServiceBuffer)
 	for {
 		n, err := p.conn.Read(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		var m dataMsg
+		if err != nil || n < dataLen || buf[0] != udpEcho {
 			continue
 		}
-		if n < probeHeader || buf[0] != udpEcho {
-			continue
-		}
-		rtt := clock() - time.Duration(binary.BigEndian.Uint64(buf[5:]))
-		seq := int(binary.BigEndian.Uint32(buf[1:]))
+		binary.Decode(buf, be, &m)
+		rtt := clock() - time.Duration(m.Sent)
 		p.mu.Lock()
-		if seq < len(p.rtt) && p.rtt[seq] < 0 {
-			p.rtt[seq] = rtt
+		if int(m.Seq) < len(p.rtt) && p.rtt[m.Seq] < 0 {
+			p.rtt[m.Seq] = rtt
 		}
 		p.mu.Unlock()
 	}
@@ -235,26 +213,16 @@ func (p *prober) count() int {
 	return len(p.rtt)
 }
 
-// Bounds on waiting for the last probes' answers after the download: twice
-// the largest RTT seen (a deep queue drains for more than a second), within
-// these limits.
-const (
-	probeGraceMin = 500 * time.Millisecond
-	probeGraceMax = 5 * time.Second
-)
-
 // finish stops sending, waits for outstanding answers and closes the
 // socket. It returns every probe's RTT (-1: no answer).
 func (p *prober) finish() []time.Duration {
 	close(p.stop)
-	stopped := time.Now()
-	for {
+	for stopped := time.Now(); ; {
 		p.mu.Lock()
 		var longest time.Duration
 		open := false
 		for _, r := range p.rtt {
-			longest = max(longest, r)
-			open = open || r < 0
+			longest, open = max(longest, r), open || r < 0
 		}
 		p.mu.Unlock()
 		if !open || time.Since(stopped) > min(probeGraceMax, max(probeGraceMin, 2*longest)) {
@@ -264,7 +232,79 @@ func (p *prober) finish() []time.Duration {
 	}
 	p.conn.Close()
 	p.wg.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]time.Duration(nil), p.rtt...)
+	return p.rtt // the goroutines are gone
+}
+
+// realtime runs one repetition of the real-time workload (docs/lab.md).
+func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results.Sample, error) {
+	rt := r.exp.Realtime
+	conn, err := dialUDP(ctx, sess, r.web.Addr)
+	if err != nil {
+		return results.Sample{}, err
+	}
+	defer conn.Close()
+	before, err := r.counters(ctx, sess)
+	if err != nil {
+		return results.Sample{}, err
+	}
+	outerBefore := r.perPath(r.tb.Offered)
+
+	count, flow := rt.Packets(), rand.Uint64()
+	req, _ := binary.Append(nil, be, startMsg{udpStart, flow, int64(rt.Interval()), uint32(count), uint32(rt.Size)})
+	arrivals := make([]Arrival, 0, count)
+	buf := make([]byte, udpServiceBuffer)
+	end, asked := time.Now().Add(realtimeStartTimeout), time.Time{}
+	distinct, seen := 0, make([]bool, count)
+	for distinct < count && ctx.Err() == nil {
+		deadline := end
+		if len(arrivals) == 0 { // not started: ask every realtimeRetry
+			if time.Since(asked) >= realtimeRetry {
+				conn.Write(req)
+				asked = time.Now()
+			}
+			if next := asked.Add(realtimeRetry); next.Before(end) {
+				deadline = next
+			}
+		}
+		conn.SetReadDeadline(deadline)
+		n, err := conn.Read(buf)
+		now := clock()
+		var m dataMsg
+		if errors.Is(err, os.ErrDeadlineExceeded) && deadline.Equal(end) {
+			break
+		} else if errors.Is(err, net.ErrClosed) {
+			return results.Sample{}, err
+		} else if err != nil || n < dataLen || buf[0] != udpRealtime {
+			continue // time to ask again, an ICMP error queued on the socket, …
+		}
+		if binary.Decode(buf, be, &m); m.Flow != flow {
+			continue
+		}
+		if len(arrivals) == 0 {
+			end = time.Now().Add(rt.Duration + max(RealtimeDrain, 2*rt.Deadline))
+		}
+		seq := int(m.Seq)
+		arrivals = append(arrivals, Arrival{Seq: seq, OWD: now - time.Duration(m.Sent)})
+		if seq < count && !seen[seq] {
+			seen[seq] = true
+			distinct++
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return results.Sample{}, err
+	}
+	res, err := RealtimeStats(count, rt.Size, rt.Deadline, arrivals)
+	if err != nil {
+		return results.Sample{}, err
+	}
+	after, err := r.counters(ctx, sess)
+	if err != nil {
+		return results.Sample{}, err
+	}
+	setOuter(&res, since(r.perPath(r.tb.Offered), outerBefore))
+	secs := rt.Duration.Seconds()
+	return results.Sample{
+		Rep: rep, GoodputMbps: float64(res.PayloadBytes) * 8 / secs / 1e6, Seconds: secs, Bytes: res.PayloadBytes,
+		Retransmits: -1, PathBytes: since(after.PathBytes, before.PathBytes), Realtime: &res,
+	}, nil
 }

@@ -28,43 +28,40 @@ const (
 // retransmission count of each connection it served (TCP_INFO read just
 // before the connection closes), keyed by the client's address.
 type WebServer struct {
-	Addr netip.Addr
-	srv  *http.Server
-	lns  []net.Listener
-
+	Addr    netip.Addr
+	srv     *http.Server
 	mu      sync.Mutex
-	retrans map[string]int64
 	cond    *sync.Cond
+	retrans map[string]int64
 }
 
 // StartWeb opens the listeners inside ns with congestion control cc and
 // serves until Close.
 func StartWeb(ns *netns.Namespace, addr netip.Addr, cc string) (*WebServer, error) {
-	w := &WebServer{Addr: addr, retrans: map[string]int64{}}
+	w := &WebServer{Addr: addr, retrans: map[string]int64{}, srv: &http.Server{Handler: httpbench.Handler(), ReadHeaderTimeout: 10 * time.Second}}
 	w.cond = sync.NewCond(&w.mu)
+	var lns []net.Listener
 	err := ns.Do(func() error {
-		for _, mp := range []bool{false, true} {
+		for port, mp := range map[int]bool{WebPort: false, WebPortMPTCP: true} {
 			lc := net.ListenConfig{Control: httpbench.Control(cc)}
 			lc.SetMultipathTCP(mp)
-			port := WebPort
-			if mp {
-				port = WebPortMPTCP
-			}
 			ln, err := lc.Listen(context.Background(), "tcp4", fmt.Sprintf("0.0.0.0:%d", port))
 			if err != nil {
 				return err
 			}
-			w.lns = append(w.lns, &trackListener{Listener: ln, w: w, mptcp: mp})
+			lns = append(lns, &trackListener{Listener: ln, w: w, mptcp: mp})
 		}
 		return nil
 	})
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("web server: %w", err)
+	for _, ln := range lns {
+		if err != nil {
+			ln.Close()
+		} else {
+			go w.srv.Serve(ln)
+		}
 	}
-	w.srv = &http.Server{Handler: httpbench.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	for _, ln := range w.lns {
-		go w.srv.Serve(ln)
+	if err != nil {
+		return nil, fmt.Errorf("web server: %w", err)
 	}
 	return w, nil
 }
@@ -91,13 +88,10 @@ func (w *WebServer) Retransmits(client string, wait time.Duration) int64 {
 
 // Close stops serving.
 func (w *WebServer) Close() error {
-	if w.srv != nil {
-		return w.srv.Close()
+	if w == nil {
+		return nil
 	}
-	for _, ln := range w.lns {
-		ln.Close()
-	}
-	return nil
+	return w.srv.Close()
 }
 
 type trackListener struct {
