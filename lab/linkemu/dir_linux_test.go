@@ -59,7 +59,7 @@ func BenchmarkDirCycle(b *testing.B) {
 // warmDir is a direction after warm-up (frame pool and heap grown) and its
 // next frame's cycle, one every 12 µs.
 func warmDir() (*dir, func()) {
-	d := newDir(AtoB, benchShape, frameBufSize(1500), DefaultMaxInFlight, -1)
+	d := newDir(AtoB, benchShape, frameBufSize(1500))
 	var cur *slot
 	now := time.Duration(0)
 	step := func() {

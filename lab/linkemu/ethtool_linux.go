@@ -3,7 +3,9 @@
 package linkemu
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -12,59 +14,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Why offloads must go, and where.
-//
-// A veth hands the skb its peer transmitted to the other end unchanged, and
-// an AF_PACKET socket on that end copies out whatever the skb holds. With
-// the default veth features the sender's stack leaves work to the "device":
-//
-//   - TSO/GSO (and UDP GSO, GSO lists…): one skb carries up to 64 KB of
-//     TCP or UDP payload that would be cut into MTU-sized frames on real
-//     hardware. The emulator would read one super-frame, serialize it as a
-//     single 64 KB unit (wrong timing, wrong loss granularity) and could not
-//     send it out of the other veth (larger than its MTU).
-//   - TX checksum offload: the transport checksum is left as a partial sum
-//     (CHECKSUM_PARTIAL) for the device to finish. Copied out as bytes and
-//     re-injected through a packet socket, the frame arrives with a wrong
-//     checksum and the receiving host drops it silently.
-//   - GRO/LRO on the receiving end merges frames into super-frames, with
-//     the same effect as GSO.
-//
-// These are features of the interface that transmits into the veth the
-// emulator reads, i.e. of the peers in the neighbouring namespaces, and of
-// the emulator's own ends (GRO on receive; TX features for the frames it
-// writes, which reach the far host through the next veth). Start turns
-// them off on the emulator's interfaces; whoever builds the topology must
-// call DisableOffloads on the far ends too (the hosts' veths). Frames that
-// still arrive larger than the MTU are counted as DroppedOversize.
-//
-// The features are switched with the ethtool ioctl (SIOCETHTOOL,
-// ETHTOOL_SFEATURES): the kernel publishes its feature names as a string
-// set, and every changeable feature whose name marks a segmentation,
-// checksum, scatter-gather or receive-coalescing offload is cleared. The
-// result is read back; a feature that stays on is an error.
+// Offloads (see the package documentation) are switched with the ethtool
+// ioctl: the kernel names its features in a string set, and the changeable
+// ones that offloadFeature picks are cleared and read back.
 
 const (
-	ethSSFeatures  = 4  // ETH_SS_FEATURES string set
-	ethGStringLen  = 32 // ETH_GSTRING_LEN
-	ifreqSize      = 40 // struct ifreq on 64-bit Linux
-	ethtoolWordLen = 4
+	ethSSFeatures = 4  // ETH_SS_FEATURES string set
+	ethGStringLen = 32 // ETH_GSTRING_LEN
+	ifreqSize     = 40 // struct ifreq on 64-bit Linux
 )
 
-// offloadFeature reports whether a kernel feature name is one DisableOffloads
-// turns off.
+// offloadFeature reports whether a feature is a segmentation, checksum,
+// scatter-gather or receive-coalescing offload.
 func offloadFeature(name string) bool {
-	switch {
-	case strings.HasPrefix(name, "tx-checksum"),
-		strings.HasPrefix(name, "tx-scatter-gather"),
-		strings.HasSuffix(name, "-segmentation"),
-		strings.HasPrefix(name, "tx-gso"),
-		strings.HasPrefix(name, "rx-gro"),
-		name == "rx-lro",
-		name == "rx-udp-gro-forwarding":
-		return true
+	for _, p := range []string{"tx-checksum", "tx-scatter-gather", "tx-gso", "rx-gro"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
 	}
-	return false
+	return strings.HasSuffix(name, "-segmentation") || name == "rx-lro" || name == "rx-udp-gro-forwarding"
 }
 
 // ifreqData is struct ifreq with the ifr_data member, padded to its size.
@@ -74,174 +42,128 @@ type ifreqData struct {
 	_    [ifreqSize - unix.IFNAMSIZ - unsafe.Sizeof(uintptr(0))]byte
 }
 
-func ethtool(fd int, ifname string, buf []byte) error {
-	var ifr ifreqData
-	copy(ifr.name[:unix.IFNAMSIZ-1], ifname)
-	ifr.data = unsafe.Pointer(&buf[0])
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
 var ne = binary.NativeEndian
 
-// featureNames reads the ETH_SS_FEATURES string set.
-func featureNames(fd int, ifname string) ([]string, error) {
+// request is an ethtool request of size bytes that starts with the u32
+// words w (the command first).
+func request(size int, w ...uint32) []byte {
+	buf := make([]byte, size)
+	for i, v := range w {
+		ne.PutUint32(buf[4*i:], v)
+	}
+	return buf
+}
+
+func ethtool(fd int, ifname string, buf []byte) ([]byte, error) {
+	ifr := ifreqData{data: unsafe.Pointer(&buf[0])}
+	copy(ifr.name[:unix.IFNAMSIZ-1], ifname)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); e != 0 {
+		return nil, e
+	}
+	return buf, nil
+}
+
+// featureBlock is struct ethtool_get_features_block (but never_changed).
+type featureBlock struct{ available, requested, active uint32 }
+
+// features reads the names of ifname's features (the ETH_SS_FEATURES string
+// set) and their state; names is nil on error.
+func features(fd int, ifname string) ([]string, []featureBlock, error) {
 	// struct ethtool_sset_info { u32 cmd; u32 reserved; u64 sset_mask; u32 data[]; }
-	info := make([]byte, 4+4+8+4)
-	ne.PutUint32(info[0:], unix.ETHTOOL_GSSET_INFO)
+	info := request(20, unix.ETHTOOL_GSSET_INFO)
 	ne.PutUint64(info[8:], 1<<ethSSFeatures)
-	if err := ethtool(fd, ifname, info); err != nil {
-		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
+	if _, err := ethtool(fd, ifname, info); err != nil {
+		return nil, nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
 	}
 	if ne.Uint64(info[8:])&(1<<ethSSFeatures) == 0 {
-		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: no feature string set")
+		return nil, nil, errors.New("ETHTOOL_GSSET_INFO: no feature string set")
 	}
 	n := int(ne.Uint32(info[16:]))
 	// struct ethtool_gstrings { u32 cmd; u32 string_set; u32 len; u8 data[]; }
-	gs := make([]byte, 12+n*ethGStringLen)
-	ne.PutUint32(gs[0:], unix.ETHTOOL_GSTRINGS)
-	ne.PutUint32(gs[4:], ethSSFeatures)
-	ne.PutUint32(gs[8:], uint32(n))
-	if err := ethtool(fd, ifname, gs); err != nil {
-		return nil, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
+	gs, err := ethtool(fd, ifname, request(12+n*ethGStringLen, unix.ETHTOOL_GSTRINGS, ethSSFeatures, uint32(n)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
 	}
-	names := make([]string, n)
+	// struct ethtool_gfeatures { u32 cmd; u32 size; struct ethtool_get_features_block features[]; }
+	words := (n + 31) / 32
+	buf, err := ethtool(fd, ifname, request(8+words*16, unix.ETHTOOL_GFEATURES, uint32(words)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ETHTOOL_GFEATURES: %w", err)
+	}
+	names, blocks := make([]string, n), make([]featureBlock, words)
 	for i := range names {
-		s := gs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
-		if j := strings.IndexByte(string(s), 0); j >= 0 {
-			s = s[:j]
-		}
+		s, _, _ := bytes.Cut(gs[12+i*ethGStringLen:12+(i+1)*ethGStringLen], []byte{0})
 		names[i] = string(s)
 	}
-	return names, nil
-}
-
-// featureBlock is struct ethtool_get_features_block.
-type featureBlock struct{ available, requested, active, neverChanged uint32 }
-
-func getFeatures(fd int, ifname string, n int) ([]featureBlock, error) {
-	words := (n + 31) / 32
-	// struct ethtool_gfeatures { u32 cmd; u32 size; struct block features[]; }
-	buf := make([]byte, 8+words*4*ethtoolWordLen)
-	ne.PutUint32(buf[0:], unix.ETHTOOL_GFEATURES)
-	ne.PutUint32(buf[4:], uint32(words))
-	if err := ethtool(fd, ifname, buf); err != nil {
-		return nil, fmt.Errorf("ETHTOOL_GFEATURES: %w", err)
-	}
-	blocks := make([]featureBlock, words)
 	for i := range blocks {
 		b := buf[8+i*16:]
-		blocks[i] = featureBlock{ne.Uint32(b), ne.Uint32(b[4:]), ne.Uint32(b[8:]), ne.Uint32(b[12:])}
+		blocks[i] = featureBlock{ne.Uint32(b), ne.Uint32(b[4:]), ne.Uint32(b[8:])}
 	}
-	return blocks, nil
+	return names, blocks, nil
 }
 
-// disableOffloads clears the offload features of ifname using fd, any
-// socket of the interface's namespace.
-func disableOffloads(fd int, ifname string) error {
-	names, err := featureNames(fd, ifname)
-	if err != nil {
-		return err
-	}
-	blocks, err := getFeatures(fd, ifname, len(names))
-	if err != nil {
-		return err
-	}
-	// struct ethtool_sfeatures { u32 cmd; u32 size; struct { u32 valid; u32 requested; } features[]; }
-	set := make([]byte, 8+len(blocks)*8)
-	ne.PutUint32(set[0:], unix.ETHTOOL_SFEATURES)
-	ne.PutUint32(set[4:], uint32(len(blocks)))
-	var fixed []string
-	change := false
-	for i, name := range names {
-		w, bit := i/32, uint32(1)<<(i%32)
-		if !offloadFeature(name) || blocks[w].active&bit == 0 && blocks[w].requested&bit == 0 {
-			continue
-		}
-		if blocks[w].available&bit == 0 {
-			if blocks[w].active&bit != 0 {
-				fixed = append(fixed, name)
-			}
-			continue
-		}
-		off := 8 + w*8
-		ne.PutUint32(set[off:], ne.Uint32(set[off:])|bit) // valid; requested stays 0
-		change = true
-	}
-	if len(fixed) > 0 {
-		return fmt.Errorf("offloads fixed on by the driver: %s", strings.Join(fixed, ", "))
-	}
-	if change {
-		// A positive return (ETHTOOL_F_WISH…) is not an error: the read-back
-		// below is the judge.
-		if err := ethtool(fd, ifname, set); err != nil {
-			return fmt.Errorf("ETHTOOL_SFEATURES: %w", err)
-		}
-	}
-	still, err := activeOffloads(fd, ifname, names)
-	if err != nil {
-		return err
-	}
-	if len(still) > 0 {
-		return fmt.Errorf("offloads still on after ETHTOOL_SFEATURES: %s", strings.Join(still, ", "))
-	}
-	return nil
-}
-
-// DisableOffloads turns off segmentation, checksum, scatter-gather and
-// receive-coalescing offloads of interface ifname in ns, so every frame it
-// transmits or receives is a complete frame of at most MTU bytes with its
-// checksums filled in (the comment at the top of this file says why).
-// Call it on both ends of every veth whose traffic passes an emulated link;
-// Start does it for the emulator's own interfaces.
-func DisableOffloads(ns *netns.Namespace, ifname string) error {
-	err := withSocket(ns, func(fd int) error { return disableOffloads(fd, ifname) })
-	if err != nil {
-		return fmt.Errorf("linkemu: disabling offloads on %s in %s: %w", ifname, ns.Name(), err)
-	}
-	return nil
-}
-
-// ActiveOffloads lists the offload features (as DisableOffloads chooses
-// them) that are on for ifname in ns; tests and the lab use it to check a
-// topology before trusting its numbers.
-func ActiveOffloads(ns *netns.Namespace, ifname string) ([]string, error) {
-	var on []string
-	err := withSocket(ns, func(fd int) error {
-		names, err := featureNames(fd, ifname)
-		if err == nil {
-			on, err = activeOffloads(fd, ifname, names)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("linkemu: reading offloads of %s in %s: %w", ifname, ns.Name(), err)
-	}
-	return on, nil
-}
-
-// activeOffloads lists the offload features among names that are on now.
-func activeOffloads(fd int, ifname string, names []string) ([]string, error) {
-	blocks, err := getFeatures(fd, ifname, len(names))
-	if err != nil {
-		return nil, err
-	}
-	var on []string
+// activeOffloads lists the offloads of ifname that are on.
+func activeOffloads(fd int, ifname string) (on []string, err error) {
+	names, blocks, err := features(fd, ifname)
 	for i, name := range names {
 		if offloadFeature(name) && blocks[i/32].active&(1<<(i%32)) != 0 {
 			on = append(on, name)
 		}
 	}
-	return on, nil
+	return on, err
 }
 
-// withSocket runs f in ns with a socket there: ethtool requests name an
-// interface of the socket's namespace.
-func withSocket(ns *netns.Namespace, f func(fd int) error) error {
-	return ns.Do(func() error {
+// disableOffloads clears the offloads of ifname using fd, any socket of the
+// interface's namespace.
+func disableOffloads(fd int, ifname string) error {
+	names, blocks, err := features(fd, ifname)
+	if err != nil {
+		return err
+	}
+	// struct ethtool_sfeatures { u32 cmd; u32 size; struct { u32 valid; u32 requested; } features[]; }
+	set := append([]uint32{unix.ETHTOOL_SFEATURES, uint32(len(blocks))}, make([]uint32, 2*len(blocks))...)
+	change := false
+	for i, name := range names {
+		if b, bit := blocks[i/32], uint32(1)<<(i%32); offloadFeature(name) && b.available&bit != 0 && (b.active|b.requested)&bit != 0 {
+			set[2+2*(i/32)] |= bit // valid; requested stays 0
+			change = true
+		}
+	}
+	// A positive return (ETHTOOL_F_WISH…) is not an error, and a feature the
+	// driver keeps on is not changeable: the read-back is the judge.
+	if change {
+		if _, err := ethtool(fd, ifname, request(4*len(set), set...)); err != nil {
+			return fmt.Errorf("ETHTOOL_SFEATURES: %w", err)
+		}
+	}
+	still, err := activeOffloads(fd, ifname)
+	if err == nil && len(still) > 0 {
+		err = fmt.Errorf("offloads still on (fixed by the driver or refused): %s", strings.Join(still, ", "))
+	}
+	return err
+}
+
+// DisableOffloads turns off the offloads of interface ifname in ns, so that
+// it sends and receives complete frames of at most MTU bytes. Call it on both
+// ends of every veth feeding an emulated link; Start does it for its own.
+func DisableOffloads(ns *netns.Namespace, ifname string) error {
+	return withSocket(ns, "disabling offloads on "+ifname, func(fd int) error { return disableOffloads(fd, ifname) })
+}
+
+// ActiveOffloads lists the offloads (as DisableOffloads chooses them) that
+// are on for ifname in ns, to check a topology before trusting its numbers.
+func ActiveOffloads(ns *netns.Namespace, ifname string) (on []string, err error) {
+	err = withSocket(ns, "reading offloads of "+ifname, func(fd int) (err error) {
+		on, err = activeOffloads(fd, ifname)
+		return err
+	})
+	return on, err
+}
+
+// withSocket runs f in ns with a socket there (ethtool requests name an
+// interface of the socket's namespace), and says what failed.
+func withSocket(ns *netns.Namespace, what string, f func(fd int) error) error {
+	err := ns.Do(func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return err
@@ -249,4 +171,8 @@ func withSocket(ns *netns.Namespace, f func(fd int) error) error {
 		defer unix.Close(fd)
 		return f(fd)
 	})
+	if err != nil {
+		return fmt.Errorf("linkemu: %s in %s: %w", what, ns.Name(), err)
+	}
+	return nil
 }

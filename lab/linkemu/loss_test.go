@@ -21,6 +21,11 @@ func geVariance(l Loss) float64 {
 	return mu*(1-mu) + 2*de*de*pb*(1-pb)*lam/(1-lam)
 }
 
+// newGE returns a chain in the good state.
+func newGE(p, r, oneMinusH, oneMinusK float64) *GilbertElliott {
+	return &GilbertElliott{P: p, R: r, OneMinusH: oneMinusH, OneMinusK: oneMinusK}
+}
+
 func TestGEMeanLossHandComputed(t *testing.T) {
 	cases := []struct {
 		l    Loss
@@ -48,7 +53,7 @@ func TestGEMeanLossHandComputed(t *testing.T) {
 // orders apart: judged after the transition they would come out the other
 // way.
 func TestGEHandWorkedSequence(t *testing.T) {
-	g := NewGilbertElliott(0.5, 0.5, 0.8, 0.1)
+	g := newGE(0.5, 0.5, 0.8, 0.1)
 	steps := []struct {
 		uT, uL  float64
 		drop    bool
@@ -62,15 +67,15 @@ func TestGEHandWorkedSequence(t *testing.T) {
 		{0.30, 0.15, true, false},  // bad: 0.15<0.8 lost (good would keep it); → good
 		{0.99, 0.09, true, false},  // good: 0.09<0.1 lost; stays good
 	}
-	if g.Bad() {
+	if g.bad {
 		t.Fatal("chain must start in the good state")
 	}
 	for i, s := range steps {
 		if got := g.Step(s.uT, s.uL); got != s.drop {
 			t.Errorf("frame %d: drop = %v, want %v", i+1, got, s.drop)
 		}
-		if g.Bad() != s.badNext {
-			t.Errorf("frame %d: bad after = %v, want %v", i+1, g.Bad(), s.badNext)
+		if g.bad != s.badNext {
+			t.Errorf("frame %d: bad after = %v, want %v", i+1, g.bad, s.badNext)
 		}
 	}
 }
@@ -81,14 +86,14 @@ func TestGEHandWorkedSequence(t *testing.T) {
 func TestGEFirstFrameJudgedGood(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		g := NewGilbertElliott(1, 0, 1, 0) // good never loses, bad always does
+		g := newGE(1, 0, 1, 0) // good never loses, bad always does
 		if g.Drop(rng) {
 			t.Fatalf("seed %d: first frame lost: judged in the bad state", seed)
 		}
 		if !g.Drop(rng) {
 			t.Fatalf("seed %d: second frame kept: chain did not move to bad", seed)
 		}
-		g = NewGilbertElliott(1, 0, 0, 1) // good always loses, bad never does
+		g = newGE(1, 0, 0, 1) // good always loses, bad never does
 		if !g.Drop(rng) {
 			t.Fatalf("seed %d: first frame kept: judged in the bad state", seed)
 		}
@@ -103,8 +108,8 @@ func TestGEFirstFrameJudgedGood(t *testing.T) {
 func TestGEDrawOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	ref := rand.New(rand.NewPCG(5, 6))
-	g := NewGilbertElliott(0.3, 0.4, 0.7, 0.2)
-	h := NewGilbertElliott(0.3, 0.4, 0.7, 0.2)
+	g := newGE(0.3, 0.4, 0.7, 0.2)
+	h := newGE(0.3, 0.4, 0.7, 0.2)
 	for i := 0; i < 1000; i++ {
 		uT, uL := ref.Float64(), ref.Float64()
 		if g.Drop(rng) != h.Step(uT, uL) {

@@ -1,37 +1,26 @@
 package linkemu
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Serializer is the bottleneck of one direction: a drop-tail FIFO in front
-// of a transmitter that sends Rate bit/s. It only does arithmetic on
-// timestamps (a point on any monotonic timeline, as a Duration), so it is
-// tested without sockets or clocks.
-//
-// A frame of n bytes takes n·8/Rate seconds to serialize and starts when
-// the one before it has finished (or on arrival, if the line is idle); its
-// departure is the moment its last bit is out. Sub-nanosecond remainders
-// are carried from frame to frame while the line stays busy, so a long run
-// of back-to-back frames departs at exactly the configured rate instead of
-// drifting by the rounding of each frame.
-//
-// A frame counts against the queue limits from its arrival until its
-// departure (the frame on the wire included, as in a router's output
-// buffer). A frame that would push the backlog over either limit is dropped
-// and leaves the line's schedule untouched.
+// of a transmitter that sends rate bit/s, doing arithmetic on timestamps
+// (points on any monotonic timeline). A frame of n bytes takes n·8/rate
+// seconds from when the one before it has finished (or from its arrival, if
+// the line is idle) until its last bit is out; sub-nanosecond remainders
+// carry over, so back-to-back frames depart at exactly the rate. The size
+// counted is the Ethernet frame the socket sees (no preamble, FCS or gap),
+// as netem counts. A frame counts against the queue limits from arrival to
+// departure; one that would exceed either is dropped and changes nothing.
 type Serializer struct {
-	rate       uint64 // bit/s; 0 = no serialization, no queue
-	limitBytes int    // 0 = no byte limit
-	limitPkts  int    // 0 = no packet limit
-
-	busyUntil time.Duration // departure of the last admitted frame
-	carry     uint64        // leftover of bits·1e9 not yet a whole ns
-
-	// Admitted frames not yet departed, oldest first, in a ring that only
-	// grows (so steady state does not allocate).
-	ring  []queued
-	head  int
-	n     int
-	bytes int
+	rate                  uint64        // bit/s; 0 = no serialization, no queue
+	limitBytes, limitPkts int           // 0 = no limit of that kind
+	busyUntil             time.Duration // departure of the last admitted frame
+	carry                 uint64        // leftover of bits·1e9 not yet a whole ns
+	ring                  []queued      // admitted, not departed, oldest first; only grows
+	head, n, bytes        int
 }
 
 type queued struct {
@@ -43,13 +32,11 @@ type queued struct {
 // pass at once and the limits are ignored); limitBytes and limitPackets
 // bound the backlog (0 = no limit of that kind).
 func NewSerializer(rate uint64, limitBytes, limitPackets int) *Serializer {
-	s := &Serializer{rate: rate, limitBytes: limitBytes, limitPkts: limitPackets}
 	c := 64
-	if limitPackets > 0 && limitPackets < c {
-		c = limitPackets
+	if limitPackets > 0 {
+		c = min(c, limitPackets)
 	}
-	s.ring = make([]queued, c)
-	return s
+	return &Serializer{rate: rate, limitBytes: limitBytes, limitPkts: limitPackets, ring: make([]queued, c)}
 }
 
 // Admit offers a frame of size bytes arriving at now. It returns the frame's
@@ -60,52 +47,87 @@ func (s *Serializer) Admit(now time.Duration, size int) (depart time.Duration, o
 		return now, true
 	}
 	s.expire(now)
-	if s.limitPkts > 0 && s.n+1 > s.limitPkts {
-		return 0, false
-	}
-	if s.limitBytes > 0 && s.bytes+size > s.limitBytes {
+	if s.limitPkts > 0 && s.n+1 > s.limitPkts || s.limitBytes > 0 && s.bytes+size > s.limitBytes {
 		return 0, false
 	}
 	start := s.busyUntil
 	if now >= start {
-		start = now
-		s.carry = 0
+		start, s.carry = now, 0
 	}
 	num := uint64(size)*8*uint64(time.Second) + s.carry
 	s.carry = num % s.rate
 	depart = start + time.Duration(num/s.rate)
 	s.busyUntil = depart
-	s.push(queued{depart: depart, size: size})
+	if s.n == len(s.ring) {
+		bigger := make([]queued, 2*len(s.ring))
+		for i := range s.n {
+			bigger[i] = s.ring[(s.head+i)%len(s.ring)]
+		}
+		s.ring, s.head = bigger, 0
+	}
+	s.ring[(s.head+s.n)%len(s.ring)] = queued{depart, size}
+	s.n++
+	s.bytes += size
 	return depart, true
-}
-
-// Backlog is what waits or is on the wire at now: bytes and frames.
-func (s *Serializer) Backlog(now time.Duration) (bytes, packets int) {
-	s.expire(now)
-	return s.bytes, s.n
 }
 
 // expire forgets frames that have departed by now.
 func (s *Serializer) expire(now time.Duration) {
 	for s.n > 0 && s.ring[s.head].depart <= now {
 		s.bytes -= s.ring[s.head].size
-		s.head++
-		if s.head == len(s.ring) {
-			s.head = 0
-		}
+		s.head = (s.head + 1) % len(s.ring)
 		s.n--
 	}
 }
 
-func (s *Serializer) push(q queued) {
-	if s.n == len(s.ring) {
-		bigger := make([]queued, 2*len(s.ring))
-		for i := 0; i < s.n; i++ {
-			bigger[i] = s.ring[(s.head+i)%len(s.ring)]
-		}
-		s.ring, s.head = bigger, 0
+// Medium is one transmission capacity shared by several directions, of one
+// link or of many (a radio channel, an access line two paths cross): their
+// frames serialize on its single FIFO, so what one member sends delays every
+// other; loss, delay and jitter stay per direction. Collisions, backoff,
+// rate adaptation and hidden terminals are not modelled.
+type Medium struct {
+	mu   sync.Mutex
+	ser  *Serializer
+	last time.Duration // latest arrival seen: members' clocks are read before the lock
+	st   MediumStats
+}
+
+// MediumStats counts what the members offered the medium.
+type MediumStats struct {
+	Frames, Bytes uint64 // admitted
+	Dropped       uint64 // tail-dropped: the shared queue was full
+}
+
+// NewMedium returns an idle medium of rate bit/s (> 0) whose FIFO holds at
+// most queuePackets frames (0 = DefaultQueuePackets).
+func NewMedium(rate uint64, queuePackets int) *Medium {
+	if queuePackets <= 0 {
+		queuePackets = DefaultQueuePackets
 	}
-	s.ring[(s.head+s.n)%len(s.ring)] = q
-	s.n++
-	s.bytes += q.size
+	return &Medium{ser: NewSerializer(rate, 0, queuePackets)}
+}
+
+// admit is Serializer.Admit for a frame of any member.
+func (m *Medium) admit(now time.Duration, size int) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// Two members may read the clock in one order and lock in the other;
+	// the serializer wants arrivals in time order.
+	now = max(now, m.last)
+	m.last = now
+	depart, ok := m.ser.Admit(now, size)
+	if ok {
+		m.st.Frames++
+		m.st.Bytes += uint64(size)
+	} else {
+		m.st.Dropped++
+	}
+	return depart, ok
+}
+
+// Stats returns the medium's counters.
+func (m *Medium) Stats() MediumStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st
 }

@@ -57,7 +57,7 @@ func TestPipeLossBeforeQueue(t *testing.T) {
 			t.Fatalf("frame %d: verdict %v, want dropLoss", i, v)
 		}
 	}
-	if b, n := p.ser.Backlog(0); b != 0 || n != 0 {
+	if b, n := backlog(p.ser, 0); b != 0 || n != 0 {
 		t.Errorf("lost frames left a backlog of %d B / %d", b, n)
 	}
 	p.loss = noLoss{}

@@ -27,43 +27,30 @@ type Stats struct {
 	DroppedLoss               uint64 // lost by the loss model
 	DroppedQueue              uint64 // tail-dropped by the serialization queue
 	DroppedOversize           uint64 // larger than the frame buffer: an offload (GSO/GRO) is still on somewhere
-	DroppedNoBuffer           uint64 // MaxInFlight frames already held
+	DroppedNoBuffer           uint64 // DefaultMaxInFlight frames already held
 	SendErrors                uint64 // write to the output interface failed (link down, …)
 	Queued                    int    // frames held right now (queue and delay line)
 
-	// Delay is the time each forwarded frame spent in the emulator, from
-	// the moment its read returned to the moment its write began: the
-	// added delay as the emulator itself sees it (serialization, queueing,
-	// Delay, jitter and its own scheduling lateness).
-	Delay DelayStats
-
-	// Lateness is how much later than scheduled each frame's write began:
-	// the emulator's own timing error (timer and wake-up latency, earlier
-	// writes of the same batch, CPU contention). Its mean is the bias the
-	// emulator adds to Delay.
-	Lateness DelayStats
+	// Delay is each forwarded frame's time in the emulator, from its read's
+	// return to its write's start; Lateness how much later than scheduled
+	// its write began: the emulator's timing error, included in Delay.
+	Delay, Lateness DelayStats
 }
 
-// DelayStats summarises added delays. Percentiles come from a log-linear
-// histogram with 128 buckets per power of two and are reported as the
-// bucket's midpoint, within 0.4% of the true value (80 µs at 20 ms); Count,
-// Sum, Mean, Min and Max are exact.
+// DelayStats summarises added delays. Percentiles are the midpoints of
+// log-linear histogram buckets, within 0.4% of the true value; the rest is
+// exact.
 type DelayStats struct {
-	Count         uint64
-	Sum           time.Duration
-	Mean          time.Duration
-	Min, Max      time.Duration
-	P50, P90, P99 time.Duration
+	Count                              uint64
+	Sum, Mean, Min, Max, P50, P90, P99 time.Duration
 }
 
 // histogram is a fixed-size log-linear histogram of non-negative
-// nanosecond values: exact below 128 ns, then 128 sub-buckets per octave
-// (58 KB). Recording never allocates.
+// nanosecond values: exact below 128 ns, then 128 sub-buckets per octave.
 type histogram struct {
-	counts   [histBuckets]uint64
-	n        uint64
-	sum      int64
-	min, max int64
+	counts        [histBuckets]uint64
+	n             uint64
+	sum, min, max int64
 }
 
 const (
@@ -74,13 +61,10 @@ const (
 
 func histIndex(v int64) int {
 	if v < histSub {
-		if v < 0 {
-			return 0
-		}
-		return int(v)
+		return int(max(v, 0))
 	}
 	shift := bits.Len64(uint64(v)) - histSubBits - 1
-	return histSub + shift*histSub + int(uint64(v)>>uint(shift)) - histSub
+	return shift*histSub + int(uint64(v)>>uint(shift))
 }
 
 // histRange is the closed range of values bucket i holds.
@@ -88,24 +72,18 @@ func histRange(i int) (lo, hi int64) {
 	if i < histSub {
 		return int64(i), int64(i)
 	}
-	shift := (i - histSub) / histSub
-	m := int64((i-histSub)%histSub + histSub)
-	lo = m << uint(shift)
-	return lo, lo + (int64(1) << uint(shift)) - 1
+	shift := uint((i - histSub) / histSub)
+	lo = int64((i-histSub)%histSub+histSub) << shift
+	return lo, lo + 1<<shift - 1
 }
 
 func (h *histogram) add(d time.Duration) {
-	v := int64(d)
-	if v < 0 {
-		v = 0
-	}
+	v := max(int64(d), 0)
 	h.counts[histIndex(v)]++
 	if h.n == 0 || v < h.min {
 		h.min = v
 	}
-	if v > h.max {
-		h.max = v
-	}
+	h.max = max(h.max, v)
 	h.n++
 	h.sum += v
 }
@@ -113,18 +91,12 @@ func (h *histogram) add(d time.Duration) {
 // quantile returns the midpoint of the bucket holding the q-th value,
 // clamped to the observed range.
 func (h *histogram) quantile(q float64) time.Duration {
-	if h.n == 0 {
-		return 0
-	}
 	rank := uint64(q*float64(h.n-1)) + 1
 	var cum uint64
 	for i, c := range h.counts {
-		cum += c
-		if cum >= rank {
+		if cum += c; cum >= rank {
 			lo, hi := histRange(i)
-			v := lo + (hi-lo)/2
-			v = max(h.min, min(h.max, v))
-			return time.Duration(v)
+			return time.Duration(max(h.min, min(h.max, lo+(hi-lo)/2)))
 		}
 	}
 	return time.Duration(h.max)
@@ -135,13 +107,8 @@ func (h *histogram) stats() DelayStats {
 		return DelayStats{}
 	}
 	return DelayStats{
-		Count: h.n,
-		Sum:   time.Duration(h.sum),
-		Mean:  time.Duration(h.sum / int64(h.n)),
-		Min:   time.Duration(h.min),
-		Max:   time.Duration(h.max),
-		P50:   h.quantile(0.50),
-		P90:   h.quantile(0.90),
-		P99:   h.quantile(0.99),
+		Count: h.n, Sum: time.Duration(h.sum), Mean: time.Duration(h.sum / int64(h.n)),
+		Min: time.Duration(h.min), Max: time.Duration(h.max),
+		P50: h.quantile(0.50), P90: h.quantile(0.90), P99: h.quantile(0.99),
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -18,18 +17,10 @@ import (
 
 // The link emulator backends (Options.Emulator, `--emulator`).
 const (
-	// EmulatorUserspace is lab/linkemu: frames forwarded between a link
-	// node's interfaces by an AF_PACKET process. Works on any kernel.
-	EmulatorUserspace = "userspace"
-	// EmulatorNetem bridges the link node's interfaces and shapes each
-	// direction with the kernel's netem qdisc.
-	EmulatorNetem = "netem"
-	// EmulatorAuto is netem where the kernel has it, userspace otherwise.
-	EmulatorAuto = "auto"
+	EmulatorUserspace = "userspace" // lab/linkemu: works on any kernel
+	EmulatorNetem     = "netem"     // the link node bridges its ends, each direction leaves by a netem qdisc
+	EmulatorAuto      = "auto"      // netem where the kernel has it, userspace otherwise
 )
-
-// Emulators lists the valid backend names.
-var Emulators = []string{EmulatorAuto, EmulatorUserspace, EmulatorNetem}
 
 // ResolveEmulator turns a backend choice into the backend to use ("" is
 // auto). Asking for netem on a kernel without it is an error that says so.
@@ -48,12 +39,11 @@ func ResolveEmulator(choice string) (string, error) {
 		}
 		return EmulatorUserspace, nil
 	}
-	return "", fmt.Errorf("--emulator: unknown emulator %q (valid: %s)", choice, strings.Join(Emulators, ", "))
+	return "", fmt.Errorf("--emulator: unknown emulator %q (valid: %s, %s, %s)", choice, EmulatorAuto, EmulatorUserspace, EmulatorNetem)
 }
 
 // NetemAvailable tries a netem qdisc on the loopback of a throwaway
-// namespace: the only reliable test, since the kernel loads sch_netem on
-// demand and a config file may be absent or lie.
+// namespace: the kernel loads sch_netem on demand, a config file may lie.
 func NetemAvailable() error {
 	if _, err := exec.LookPath("tc"); err != nil {
 		return errors.New("tc (iproute2) is not installed")
@@ -72,12 +62,9 @@ func NetemAvailable() error {
 }
 
 // NetemArgs is the tc command line that shapes one direction of a link on
-// the interface it leaves by. netem's limit counts every frame it holds,
-// the delayed ones included, while the scenario's queue limit counts frames
-// waiting to be serialized (as the userspace emulator does); so the limit
-// grows by what the link holds in flight at its rate and delay.
+// the interface it leaves by. netem's limit also counts delayed frames, so
+// it is the scenario's queue limit plus the frames in flight.
 func NetemArgs(dev string, s scenario.Shaping) []string {
-	args := []string{"qdisc", "replace", "dev", dev, "root", "netem"}
 	limit := s.QueueLimit
 	if limit <= 0 {
 		limit = 1000 // netem's default
@@ -86,7 +73,7 @@ func NetemArgs(dev string, s scenario.Shaping) []string {
 		inFlight := float64(s.Rate) / 8 * (s.Delay + s.Jitter).Seconds() / 1514
 		limit += int(math.Ceil(inFlight)) + 1
 	}
-	args = append(args, "limit", strconv.Itoa(limit))
+	args := []string{"qdisc", "replace", "dev", dev, "root", "netem", "limit", strconv.Itoa(limit)}
 	if s.Delay > 0 || s.Jitter > 0 {
 		args = append(args, "delay", usec(s.Delay))
 		if s.Jitter > 0 {
@@ -108,15 +95,10 @@ func NetemArgs(dev string, s scenario.Shaping) []string {
 func usec(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) + "us" }
 func pct(p float64) string        { return strconv.FormatFloat(p, 'f', -1, 64) + "%" }
 
-// bridgeName is the link node's bridge for a link (the kernel's limit is 15
-// bytes; link names are at most 10).
-func bridgeName(link string) string { return "br-" + link }
-
-// startNetem makes link node e.Node forward frames between its two
-// interfaces (a bridge, as the userspace emulator forwards at layer 2) and
-// shapes each direction on its way out: A→B leaves by e.B, B→A by e.A.
+// startNetem bridges link node e.Node's two interfaces (the userspace
+// emulator forwards at layer 2 too) and shapes each direction on its way out.
 func startNetem(ns *netns.Namespace, e Emulated) error {
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: bridgeName(e.Link)}}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br-" + e.Link}} // at most 13 bytes
 	nl := ns.Netlink()
 	if err := nl.LinkAdd(br); err != nil {
 		return fmt.Errorf("bridge %s: %w", br.Name, err)
@@ -135,23 +117,10 @@ func startNetem(ns *netns.Namespace, e Emulated) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, d := range []struct {
-		dev  string
-		spec scenario.Shaping
-	}{{e.B, e.Spec[0]}, {e.A, e.Spec[1]}} {
-		if _, err := ns.Exec(ctx, "tc", NetemArgs(d.dev, d.spec)...); err != nil {
+	for i, dev := range []string{e.B, e.A} { // A→B leaves by B
+		if _, err := ns.Exec(ctx, "tc", NetemArgs(dev, e.Spec[i])...); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// netemForwarded is what link node interface ifn sent: with netem the
-// bytes a direction delivered are its egress interface's transmit counter.
-func netemForwarded(ns *netns.Namespace, ifn string) uint64 {
-	l, err := ns.Netlink().LinkByName(ifn)
-	if err != nil || l.Attrs().Statistics == nil {
-		return 0
-	}
-	return l.Attrs().Statistics.TxBytes
 }

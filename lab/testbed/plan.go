@@ -1,56 +1,38 @@
 // Package testbed instantiates a scenario.Topology in Linux network
-// namespaces: one namespace per node, veth pairs for the links, the userspace
-// link emulator (lab/linkemu) in every link node, addresses, forwarding,
-// policy routing and the TCP sysctls of every node.
+// namespaces: one per node, veth pairs for the links, a link emulator
+// (lab/linkemu or netem) in every link node, addresses, routes and sysctls.
+// NewPlan is pure, so that the routing can be unit-tested without root;
+// Start executes a plan (the two-path testbed's or the mesh lab's),
+// registering the undo of every step before taking it.
 //
-// The work is split in two. Plan is pure: it turns a topology into the list of
-// veth pairs, emulated links, routes, rules and sysctls, so that the routing
-// decisions can be unit-tested without root. Start executes a plan (Build is
-// NewPlan then Start), registering the undo of every step before taking it,
-// so that a failure half-way (or Close) leaves nothing behind. Start is the
-// lab's one topology builder: the mesh lab (lab/mesh) turns its plan into a
-// testbed Plan of nodes, link nodes, veths, media and emulated links and
-// starts it the same way.
-//
-// Routing, and why:
-//
-//   - client: the web subnet is routed via the primary path in the main table
-//     with metric DirectMetric, so that braid's TUN route for the same prefix
-//     (metric 0) wins while braid runs and the direct route comes back when it
-//     stops. Each path also has a table of its own (PathTableBase+i) selected
-//     by a rule on the path's source address: a socket bound to a path's
-//     address, an MPTCP subflow opened from it, leaves through that path's
-//     link and no other.
-//   - server: forwards (ip_forward=1); every subnet is connected.
-//   - web: the path subnets and the tunnel's inner prefix (TunnelPrefix) are
-//     routed back via the server.
+// Routing: the client routes the web subnet via the primary path (metric
+// DirectMetric: a tunnel's metric-0 route wins) and, in each path's own table
+// chosen by source address, via that path, so that a socket bound to a
+// path's address (an MPTCP subflow too) leaves through it. The server
+// forwards; the web node routes the path subnets and TunnelPrefix back.
 package testbed
 
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/netns"
 )
 
-// Defaults. They are the testbed's fixed conventions; the scenario decides
-// everything else.
+// The testbed's fixed conventions; the scenario decides everything else.
 const (
 	// Prefix starts the name of every namespace the lab creates, so that a
 	// crashed run's leftovers are found (and only they) by netns.Cleanup.
 	Prefix = "braid-lab"
-
-	// PathTableBase is the routing table of the first path; path i uses
-	// PathTableBase+i. Far from main (254), default (253) and local (255).
-	PathTableBase = 100
-	// RulePriorityBase is the priority of the first path's source rule,
+	// PathTableBase+i is path i's routing table, far from main, default and
+	// local (254, 253, 255); RulePriorityBase+i its source rule's priority,
 	// ahead of the main table's 32766.
-	RulePriorityBase = 1000
+	PathTableBase, RulePriorityBase = 100, 1000
 	// DirectMetric is the metric of the client's main-table route to the web
-	// subnet: above 0 so that a tunnel's own route to the same prefix takes
-	// precedence without a conflict.
+	// subnet: above 0, so that a tunnel's route to it wins without a conflict.
 	DirectMetric = 100
 )
 
@@ -64,31 +46,22 @@ type Veth struct {
 	AddrA      netip.Prefix // zero for a link node's end
 	NodeB, IfB string
 	AddrB      netip.Prefix
-	// NoOffloads turns segmentation and checksum offloads off on both
-	// ends: everything feeding an emulator must send plain frames.
-	NoOffloads bool
+	NoOffloads bool // on both ends (linkemu.DisableOffloads): they feed an emulator
 }
 
 // Emulated is one link emulator to start in a link node.
 type Emulated struct {
-	Link string // the scenario link's name
-	Node string // the link node
-	A, B string // the node's interfaces towards the link's A and B ends
-	AtoB linkemu.Shape
-	BtoA linkemu.Shape
-	// Medium names the scenario medium the link shares ("" = none).
-	Medium string
-	// Spec is the scenario's shaping of each direction [A→B, B→A], which
-	// the netem backend passes to tc as it is.
-	Spec [2]scenario.Shaping
-	// Seq is the link's position in the topology: with the run seed it
-	// makes the link's own loss and jitter streams (see LinkSeed).
-	Seq int
+	Link       string // the scenario link's name
+	Node       string // the link node
+	A, B       string // the node's interfaces towards the link's A and B ends
+	AtoB, BtoA linkemu.Shape
+	Medium     string              // the scenario medium the link shares ("" = none)
+	Spec       [2]scenario.Shaping // the scenario's [A→B, B→A], which netem takes as it is
+	Seq        int                 // the link's position in the topology (see LinkSeed)
 }
 
 // Addr is an address added to an interface after the veths exist (the
-// mesh lab's service address on the destination's loopback, which its
-// routes name as their source).
+// mesh lab's service address on the destination's loopback).
 type Addr struct {
 	Node, If string
 	Prefix   netip.Prefix
@@ -102,74 +75,54 @@ type Shaped struct {
 
 // Path is one client–server path as the transports see it.
 type Path struct {
-	// Name is the scenario link's name; Index its position among the paths.
-	Name  string
-	Index int
-	// ClientIf and ServerIf are the interfaces in the client and the server.
+	Name                   string // the scenario link's
+	Index                  int    // among the paths
 	ClientIf, ServerIf     string
 	ClientAddr, ServerAddr netip.Addr
 	Subnet                 netip.Prefix
-	// Table is the path's routing table in the client.
-	Table int
-	// MTU, if > 0, is set on ClientIf (scenario.Link.MTU).
-	MTU int
+	Table                  int // the path's routing table in the client
+	MTU                    int // if > 0, set on ClientIf (scenario.Link.MTU)
 }
 
 // Plan is everything Build does, in the order it does it.
 type Plan struct {
-	Nodes    []scenario.Node
-	Media    []scenario.Medium
-	Sysctls  map[string][]scenario.Sysctl // node → settings
-	Veths    []Veth
-	Addrs    []Addr
-	Emulated []Emulated
-	Shaped   []Shaped
-	Routes   map[string][]netns.Route // node → routes
-	Rules    map[string][]netns.Rule  // node → rules
-	Paths    []Path
-	// WebAddr is the web server's address; ServerLANAddr the server's on the
-	// web link.
-	WebAddr, ServerLANAddr netip.Addr
+	Nodes                  []scenario.Node
+	Media                  []scenario.Medium
+	Sysctls                map[string][]scenario.Sysctl // node → settings
+	Veths                  []Veth
+	Addrs                  []Addr
+	Emulated               []Emulated
+	Shaped                 []Shaped
+	Routes                 map[string][]netns.Route // node → routes
+	Rules                  map[string][]netns.Rule  // node → rules
+	Paths                  []Path
+	WebAddr, ServerLANAddr netip.Addr // the web server's; the server's on the web link
 	WebSubnet              netip.Prefix
 }
 
-// IfName returns the name of the interface a link has in one of its nodes:
-// "a-LINK" in A, "b-LINK" in B, and "la-LINK"/"lb-LINK" in the link node
-// (towards A and towards B). Scenario names are at most 10 bytes, so these
-// fit the kernel's 15.
+// IfName returns the name of the interface a link has on one side: "a-LINK"
+// in A, "b-LINK" in B, and "la-LINK"/"lb-LINK" in the link node towards A
+// and B. Scenario names are at most 10 bytes, so these fit the kernel's 15.
 func IfName(side, link string) string { return side + "-" + link }
 
 // Interface sides for IfName.
-const (
-	SideA    = "a"
-	SideB    = "b"
-	SideViaA = "la"
-	SideViaB = "lb"
-)
+const SideA, SideB, SideViaA, SideViaB = "a", "b", "la", "lb"
 
 // ShapeFor converts one direction of a scenario link to the emulator's
 // terms: scenario loss is in percent (netem's units), the emulator takes
 // probabilities; the queue limit is in frames.
 func ShapeFor(s scenario.Shaping, seed uint64) linkemu.Shape {
-	out := linkemu.Shape{
-		Rate:         uint64(s.Rate),
-		Delay:        s.Delay,
-		Jitter:       s.Jitter,
-		JitterDist:   linkemu.JitterUniform,
-		QueuePackets: s.QueueLimit,
-		Seed:         seed,
-	}
-	switch s.Loss.Model {
+	out := linkemu.Shape{Rate: uint64(s.Rate), Delay: s.Delay, Jitter: s.Jitter, QueuePackets: s.QueueLimit, Seed: seed}
+	switch l := s.Loss; l.Model {
 	case scenario.LossUniform:
-		out.Loss = linkemu.UniformLoss(s.Loss.Percent / 100)
+		out.Loss = linkemu.UniformLoss(l.Percent / 100)
 	case scenario.LossGE:
-		l := s.Loss
 		out.Loss = linkemu.GELoss(l.P/100, l.R/100, l.OneMinusH/100, l.OneMinusK/100)
 	}
 	return out
 }
 
-// tbfFor is the kernel shaping of a plain link's direction: the rate and a
+// tbfFor is the kernel shaping of a plain link's direction: its rate and a
 // queue of QueueLimit full-size frames.
 func tbfFor(s scenario.Shaping) netns.TBF {
 	t := netns.TBF{Rate: uint64(s.Rate)}
@@ -179,17 +132,13 @@ func tbfFor(s scenario.Shaping) netns.TBF {
 	return t
 }
 
-// LinkSeed gives every link its own loss and jitter streams from one seed:
-// i is the link's position in the topology (Emulated.Seq). Directions are
-// already separated inside linkemu.
+// LinkSeed gives link i (Emulated.Seq) its own loss and jitter streams.
 func LinkSeed(seed uint64, i int) uint64 { return seed ^ uint64(i+1)*0x9e3779b97f4a7c15 }
 
 // RepSeed is the seed of the emulators during repetition rep of the points
-// of network (scenario.Point.Network) in a run with seed campaign. It does
-// not depend on the transport: every transport measured on one network meets
-// the same loss sequence in repetition rep (a paired comparison), and each
-// repetition draws a new one. Neither does it depend on which points were
-// selected (--only, --shard), since networks keep their numbers.
+// of network (scenario.Point.Network) in a run with seed campaign: the same
+// for every transport (a paired comparison) and whichever points were
+// selected (--only, --shard), new for each repetition.
 func RepSeed(campaign uint64, network, rep int) uint64 {
 	return splitmix(splitmix(splitmix(campaign)^uint64(network)) ^ uint64(rep))
 }
@@ -202,27 +151,25 @@ func splitmix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// NodeSysctls is what Build writes in every namespace: IPv4 forwarding on
-// the server, MPTCP on everywhere (the mptcp-direct transport needs it at
-// both ends; it costs plain TCP nothing), reverse-path filtering off (the
-// inherited host setting could drop a path's replies under policy routing),
+// NodeSysctls is what Build writes in every namespace: reverse-path
+// filtering off (it could drop a path's replies under policy routing), MPTCP
+// on (mptcp-direct needs it at both ends), forwarding on the server only,
 // then the node's TCP settings.
 func NodeSysctls(n scenario.Node) []scenario.Sysctl {
-	out := []scenario.Sysctl{
-		{Key: "net.ipv4.conf.all.rp_filter", Value: "0"},
-		{Key: "net.ipv4.conf.default.rp_filter", Value: "0"},
-		{Key: "net.mptcp.enabled", Value: "1"},
-	}
 	fwd := "0"
 	if n.Role == scenario.RoleServer {
 		fwd = "1"
 	}
-	out = append(out, scenario.Sysctl{Key: "net.ipv4.ip_forward", Value: fwd})
-	return append(out, n.TCP.Sysctls()...)
+	return append([]scenario.Sysctl{
+		{Key: "net.ipv4.conf.all.rp_filter", Value: "0"},
+		{Key: "net.ipv4.conf.default.rp_filter", Value: "0"},
+		{Key: "net.mptcp.enabled", Value: "1"},
+		{Key: "net.ipv4.ip_forward", Value: fwd},
+	}, n.TCP.Sysctls()...)
 }
 
-// NewPlan resolves a topology into the steps Build takes. seed seeds the
-// emulators (one stream per link and direction).
+// NewPlan resolves a topology into the steps Build takes; seed seeds the
+// emulators.
 func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 	client, server, web := top.Client(), top.Server(), top.Web()
 	if client == nil || server == nil || web == nil {
@@ -236,16 +183,9 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("testbed: topology has no client–server path")
 	}
-	p := &Plan{
-		Nodes:         append([]scenario.Node(nil), top.Nodes...),
-		Media:         append([]scenario.Medium(nil), top.Media...),
-		Sysctls:       map[string][]scenario.Sysctl{},
-		Routes:        map[string][]netns.Route{},
-		Rules:         map[string][]netns.Rule{},
-		WebAddr:       wl.AddrB.Addr(),
-		ServerLANAddr: wl.AddrA.Addr(),
-		WebSubnet:     wl.Subnet,
-	}
+	p := &Plan{Nodes: slices.Clone(top.Nodes), Media: slices.Clone(top.Media),
+		Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{},
+		WebAddr: wl.AddrB.Addr(), ServerLANAddr: wl.AddrA.Addr(), WebSubnet: wl.Subnet}
 	for _, n := range top.Nodes {
 		p.Sysctls[n.Name] = NodeSysctls(n)
 	}
@@ -254,11 +194,10 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 		ia, ib := IfName(SideA, l.Name), IfName(SideB, l.Name)
 		if l.Via == "" {
 			p.Veths = append(p.Veths, Veth{NodeA: l.A, IfA: ia, AddrA: l.AddrA, NodeB: l.B, IfB: ib, AddrB: l.AddrB})
-			if l.AB.Rate > 0 {
-				p.Shaped = append(p.Shaped, Shaped{Node: l.A, If: ia, TBF: tbfFor(l.AB)})
-			}
-			if l.BA.Rate > 0 {
-				p.Shaped = append(p.Shaped, Shaped{Node: l.B, If: ib, TBF: tbfFor(l.BA)})
+			for _, e := range []Shaped{{l.A, ia, tbfFor(l.AB)}, {l.B, ib, tbfFor(l.BA)}} {
+				if e.TBF.Rate > 0 {
+					p.Shaped = append(p.Shaped, e)
+				}
 			}
 			continue
 		}
@@ -271,28 +210,21 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium, Seq: i})
 	}
 
+	c, w, webIf := client.Name, web.Name, IfName(SideB, wl.Name)
 	for i, l := range paths {
-		pa := Path{
-			Name: l.Name, Index: i,
-			ClientIf: IfName(SideA, l.Name), ServerIf: IfName(SideB, l.Name),
-			ClientAddr: l.AddrA.Addr(), ServerAddr: l.AddrB.Addr(),
-			Subnet: l.Subnet, Table: PathTableBase + i, MTU: l.MTU,
-		}
+		pa := Path{Name: l.Name, Index: i, ClientIf: IfName(SideA, l.Name), ServerIf: IfName(SideB, l.Name),
+			ClientAddr: l.AddrA.Addr(), ServerAddr: l.AddrB.Addr(), Subnet: l.Subnet, Table: PathTableBase + i, MTU: l.MTU}
 		p.Paths = append(p.Paths, pa)
 		if i == 0 {
-			p.Routes[client.Name] = append(p.Routes[client.Name],
-				netns.Route{Dst: wl.Subnet, Via: pa.ServerAddr, Dev: pa.ClientIf, Metric: DirectMetric})
+			p.Routes[c] = append(p.Routes[c], netns.Route{Dst: wl.Subnet, Via: pa.ServerAddr, Dev: pa.ClientIf, Metric: DirectMetric})
 		}
-		p.Routes[client.Name] = append(p.Routes[client.Name],
+		p.Routes[c] = append(p.Routes[c],
 			netns.Route{Dst: l.Subnet, Dev: pa.ClientIf, Src: pa.ClientAddr, Table: pa.Table},
 			netns.Route{Dst: wl.Subnet, Via: pa.ServerAddr, Dev: pa.ClientIf, Table: pa.Table})
-		p.Rules[client.Name] = append(p.Rules[client.Name],
-			netns.Rule{Src: netip.PrefixFrom(pa.ClientAddr, 32), Table: pa.Table, Priority: RulePriorityBase + i})
-		p.Routes[web.Name] = append(p.Routes[web.Name],
-			netns.Route{Dst: l.Subnet, Via: p.ServerLANAddr, Dev: IfName(SideB, wl.Name)})
+		p.Rules[c] = append(p.Rules[c], netns.Rule{Src: netip.PrefixFrom(pa.ClientAddr, 32), Table: pa.Table, Priority: RulePriorityBase + i})
+		p.Routes[w] = append(p.Routes[w], netns.Route{Dst: l.Subnet, Via: p.ServerLANAddr, Dev: webIf})
 	}
-	p.Routes[web.Name] = append(p.Routes[web.Name],
-		netns.Route{Dst: TunnelPrefix, Via: p.ServerLANAddr, Dev: IfName(SideB, wl.Name)})
+	p.Routes[w] = append(p.Routes[w], netns.Route{Dst: TunnelPrefix, Via: p.ServerLANAddr, Dev: webIf})
 	return p, nil
 }
 
