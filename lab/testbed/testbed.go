@@ -120,13 +120,14 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	for _, m := range plan.Media {
 		tb.media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
 	}
-	for _, e := range plan.Emulated {
+	for i := range plan.Emulated {
+		e := &plan.Emulated[i] // in place: Restore gives the link these shapes again
 		if m := tb.media[e.Medium]; m != nil {
 			e.AtoB.Medium, e.BtoA.Medium = m, m
 			e.AtoB.QueuePackets, e.BtoA.QueuePackets = 0, 0
 		}
 		if emu == EmulatorNetem { // the bridge and qdiscs go with the link node's namespace
-			if err := startNetem(tb.ns[e.Node], e); err != nil {
+			if err := startNetem(tb.ns[e.Node], *e); err != nil {
 				return tb, fmt.Errorf("testbed: netem on link %s: %w", e.Link, err)
 			}
 		} else if l, err := linkemu.Start(linkemu.Config{NS: tb.ns[e.Node], A: e.A, B: e.B, AtoB: e.AtoB, BtoA: e.BtoA}); err != nil {
