@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -119,12 +120,16 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	if d.JSON != nil {
-		if err := writeFile(dir, FileJSON, func(w io.Writer) error { return writeJSON(w, d.JSON) }); err != nil {
+		if err := writeFile(dir, FileJSON, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(d.JSON)
+		}); err != nil {
 			return nil, err
 		}
 	}
 	for _, c := range d.CSV {
-		if err := writeFile(dir, c.Name, func(w io.Writer) error { return writeCSV(w, c.Rows) }); err != nil {
+		if err := writeFile(dir, c.Name, func(w io.Writer) error { return csv.NewWriter(w).WriteAll(c.Rows) }); err != nil {
 			return nil, err
 		}
 	}
@@ -142,23 +147,13 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		}
 		rel = append(rel, r)
 	}
-	name := d.MarkdownFile
-	name = cmp.Or(name, FileMarkdown)
-	return plots, writeFile(dir, name, func(w io.Writer) error {
+	return plots, writeFile(dir, cmp.Or(d.MarkdownFile, FileMarkdown), func(w io.Writer) error {
 		if d.Markdown != nil {
 			return d.Markdown(w, rel)
 		}
 		d.WriteMarkdown(w)
 		return nil
 	})
-}
-
-func writeCSV(w io.Writer, rows [][]string) error {
-	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(rows); err != nil {
-		return err
-	}
-	return cw.Error()
 }
 
 // writeFile writes dir/name through a buffer, naming the file in an error.
@@ -168,8 +163,7 @@ func writeFile(dir, name string, f func(io.Writer) error) error {
 		return err
 	}
 	bw := bufio.NewWriter(fh)
-	err = f(bw)
-	if err == nil {
+	if err = f(bw); err == nil {
 		err = bw.Flush()
 	}
 	if cerr := fh.Close(); err == nil {

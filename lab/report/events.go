@@ -2,13 +2,11 @@ package report
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/stats"
-	"github.com/braid-vpn/braid/lab/table"
 )
 
 // The path events' figures ([[events]]): per point the longest stall, each
@@ -16,29 +14,24 @@ import (
 // the same, as CSV columns. The columns come from the run's events, which
 // every point shares.
 
-// eventsOf returns the first point's events summary (nil without events).
-func eventsOf(run *results.Run) *results.EventsSummary {
+// eventsOf returns the first point's events summary and the paths its
+// phases report, sorted (nil without events).
+func eventsOf(run *results.Run) (*results.EventsSummary, []string) {
 	for i := range run.Points {
 		if e := run.Points[i].Events; e != nil {
-			return e
+			var ms []map[string]stats.Summary
+			for _, ph := range e.Phases {
+				ms = append(ms, ph.PathKBps)
+			}
+			return e, keysOf(ms...)
 		}
 	}
-	return nil
-}
-
-// eventPaths lists the paths the phases report, sorted.
-func eventPaths(ev *results.EventsSummary) []string {
-	var out []string
-	for _, ph := range ev.Phases {
-		out = addKeys(out, ph.PathKBps)
-	}
-	slices.Sort(out)
-	return out
+	return nil, nil
 }
 
 // eventColumns are the per-point event figures of run (nil without events).
 func eventColumns(run *results.Run) []pointColumn {
-	ev := eventsOf(run)
+	ev, paths := eventsOf(run)
 	if ev == nil {
 		return nil
 	}
@@ -52,7 +45,7 @@ func eventColumns(run *results.Run) []pointColumn {
 		}))
 	}
 	for i, ph := range ev.Phases {
-		for _, path := range eventPaths(ev) {
+		for _, path := range paths {
 			cols = append(cols, eventsColumn(fmt.Sprintf("phase%d_%s_kbps", i, path), path+" "+ph.Label+" (kB/s)", func(e *results.EventsSummary) *stats.Summary {
 				if i >= len(e.Phases) {
 					return nil
@@ -82,37 +75,34 @@ func reacted(p *results.Point) string {
 
 // eventSampleColumns are the per-download event columns of run.
 func eventSampleColumns(run *results.Run) []sampleColumn {
-	ev := eventsOf(run)
+	ev, paths := eventsOf(run)
 	if ev == nil {
 		return nil
 	}
 	var cols []sampleColumn
 	for i := range ev.Events {
 		cols = append(cols,
-			sampleColumn{fmt.Sprintf("event%d_at_ms", i+1), func(s *results.Sample) string {
+			sampleColumn{fmt.Sprintf("event%d_at_ms", i+1), func(s *results.Sample) any {
 				if i >= len(s.Events) || !s.Events[i].Fired {
-					return ""
+					return nil
 				}
-				return table.CSV.Num(s.Events[i].AtMs, -1)
+				return s.Events[i].AtMs
 			}},
-			sampleColumn{fmt.Sprintf("event%d_react_ms", i+1), func(s *results.Sample) string {
+			sampleColumn{fmt.Sprintf("event%d_react_ms", i+1), func(s *results.Sample) any {
 				if i >= len(s.Events) || s.Events[i].ReactMs == nil {
-					return ""
+					return nil
 				}
-				return table.CSV.Num(*s.Events[i].ReactMs, -1)
+				return *s.Events[i].ReactMs
 			}})
 	}
 	for i := range ev.Phases {
-		for _, path := range eventPaths(ev) {
-			cols = append(cols, sampleColumn{fmt.Sprintf("phase%d_%s_kbps", i, path), func(s *results.Sample) string {
+		for _, path := range paths {
+			cols = append(cols, sampleColumn{fmt.Sprintf("phase%d_%s_kbps", i, path), func(s *results.Sample) any {
 				if i >= len(s.Phases) {
-					return ""
+					return nil
 				}
 				v, ok := s.Phases[i].PathKBps[path]
-				if !ok {
-					return ""
-				}
-				return strconv.FormatFloat(v, 'f', 3, 64)
+				return orNone[any](strconv.FormatFloat(v, 'f', 3, 64), ok)
 			}})
 		}
 	}

@@ -52,46 +52,33 @@ func (s *xScale) position(text string) (float64, bool) {
 // Gilbert-Elliott loss of the same mean would otherwise be drawn on top of
 // each other as if they were the same setting).
 func scaleFor(run *results.Run, axis string) xScale {
-	var texts []string
-	var vals []float64
+	type tick struct {
+		text string
+		val  float64
+	}
+	var ticks []tick
 	for i := range run.Points {
 		q, ok := run.Points[i].Param(axis)
-		if !ok || slices.Contains(texts, q.Text) {
-			continue
+		if ok && !slices.ContainsFunc(ticks, func(t tick) bool { return t.text == q.Text }) {
+			ticks = append(ticks, tick{q.Text, q.Value})
 		}
-		texts = append(texts, q.Text)
-		vals = append(vals, q.Value)
 	}
-	numeric := numericAxes[axis]
-	for i, v := range vals {
-		if math.IsNaN(v) || math.IsInf(v, 0) || slices.Contains(vals[:i], v) {
+	_, numeric := axisTitles[axis]
+	for i, t := range ticks {
+		if math.IsNaN(t.val) || math.IsInf(t.val, 0) || slices.ContainsFunc(ticks[:i], func(u tick) bool { return u.val == t.val }) {
 			numeric = false
 		}
 	}
+	if numeric {
+		slices.SortStableFunc(ticks, func(a, b tick) int { return cmp.Compare(a.val, b.val) })
+	}
 	s := xScale{numeric: numeric}
-	if !numeric {
-		s.texts = texts
-		for i := range texts {
-			s.pos = append(s.pos, float64(i))
+	for i, t := range ticks {
+		s.texts = append(s.texts, t.text)
+		s.pos = append(s.pos, float64(i))
+		if numeric {
+			s.pos[i] = t.val
 		}
-		return s
-	}
-	idx := make([]int, len(texts))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case vals[a] < vals[b]:
-			return -1
-		case vals[a] > vals[b]:
-			return 1
-		}
-		return 0
-	})
-	for _, i := range idx {
-		s.texts = append(s.texts, texts[i])
-		s.pos = append(s.pos, vals[i])
 	}
 	return s
 }
@@ -174,32 +161,19 @@ func (f *figure) has(m metric) bool {
 // "1%" and "1:3" stay readable.
 func sanitize(s string) string {
 	var b strings.Builder
-	dash := false
 	for _, r := range strings.ToLower(s) {
-		var part string
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_':
-			part = string(r)
+			b.WriteRune(r)
 		case r == '%':
-			part = "pct"
+			b.WriteString("pct")
 		case r == ':':
-			part = "to"
+			b.WriteString("to")
 		case r == '/':
-			part = "-per-"
+			b.WriteString("-per-")
 		default:
-			part = "-"
-		}
-		for _, c := range part {
-			if c == '-' {
-				if dash || b.Len() == 0 {
-					continue
-				}
-				dash = true
-			} else {
-				dash = false
-			}
-			b.WriteRune(c)
+			b.WriteByte('-')
 		}
 	}
-	return strings.TrimRight(b.String(), "-")
+	return strings.Join(strings.FieldsFunc(b.String(), func(r rune) bool { return r == '-' }), "-")
 }

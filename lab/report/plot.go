@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/braid-vpn/braid/internal/plotfile"
 	"gonum.org/v1/plot"
@@ -159,49 +161,65 @@ func FitY(p *plot.Plot, top float64, legend int) {
 	p.Y.Max = top * (1.08 + 0.07*float64(legend))
 }
 
-func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
-	sc := scaleFor(run, f.x)
-	p := NewPlot(f.title, m.ylabel, true)
-	if t, ok := axisTitles[f.x]; ok && sc.numeric {
-		p.X.Label.Text = t
-	} else {
-		p.X.Label.Text = f.x
-	}
-	p.Legend.Top = true
+// LineFigure is a figure of lines in the lab's style, as the campaigns
+// and the mesh lab draw them.
+type LineFigure struct {
+	Title, XLabel, YLabel string
+	// Series are drawn under Labels; an empty one is left out but keeps
+	// its colour and its place in the legend's headroom.
+	Labels     []string
+	Series     []Series
+	XMin, XMax float64
+	// Ticks are the x axis's; gonum's own when nil.
+	Ticks []plot.Tick
+}
 
+// Plot draws the figure, the legend at the top and y fitted to the error
+// bars, and returns its lines (nil for an empty series) for a caller that
+// styles them further.
+func (f *LineFigure) Plot() (*plot.Plot, []*plotter.Line, error) {
+	p := NewPlot(f.Title, f.YLabel, true)
+	p.X.Label.Text = f.XLabel
+	p.Legend.Top = true
 	top := 0.0
-	for si, label := range f.series {
-		var d Series
-		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt, m) {
-				continue
-			}
-			q, ok := pt.Param(f.x)
-			if !ok {
-				continue
-			}
-			x, ok := sc.position(q.Text)
-			if !ok {
-				continue
-			}
-			s, _ := m.of(pt)
-			d.Add(x, s.Mean, s.CI95)
-		}
-		if d.Len() == 0 {
+	lines := make([]*plotter.Line, len(f.Series))
+	for i := range f.Series {
+		if f.Series[i].Len() == 0 {
 			continue
 		}
-		sortSeries(&d)
-		top = math.Max(top, d.Top())
-		if _, err := AddLine(p, si, label, &d); err != nil {
-			return nil, err
+		top = math.Max(top, f.Series[i].Top())
+		var err error
+		if lines[i], err = AddLine(p, i, f.Labels[i], &f.Series[i]); err != nil {
+			return nil, nil, err
 		}
 	}
-	FitY(p, top, len(f.series))
-
-	lo, hi := sc.pos[0], sc.pos[len(sc.pos)-1]
-	if !sc.numeric {
-		lo, hi = 0, float64(len(sc.pos)-1)
+	FitY(p, top, len(f.Labels))
+	p.X.Min, p.X.Max = f.XMin, f.XMax
+	if f.Ticks != nil {
+		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
 	}
+	return p, lines, nil
+}
+
+// linePlot draws m against the figure's x axis, one series per transport
+// label in the order of x (positions on the run's scale) and of the run.
+func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
+	sc := scaleFor(run, f.x)
+	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.ylabel, Labels: f.series, Series: make([]Series, len(f.series))}
+	if t, ok := axisTitles[f.x]; ok && sc.numeric {
+		lf.XLabel = t
+	}
+	for si, label := range f.series {
+		for i, text := range sc.texts {
+			for _, pt := range f.points {
+				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == text && measured(pt, m) {
+					s := m.of(pt)
+					lf.Series[si].Add(sc.pos[i], s.Mean, s.CI95)
+				}
+			}
+		}
+	}
+	lo, hi := sc.pos[0], sc.pos[len(sc.pos)-1]
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = 0.5
@@ -209,31 +227,18 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 			pad = math.Abs(lo) * 0.1
 		}
 	}
-	p.X.Min, p.X.Max = lo-pad, hi+pad
+	lf.XMin, lf.XMax = lo-pad, hi+pad
 	if !sc.numeric || len(sc.pos) <= maxValueTicks {
-		ticks := make(plot.ConstantTicks, len(sc.pos))
-		for i := range sc.pos {
+		for i, x := range sc.pos {
 			label := sc.texts[i]
-			if sc.numeric && !ratioAxes[f.x] {
-				label = strconv.FormatFloat(sc.pos[i], 'g', 4, 64)
+			if sc.numeric && !strings.HasSuffix(f.x, "_ratio") {
+				label = strconv.FormatFloat(x, 'g', 4, 64)
 			}
-			ticks[i] = plot.Tick{Value: sc.pos[i], Label: label}
-		}
-		p.X.Tick.Marker = ticks
-	}
-	return p, nil
-}
-
-// sortSeries orders a series by x so that its line does not double back
-// (categorical positions already arrive in order; values may not).
-func sortSeries(d *Series) {
-	for i := 1; i < len(d.X); i++ {
-		for j := i; j > 0 && d.X[j] < d.X[j-1]; j-- {
-			d.X[j], d.X[j-1] = d.X[j-1], d.X[j]
-			d.Y[j], d.Y[j-1] = d.Y[j-1], d.Y[j]
-			d.CI[j], d.CI[j-1] = d.CI[j-1], d.CI[j]
+			lf.Ticks = append(lf.Ticks, plot.Tick{Value: x, Label: label})
 		}
 	}
+	p, _, err := lf.Plot()
+	return p, err
 }
 
 // barPlot draws a run without sweep axes: a bar per transport label with
@@ -244,22 +249,20 @@ func barPlot(f *figure, m metric) (*plot.Plot, error) {
 	p.X.Label.Text = "transport"
 	var d Series
 	for si, label := range f.series {
-		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt, m) {
-				continue
-			}
-			s, _ := m.of(pt)
-			bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
-			if err != nil {
-				return nil, err
-			}
-			bar.XMin = float64(si)
-			bar.Color = plotutil.Color(si)
-			bar.LineStyle.Width = vg.Points(0.5)
-			p.Add(bar)
-			d.Add(float64(si), s.Mean, s.CI95)
-			break // one point per label without sweep axes
+		i := slices.IndexFunc(f.points, func(pt *results.Point) bool { return pt.Label == label && measured(pt, m) })
+		if i < 0 {
+			continue // one point per label without sweep axes
 		}
+		s := m.of(f.points[i])
+		bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
+		if err != nil {
+			return nil, err
+		}
+		bar.XMin = float64(si)
+		bar.Color = plotutil.Color(si)
+		bar.LineStyle.Width = vg.Points(0.5)
+		p.Add(bar)
+		d.Add(float64(si), s.Mean, s.CI95)
 	}
 	if d.Len() > 0 {
 		bars, err := plotter.NewYErrorBars(&d)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -108,7 +109,7 @@ func TestWriteCSVRows(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	if err := WriteCSV(&b, run); err != nil {
+	if err := writeCSV(&b, sampleRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	want := "point,rtt,rtt_value,transport,scheduler,kind,label,options,rep,goodput_mbps,seconds,bytes,max_stall_ms,retransmits,reordered,reorder_timeouts,bytes_primary,bytes_secondary\n" +
@@ -127,7 +128,7 @@ func TestWriteSummaryCSV(t *testing.T) {
 	// the samples {7, 9, 11}: mean 9, median 9, s = 2, CI = 4.3027·2/√3.
 	run.Points[2].Goodput = stats.Summary{}
 	var b bytes.Buffer
-	if err := WriteSummaryCSV(&b, run); err != nil {
+	if err := writeCSV(&b, summaryRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -161,12 +162,19 @@ func TestWriteSummaryCSV(t *testing.T) {
 	}
 }
 
+// writeCSV writes rows as Doc.Write writes a CSV file.
+func writeCSV(w io.Writer, rows [][]string) error { return csv.NewWriter(w).WriteAll(rows) }
+
 func TestWriteJSONRoundTrip(t *testing.T) {
-	run := barRun()
-	var b bytes.Buffer
-	if err := WriteJSON(&b, run); err != nil {
+	dir := t.TempDir()
+	if _, err := (&Doc{JSON: barRun()}).Write(dir); err != nil {
 		t.Fatal(err)
 	}
+	raw, err := os.ReadFile(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.NewBuffer(raw)
 	var back results.Run
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatalf("JSON does not read back: %v\n%s", err, b.String())
@@ -444,9 +452,9 @@ func TestMarkdownFailedAndSinglePoint(t *testing.T) {
 	}
 }
 
-func TestWriteAll(t *testing.T) {
+func TestDocument(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := WriteAll(sweepRun(), dir); err != nil {
+	if _, err := Document(sweepRun()).Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{FileJSON, FileSamples, FileSummary, FileMarkdown,
