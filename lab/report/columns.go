@@ -251,6 +251,7 @@ var (
 // without leaves them empty).
 func sampleColumns(run *results.Run) []sampleColumn {
 	var cols []sampleColumn
+	_, evSamples := eventColumns(run)
 	for _, path := range bytePaths(run) {
 		cols = append(cols, sampleColumn{"bytes_" + path, func(s *results.Sample) any {
 			b, ok := s.PathBytes[path]
@@ -264,7 +265,7 @@ func sampleColumns(run *results.Run) []sampleColumn {
 		{latencySampleColumns, func(s *results.Sample) bool { return s.Latency != nil }},
 		{realtimeSampleColumns, func(s *results.Sample) bool { return s.Realtime != nil }},
 		{bulkRecoverySampleColumns, func(s *results.Sample) bool { return s.BulkRecovery != nil }},
-		{eventSampleColumns(run), func(s *results.Sample) bool { return len(s.Events) > 0 }},
+		{evSamples, func(s *results.Sample) bool { return len(s.Events) > 0 }},
 	} {
 		if !slices.ContainsFunc(run.Points, func(p results.Point) bool {
 			return slices.ContainsFunc(p.Samples, func(s results.Sample) bool { return g.has(&s) })

@@ -33,18 +33,11 @@ func leadColumns(run *results.Run) []column {
 		column{"options", func(p *results.Point) string { return optionsString(p.Options) }})
 }
 
-// sampleRows is samples.csv, one row per sample: the lead columns, rep,
-// goodput_mbps, seconds, bytes, max_stall_ms, retransmits, reordered,
-// reorder_timeouts, bytes_<path>…, then the latency probes' columns
-// (idle_rtt_ms, added_p50_ms, added_p95_ms, added_p99_ms, added_max_ms,
-// probes, probes_lost) and the real-time flow's (rt_sent, rt_delivered,
-// rt_loss_pct, owd_p50_ms, owd_p99_ms, owd_max_ms, rt_late_pct,
-// rt_miss_pct, outer_bytes, outer_per_payload) and the bulk recovery's
-// (recovery_resent_bytes, recovery_repair_bytes, path_loss_rate,
-// recovery_overhead, overhead_bound; fractions) and the path events'
-// (event<i>_at_ms, event<i>_react_ms, phase<j>_<path>_kbps) when the run
-// has them. Points that failed have no samples and so no rows; summary.csv
-// lists them with their error.
+// sampleRows is samples.csv, one row per sample: the lead columns, the
+// download's (downloadSampleColumns), the bytes of each path, then those
+// of the latency probes, the real-time flow, the bulk recovery and the
+// path events where the run has them. Points that failed have no samples
+// and so no rows; summary.csv lists them with their error.
 func sampleRows(run *results.Run) [][]string {
 	lead := pointRows(points(run.Points), leadColumns(run))
 	cols := append(slices.Clone(downloadSampleColumns), sampleColumns(run)...)
@@ -64,20 +57,16 @@ func sampleRows(run *results.Run) [][]string {
 	return rows
 }
 
-// summaryRows is summary.csv, one row per point: the lead columns, n,
-// mean_mbps, ci95_mbps, median_mbps, min_mbps, max_mbps, std_dev_mbps,
-// share_<path>…, [competing_…], [<figure>_mean, <figure>_ci95 for the
-// latency and real-time figures, outer_extra_vs_off_pct],
-// [recovery_overhead_pct_…, path_loss_pct_…, overhead_bound_pct_… (mean,
-// ci95), within_bound], [max_stall_ms_…, event<i>_react_ms_…,
-// phase<j>_<path>_kbps_… (mean, ci95) with [[events]]], error.
-//
-// within_bound counts the point's downloads whose recovery overhead was at
-// most their bound. outer_extra_vs_off_pct compares a real-time point's
-// outer bytes per payload byte with the same network's transport of the
-// same kind with recovery = "off" (empty without one). ci95 is the
-// half-width of the 95% Student-t interval (mean ± ci95), empty where it
-// is undefined (fewer than two samples).
+// summaryRows is summary.csv, one row per point: the lead columns, the
+// goodput's n, mean, ci95, median, min, max and standard deviation, each
+// path's share, then the competing flows', the latency probes', the
+// real-time flow's (and outer_extra_vs_off_pct: its outer bytes per
+// payload byte against the same network's transport of the same kind with
+// recovery = "off"), the bulk recovery's (and within_bound: how many
+// downloads' overhead was at most their bound) and the path events'
+// figures as <figure>_mean and <figure>_ci95 where the run has them, and
+// the error. ci95 is the half-width of the 95% Student-t interval (mean ±
+// ci95), empty where it is undefined (fewer than two samples).
 func summaryRows(run *results.Run) [][]string {
 	num := func(x float64) string { return table.CSV.Num(x, -1) }
 	cols := append(leadColumns(run), column{"n", func(p *results.Point) string { return strconv.Itoa(summaryOf(p).N) }})
@@ -110,7 +99,8 @@ func summaryRows(run *results.Run) [][]string {
 			return strconv.Itoa(p.BulkRecovery.WithinBound)
 		}})
 	}
-	cols = append(cols, csvColumns(eventColumns(run), "")...)
+	ev, _ := eventColumns(run)
+	cols = append(cols, csvColumns(ev, "")...)
 	return pointRows(points(run.Points), append(cols, column{"error", func(p *results.Point) string { return p.Error }}))
 }
 

@@ -9,79 +9,30 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// The path events' figures ([[events]]): per point the longest stall, each
-// event's reaction time and each path's rate between events; per sample
-// the same, as CSV columns. The columns come from the run's events, which
+// eventColumns are the path events' figures ([[events]]; nil without):
+// per point the longest stall, each event's reaction time and each path's
+// rate between events, and per sample when each event fired, the reaction
+// and the rates. The columns come from the first point's events, which
 // every point shares.
-
-// eventsOf returns the first point's events summary and the paths its
-// phases report, sorted (nil without events).
-func eventsOf(run *results.Run) (*results.EventsSummary, []string) {
+func eventColumns(run *results.Run) (point []pointColumn, sample []sampleColumn) {
+	var ev *results.EventsSummary
 	for i := range run.Points {
-		if e := run.Points[i].Events; e != nil {
-			var ms []map[string]stats.Summary
-			for _, ph := range e.Phases {
-				ms = append(ms, ph.PathKBps)
-			}
-			return e, keysOf(ms...)
+		if ev = run.Points[i].Events; ev != nil {
+			break
 		}
 	}
-	return nil, nil
-}
-
-// eventColumns are the per-point event figures of run (nil without events).
-func eventColumns(run *results.Run) []pointColumn {
-	ev, paths := eventsOf(run)
 	if ev == nil {
-		return nil
+		return nil, nil
 	}
-	cols := []pointColumn{eventsColumn("max_stall_ms", "longest stall (ms)", func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}
+	point = []pointColumn{eventsColumn("max_stall_ms", "longest stall (ms)", func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}
 	for i, e := range ev.Events {
-		cols = append(cols, eventsColumn(fmt.Sprintf("event%d_react_ms", i+1), e.Event+": reaction (ms)", func(e *results.EventsSummary) *stats.Summary {
+		point = append(point, eventsColumn(fmt.Sprintf("event%d_react_ms", i+1), e.Event+": reaction (ms)", func(e *results.EventsSummary) *stats.Summary {
 			if i >= len(e.Events) {
 				return nil
 			}
 			return &e.Events[i].ReactMs
 		}))
-	}
-	for i, ph := range ev.Phases {
-		for _, path := range paths {
-			cols = append(cols, eventsColumn(fmt.Sprintf("phase%d_%s_kbps", i, path), path+" "+ph.Label+" (kB/s)", func(e *results.EventsSummary) *stats.Summary {
-				if i >= len(e.Phases) {
-					return nil
-				}
-				if s, ok := e.Phases[i].PathKBps[path]; ok {
-					return &s
-				}
-				return nil
-			}))
-		}
-	}
-	return cols
-}
-
-// reacted says, per event, in how many downloads it fired and the paths
-// reacted: "5 of 5, 4 of 5".
-func reacted(p *results.Point) string {
-	if p.Events == nil {
-		return "–"
-	}
-	var s []string
-	for _, e := range p.Events.Events {
-		s = append(s, fmt.Sprintf("%d of %d", e.Reacted, e.Fired))
-	}
-	return strings.Join(s, ", ")
-}
-
-// eventSampleColumns are the per-download event columns of run.
-func eventSampleColumns(run *results.Run) []sampleColumn {
-	ev, paths := eventsOf(run)
-	if ev == nil {
-		return nil
-	}
-	var cols []sampleColumn
-	for i := range ev.Events {
-		cols = append(cols,
+		sample = append(sample,
 			sampleColumn{fmt.Sprintf("event%d_at_ms", i+1), func(s *results.Sample) any {
 				if i >= len(s.Events) || !s.Events[i].Fired {
 					return nil
@@ -95,9 +46,23 @@ func eventSampleColumns(run *results.Run) []sampleColumn {
 				return *s.Events[i].ReactMs
 			}})
 	}
-	for i := range ev.Phases {
+	var ms []map[string]stats.Summary
+	for _, ph := range ev.Phases {
+		ms = append(ms, ph.PathKBps)
+	}
+	paths := keysOf(ms...)
+	for i, ph := range ev.Phases {
 		for _, path := range paths {
-			cols = append(cols, sampleColumn{fmt.Sprintf("phase%d_%s_kbps", i, path), func(s *results.Sample) any {
+			name := fmt.Sprintf("phase%d_%s_kbps", i, path)
+			point = append(point, eventsColumn(name, path+" "+ph.Label+" (kB/s)", func(e *results.EventsSummary) *stats.Summary {
+				if i < len(e.Phases) {
+					if s, ok := e.Phases[i].PathKBps[path]; ok {
+						return &s
+					}
+				}
+				return nil
+			}))
+			sample = append(sample, sampleColumn{name, func(s *results.Sample) any {
 				if i >= len(s.Phases) {
 					return nil
 				}
@@ -106,5 +71,18 @@ func eventSampleColumns(run *results.Run) []sampleColumn {
 			}})
 		}
 	}
-	return cols
+	return point, sample
+}
+
+// reacted says, per event, in how many downloads it fired and the paths
+// reacted: "5 of 5, 4 of 5".
+func reacted(p *results.Point) string {
+	if p.Events == nil {
+		return "–"
+	}
+	var s []string
+	for _, e := range p.Events.Events {
+		s = append(s, fmt.Sprintf("%d of %d", e.Reacted, e.Fired))
+	}
+	return strings.Join(s, ", ")
 }

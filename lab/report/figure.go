@@ -13,15 +13,11 @@ import (
 // figure is one plot and its table: the points that share every sweep
 // value except the x axis's.
 type figure struct {
-	// stem is the goodput plot's file name without extension; stemOf
-	// names the other metrics' plots of the same figure.
-	stem  string
-	base  string // the scenario part of the stems
-	key   string // the axes part of the stems
-	title string
+	// base and key are the scenario and the axes parts of the file names
+	// of the figure's plots (stemOf).
+	base, key, title string
 	// x is the x axis; "" when the run has no sweep axis (a bar chart).
-	x     string
-	fixed []results.Param
+	x string
 	// points are in run order, failed ones included (the table lists
 	// them; the plot skips them).
 	points []*results.Point
@@ -36,14 +32,6 @@ type xScale struct {
 	numeric bool
 	texts   []string  // distinct texts, in position order
 	pos     []float64 // their positions
-}
-
-func (s *xScale) position(text string) (float64, bool) {
-	i := slices.Index(s.texts, text)
-	if i < 0 {
-		return 0, false
-	}
-	return s.pos[i], true
 }
 
 // scaleFor builds axis's scale over the whole run, so that every figure of
@@ -88,33 +76,38 @@ func scaleFor(run *results.Run, axis string) xScale {
 // first appearance; with no sweep axis, one figure of every point.
 func figures(run *results.Run) []figure {
 	sweep := sweepAxes(run)
-	x := ""
-	var rest []string
+	var x string
 	if len(sweep) > 0 {
-		x, rest = sweep[0], sweep[1:]
+		x, sweep = sweep[0], sweep[1:]
 	}
-	base := sanitize(run.Scenario)
-	base = cmp.Or(base, "run")
 	var figs []figure
-	keys := map[string]int{}
+	index := map[string]int{} // by the other axes' texts
+	used := map[string]bool{} // keys
 	for i := range run.Points {
 		p := &run.Points[i]
-		var fixed []results.Param
-		var key strings.Builder
-		for _, a := range rest {
-			q, ok := p.Param(a)
-			if !ok {
-				q = results.Param{Axis: a}
-			}
-			fixed = append(fixed, q)
-			key.WriteString(q.Text)
-			key.WriteByte(0)
+		var texts, title []string
+		key := ""
+		if x != "" {
+			key = "-vs-" + sanitize(x)
 		}
-		fi, ok := keys[key.String()]
+		for _, a := range sweep {
+			q, _ := p.Param(a)
+			texts = append(texts, q.Text)
+			key += "-" + sanitize(a) + "-" + sanitize(q.Text)
+			title = append(title, a+" = "+q.Text)
+		}
+		fi, ok := index[strings.Join(texts, "\x00")]
 		if !ok {
-			fi = len(figs)
-			keys[key.String()] = fi
-			figs = append(figs, figure{x: x, fixed: fixed})
+			if used[key] {
+				key += "-" + strconv.Itoa(len(figs)+1)
+			}
+			used[key] = true
+			fi, index[strings.Join(texts, "\x00")] = len(figs), len(figs)
+			f := figure{base: cmp.Or(sanitize(run.Scenario), "run"), key: key, title: run.Scenario, x: x}
+			if len(title) > 0 {
+				f.title += ": " + strings.Join(title, ", ")
+			}
+			figs = append(figs, f)
 		}
 		f := &figs[fi]
 		f.points = append(f.points, p)
@@ -122,39 +115,11 @@ func figures(run *results.Run) []figure {
 			f.series = append(f.series, p.Label)
 		}
 	}
-	used := map[string]bool{}
-	for i := range figs {
-		f := &figs[i]
-		key := ""
-		if f.x != "" {
-			key += "-vs-" + sanitize(f.x)
-		}
-		var title []string
-		for _, q := range f.fixed {
-			key += "-" + sanitize(q.Axis) + "-" + sanitize(q.Text)
-			title = append(title, q.Axis+" = "+q.Text)
-		}
-		if used[key] {
-			key += "-" + strconv.Itoa(i+1)
-		}
-		used[key] = true
-		f.base, f.key = base, key
-		f.stem = f.stemOf(goodput)
-		f.title = run.Scenario
-		if len(title) > 0 {
-			f.title += ": " + strings.Join(title, ", ")
-		}
-	}
 	return figs
 }
 
 // stemOf is the file name, without extension, of the figure's plot of m.
-func (f *figure) stemOf(m metric) string { return f.base + "-" + m.name + f.key }
-
-// has reports whether any point of the figure has a value of m.
-func (f *figure) has(m metric) bool {
-	return slices.ContainsFunc(f.points, func(p *results.Point) bool { return measured(p, m) })
-}
+func (f *figure) stemOf(m pointColumn) string { return f.base + "-" + m.name + f.key }
 
 // sanitize makes a file-name part from scenario text: lower case letters,
 // digits, '.', '_' and '-', with "%" spelt "pct" and ":" spelt "to" so that

@@ -108,7 +108,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			"path loss is the packets the server declared lost of those it sent. The target is overhead ≤ 2 × path loss + 5 %%; "+
 			"\"within bound\" counts the downloads that met it. Only braid transports with recovery on are listed.\n")
 	}
-	ev := eventColumns(run)
+	ev, _ := eventColumns(run)
 	if ev != nil {
 		fmt.Fprintf(bw, "\nPath events change the paths at the given times after each download starts. "+
 			"A reaction is how long after an event the paths it concerns had carried %d bytes towards the client: "+
@@ -124,7 +124,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	}
 	paths := sharePaths(run)
 	for _, f := range figures(run) {
-		show := func(m metric) {
+		show := func(m pointColumn) {
 			if files, ok := byStem[f.stemOf(m)]; ok {
 				delete(byStem, f.stemOf(m))
 				embed(bw, f.title, files)

@@ -37,21 +37,18 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 	var files []string
 	for _, f := range figures(run) {
 		for _, m := range metrics {
-			if m.name != goodput.name && !f.has(m) {
+			if m.name != goodput.name && !slices.ContainsFunc(f.points, func(p *results.Point) bool { return measured(p, m) }) {
 				continue
 			}
-			var p *plot.Plot
-			var err error
+			draw := linePlot
 			if f.x == "" {
-				p, err = barPlot(&f, m)
-			} else {
-				p, err = linePlot(run, &f, m)
+				draw = barPlot
 			}
-			stem := f.stemOf(m)
+			p, err := draw(run, &f, m)
 			if err != nil {
-				return files, fmt.Errorf("report: figure %s: %w", stem, err)
+				return files, fmt.Errorf("report: figure %s: %w", f.stemOf(m), err)
 			}
-			saved, err := SavePlot(p, dir, stem)
+			saved, err := SavePlot(p, dir, f.stemOf(m))
 			files = append(files, saved...)
 			if err != nil {
 				return files, fmt.Errorf("report: %w", err)
@@ -127,7 +124,7 @@ func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 
 // AddLine draws d as series number i of p (its colour and marker, a line
 // through the points and the error bars) under label in the legend, and
-// returns the line for a caller that styles it further.
+// returns the line.
 func AddLine(p *plot.Plot, i int, label string, d *Series) (*plotter.Line, error) {
 	col := plotutil.Color(i)
 	line, pts, err := plotter.NewLinePoints(d)
@@ -167,30 +164,33 @@ type LineFigure struct {
 	Title, XLabel, YLabel string
 	// Series are drawn under Labels; an empty one is left out but keeps
 	// its colour and its place in the legend's headroom.
-	Labels     []string
-	Series     []Series
+	Labels []string
+	Series []Series
+	// Dashed are the series drawn with a dashed line.
+	Dashed     []bool
 	XMin, XMax float64
 	// Ticks are the x axis's; gonum's own when nil.
 	Ticks []plot.Tick
 }
 
 // Plot draws the figure, the legend at the top and y fitted to the error
-// bars, and returns its lines (nil for an empty series) for a caller that
-// styles them further.
-func (f *LineFigure) Plot() (*plot.Plot, []*plotter.Line, error) {
+// bars.
+func (f *LineFigure) Plot() (*plot.Plot, error) {
 	p := NewPlot(f.Title, f.YLabel, true)
 	p.X.Label.Text = f.XLabel
 	p.Legend.Top = true
 	top := 0.0
-	lines := make([]*plotter.Line, len(f.Series))
 	for i := range f.Series {
 		if f.Series[i].Len() == 0 {
 			continue
 		}
 		top = math.Max(top, f.Series[i].Top())
-		var err error
-		if lines[i], err = AddLine(p, i, f.Labels[i], &f.Series[i]); err != nil {
-			return nil, nil, err
+		line, err := AddLine(p, i, f.Labels[i], &f.Series[i])
+		if err != nil {
+			return nil, err
+		}
+		if i < len(f.Dashed) && f.Dashed[i] {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
 	}
 	FitY(p, top, len(f.Labels))
@@ -198,14 +198,14 @@ func (f *LineFigure) Plot() (*plot.Plot, []*plotter.Line, error) {
 	if f.Ticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
 	}
-	return p, lines, nil
+	return p, nil
 }
 
 // linePlot draws m against the figure's x axis, one series per transport
 // label in the order of x (positions on the run's scale) and of the run.
-func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
+func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	sc := scaleFor(run, f.x)
-	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.ylabel, Labels: f.series, Series: make([]Series, len(f.series))}
+	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.title, Labels: f.series, Series: make([]Series, len(f.series))}
 	if t, ok := axisTitles[f.x]; ok && sc.numeric {
 		lf.XLabel = t
 	}
@@ -237,15 +237,14 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 			lf.Ticks = append(lf.Ticks, plot.Tick{Value: x, Label: label})
 		}
 	}
-	p, _, err := lf.Plot()
-	return p, err
+	return lf.Plot()
 }
 
 // barPlot draws a run without sweep axes: a bar per transport label with
 // its interval. Each bar is its own BarChart so that it takes its series
 // colour, the same as the label's line in swept figures.
-func barPlot(f *figure, m metric) (*plot.Plot, error) {
-	p := NewPlot(f.title, m.ylabel, false)
+func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
+	p := NewPlot(f.title, m.title, false)
 	p.X.Label.Text = "transport"
 	var d Series
 	for si, label := range f.series {

@@ -101,26 +101,20 @@ func summaryOf(p *results.Point) *stats.Summary {
 	return &s
 }
 
-// metric is a quantity a figure plots against its x axis, one series per
-// transport, as the mean and 95% interval over the point's repetitions.
-type metric struct {
-	name   string // in the plot's file name
-	ylabel string
-	of     func(*results.Point) *stats.Summary // nil: the point has none
-}
-
+// metrics are what the figures plot against their x axis, each where a
+// figure has it, one series per transport, as the mean and 95% interval
+// over the point's repetitions: the goodput, the latency probes' 95th
+// percentile of added delay and the real-time packets lost or late. A
+// metric's name is in its plots' file names, its title is their y label.
 var (
-	goodput = metric{"goodput", "goodput (Mbit/s)", summaryOf}
-	// metrics are plotted in this order, each where a figure has it: the
-	// latency probes' 95th percentile of added delay and the real-time
-	// packets lost or late.
-	metrics = []metric{goodput,
+	goodput = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
+	metrics = []pointColumn{goodput,
 		{"added-delay-p95", "added delay, p95 (ms)", latencyColumns[2].of},
 		{"realtime-miss", "real-time packets lost or late (%)", realtimeColumns[5].of}}
 )
 
 // measured reports whether the point has a mean of m to plot.
-func measured(p *results.Point, m metric) bool {
+func measured(p *results.Point, m pointColumn) bool {
 	s := m.of(p)
 	return s != nil && p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
 }

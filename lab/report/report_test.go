@@ -198,8 +198,8 @@ func TestFigures(t *testing.T) {
 	}
 	wantStems := []string{"rtt-ratio-goodput-vs-rtt_ratio-loss-none", "rtt-ratio-goodput-vs-rtt_ratio-loss-random-1pct"}
 	for i, f := range figs {
-		if f.stem != wantStems[i] {
-			t.Errorf("figure %d stem %q, want %q", i, f.stem, wantStems[i])
+		if f.stemOf(goodput) != wantStems[i] {
+			t.Errorf("figure %d stem %q, want %q", i, f.stemOf(goodput), wantStems[i])
 		}
 		if f.x != "rtt_ratio" || len(f.points) != 4 || len(f.series) != 2 || f.series[0] != "mptcp-direct" {
 			t.Errorf("figure %d: x %q, %d points, series %v", i, f.x, len(f.points), f.series)
@@ -209,7 +209,7 @@ func TestFigures(t *testing.T) {
 		t.Errorf("title %q", figs[1].title)
 	}
 	bars := figures(barRun())
-	if len(bars) != 1 || bars[0].x != "" || bars[0].stem != "demo-goodput" || len(bars[0].series) != 3 {
+	if len(bars) != 1 || bars[0].x != "" || bars[0].stemOf(goodput) != "demo-goodput" || len(bars[0].series) != 3 {
 		t.Errorf("bar figure %+v", bars)
 	}
 }
