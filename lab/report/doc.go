@@ -83,20 +83,12 @@ func (d *Doc) WriteText(w io.Writer) {
 // each table under its caption, then the notes and the legend as lists,
 // the blocks a blank line apart.
 func (d *Doc) WriteMarkdown(w io.Writer) {
-	blocks := 0
-	block := func() {
-		if blocks++; blocks > 1 {
-			fmt.Fprintln(w)
-		}
-	}
 	if d.Title != "" {
-		block()
-		fmt.Fprintf(w, "# %s\n", d.Title)
+		fmt.Fprintf(w, "# %s\n\n", d.Title)
 	}
-	block()
 	fmt.Fprintln(w, d.Lead)
 	for _, t := range d.Tables {
-		block()
+		fmt.Fprintln(w)
 		if t.Caption != "" {
 			fmt.Fprintf(w, "%s:\n\n", t.Caption)
 		}
@@ -104,7 +96,7 @@ func (d *Doc) WriteMarkdown(w io.Writer) {
 	}
 	for _, list := range [][]string{d.Notes, d.Legend} {
 		if len(list) > 0 {
-			block()
+			fmt.Fprintln(w)
 		}
 		for _, l := range list {
 			fmt.Fprintf(w, "- %s\n", table.Escape(l))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -93,7 +94,7 @@ func (s *Series) Add(x, y, ci float64) {
 	s.X, s.Y, s.CI = append(s.X, x), append(s.Y, y), append(s.CI, ci)
 }
 
-// Top is the highest error bar's top, for FitY.
+// Top is the highest error bar's top.
 func (s *Series) Top() float64 {
 	top := 0.0
 	for i := range s.Y {
@@ -102,11 +103,11 @@ func (s *Series) Top() float64 {
 	return top
 }
 
-// NewPlot starts a figure in the lab's style: the title, the y label,
+// newPlot starts a figure in the lab's style: the title, the y label,
 // y from 0 (a goodput axis that does not start at 0 exaggerates
 // differences), a grid and the legend's spacing. verticalGrid is false for
 // bar charts, whose categories need no vertical lines.
-func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
+func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
@@ -122,35 +123,10 @@ func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	return p
 }
 
-// AddLine draws d as series number i of p (its colour and marker, a line
-// through the points and the error bars) under label in the legend, and
-// returns the line.
-func AddLine(p *plot.Plot, i int, label string, d *Series) (*plotter.Line, error) {
-	col := plotutil.Color(i)
-	line, pts, err := plotter.NewLinePoints(d)
-	if err != nil {
-		return nil, err
-	}
-	line.Color = col
-	line.Width = vg.Points(1.2)
-	pts.Color = col
-	pts.Shape = plotutil.Shape(i)
-	pts.Radius = vg.Points(3)
-	bars, err := plotter.NewYErrorBars(d)
-	if err != nil {
-		return nil, err
-	}
-	bars.Color = col
-	bars.CapWidth = vg.Points(6)
-	p.Add(line, pts, bars)
-	p.Legend.Add(label, line, pts)
-	return line, nil
-}
-
-// FitY sets the y range from 0 to above the highest error bar, with
+// fitY sets the y range from 0 to above the highest error bar, with
 // headroom for a legend of n entries at the top so it does not cover the
 // data.
-func FitY(p *plot.Plot, top float64, legend int) {
+func fitY(p *plot.Plot, top float64, legend int) {
 	if !(top > 0) {
 		top = 1
 	}
@@ -162,8 +138,9 @@ func FitY(p *plot.Plot, top float64, legend int) {
 // and the mesh lab draw them.
 type LineFigure struct {
 	Title, XLabel, YLabel string
-	// Series are drawn under Labels; an empty one is left out but keeps
-	// its colour and its place in the legend's headroom.
+	// Series are drawn under Labels, each in its colour and marker with
+	// its error bars; an empty one is left out but keeps its colour and
+	// its place in the legend's headroom.
 	Labels []string
 	Series []Series
 	// Dashed are the series drawn with a dashed line.
@@ -176,24 +153,35 @@ type LineFigure struct {
 // Plot draws the figure, the legend at the top and y fitted to the error
 // bars.
 func (f *LineFigure) Plot() (*plot.Plot, error) {
-	p := NewPlot(f.Title, f.YLabel, true)
+	p := newPlot(f.Title, f.YLabel, true)
 	p.X.Label.Text = f.XLabel
 	p.Legend.Top = true
 	top := 0.0
 	for i := range f.Series {
-		if f.Series[i].Len() == 0 {
+		d := &f.Series[i]
+		if d.Len() == 0 {
 			continue
 		}
-		top = math.Max(top, f.Series[i].Top())
-		line, err := AddLine(p, i, f.Labels[i], &f.Series[i])
+		top = math.Max(top, d.Top())
+		line, pts, err := plotter.NewLinePoints(d)
 		if err != nil {
 			return nil, err
 		}
+		bars, err := plotter.NewYErrorBars(d)
+		if err != nil {
+			return nil, err
+		}
+		col := plotutil.Color(i)
+		line.Color, line.Width = col, vg.Points(1.2)
 		if i < len(f.Dashed) && f.Dashed[i] {
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
 		}
+		pts.Color, pts.Shape, pts.Radius = col, plotutil.Shape(i), vg.Points(3)
+		bars.Color, bars.CapWidth = col, vg.Points(6)
+		p.Add(line, pts, bars)
+		p.Legend.Add(f.Labels[i], line, pts)
 	}
-	FitY(p, top, len(f.Labels))
+	fitY(p, top, len(f.Labels))
 	p.X.Min, p.X.Max = f.XMin, f.XMax
 	if f.Ticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
@@ -244,7 +232,7 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 // its interval. Each bar is its own BarChart so that it takes its series
 // colour, the same as the label's line in swept figures.
 func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
-	p := NewPlot(f.title, m.title, false)
+	p := newPlot(f.title, m.title, false)
 	p.X.Label.Text = "transport"
 	var d Series
 	for si, label := range f.series {
@@ -272,10 +260,143 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		bars.Width = vg.Points(1.2)
 		p.Add(bars)
 	}
-	FitY(p, d.Top(), 0)
+	fitY(p, d.Top(), 0)
 	if len(f.series) > 0 {
 		p.NominalX(f.series...)
 		p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	}
 	return p, nil
+}
+
+// figure is one plot and its table: the points that share every sweep
+// value except the x axis's.
+type figure struct {
+	// base and key are the scenario and the axes parts of the file names
+	// of the figure's plots (stemOf).
+	base, key, title string
+	// x is the x axis; "" when the run has no sweep axis (a bar chart).
+	x string
+	// points are in run order, failed ones included (the table lists
+	// them; the plot skips them).
+	points []*results.Point
+	// series are the transport labels in order of first appearance.
+	series []string
+}
+
+// xScale places a sweep axis's values on the x axis.
+type xScale struct {
+	// numeric: positions are Param.Value; otherwise categories at 0, 1, …
+	// in order of first appearance.
+	numeric bool
+	texts   []string  // distinct texts, in position order
+	pos     []float64 // their positions
+}
+
+// scaleFor builds axis's scale over the whole run, so that every figure of
+// a campaign has the same ticks. An axis is numeric only if it is a known
+// quantity and no two of its texts share a value (a uniform and a
+// Gilbert-Elliott loss of the same mean would otherwise be drawn on top of
+// each other as if they were the same setting).
+func scaleFor(run *results.Run, axis string) xScale {
+	type tick struct {
+		text string
+		val  float64
+	}
+	var ticks []tick
+	for i := range run.Points {
+		q, ok := run.Points[i].Param(axis)
+		if ok && !slices.ContainsFunc(ticks, func(t tick) bool { return t.text == q.Text }) {
+			ticks = append(ticks, tick{q.Text, q.Value})
+		}
+	}
+	_, numeric := axisTitles[axis]
+	for i, t := range ticks {
+		if math.IsNaN(t.val) || math.IsInf(t.val, 0) || slices.ContainsFunc(ticks[:i], func(u tick) bool { return u.val == t.val }) {
+			numeric = false
+		}
+	}
+	if numeric {
+		slices.SortStableFunc(ticks, func(a, b tick) int { return cmp.Compare(a.val, b.val) })
+	}
+	s := xScale{numeric: numeric}
+	for i, t := range ticks {
+		s.texts = append(s.texts, t.text)
+		s.pos = append(s.pos, float64(i))
+		if numeric {
+			s.pos[i] = t.val
+		}
+	}
+	return s
+}
+
+// figures splits the run into figures: x = the first sweep axis, one
+// figure per combination of the other sweep axes' values in order of
+// first appearance; with no sweep axis, one figure of every point.
+func figures(run *results.Run) []figure {
+	sweep := sweepAxes(run)
+	var x string
+	if len(sweep) > 0 {
+		x, sweep = sweep[0], sweep[1:]
+	}
+	var figs []figure
+	index := map[string]int{} // by the other axes' texts
+	used := map[string]bool{} // keys
+	for i := range run.Points {
+		p := &run.Points[i]
+		var texts, title []string
+		key := ""
+		if x != "" {
+			key = "-vs-" + sanitize(x)
+		}
+		for _, a := range sweep {
+			q, _ := p.Param(a)
+			texts = append(texts, q.Text)
+			key += "-" + sanitize(a) + "-" + sanitize(q.Text)
+			title = append(title, a+" = "+q.Text)
+		}
+		fi, ok := index[strings.Join(texts, "\x00")]
+		if !ok {
+			if used[key] {
+				key += "-" + strconv.Itoa(len(figs)+1)
+			}
+			used[key] = true
+			fi, index[strings.Join(texts, "\x00")] = len(figs), len(figs)
+			f := figure{base: cmp.Or(sanitize(run.Scenario), "run"), key: key, title: run.Scenario, x: x}
+			if len(title) > 0 {
+				f.title += ": " + strings.Join(title, ", ")
+			}
+			figs = append(figs, f)
+		}
+		f := &figs[fi]
+		f.points = append(f.points, p)
+		if !slices.Contains(f.series, p.Label) {
+			f.series = append(f.series, p.Label)
+		}
+	}
+	return figs
+}
+
+// stemOf is the file name, without extension, of the figure's plot of m.
+func (f *figure) stemOf(m pointColumn) string { return f.base + "-" + m.name + f.key }
+
+// sanitize makes a file-name part from scenario text: lower case letters,
+// digits, '.', '_' and '-', with "%" spelt "pct" and ":" spelt "to" so that
+// "1%" and "1:3" stay readable.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_':
+			b.WriteRune(r)
+		case r == '%':
+			b.WriteString("pct")
+		case r == ':':
+			b.WriteString("to")
+		case r == '/':
+			b.WriteString("-per-")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Join(strings.FieldsFunc(b.String(), func(r rune) bool { return r == '-' }), "-")
 }
