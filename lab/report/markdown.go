@@ -26,8 +26,7 @@ import (
 // Plots that belong to no figure are listed at the end.
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
-	name := run.Scenario
-	name = cmp.Or(name, "(unnamed)")
+	name := cmp.Or(run.Scenario, "(unnamed)")
 	fmt.Fprintf(bw, "# braid lab: %s\n\n", mdText(name))
 	if run.Description != "" {
 		fmt.Fprintf(bw, "%s\n\n", mdText(run.Description))
@@ -35,14 +34,6 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	for _, w := range run.Warnings {
 		fmt.Fprintf(bw, "> **⚠ WARNING:** %s\n\n", mdText(w))
 	}
-
-	failed := 0
-	for i := range run.Points {
-		if run.Points[i].Error != "" {
-			failed++
-		}
-	}
-	sweep := sweepAxes(run)
 	fmt.Fprintf(bw, "## Setup\n\n| | |\n|---|---|\n")
 	scen := mdText(name)
 	if run.File != "" {
@@ -57,7 +48,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Date", dateRange(run.Started, run.Finished))
 	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
-	if failed > 0 {
+	if failed := len(slices.DeleteFunc(points(run.Points), func(p *results.Point) bool { return p.Error == "" })); failed > 0 {
 		pts += fmt.Sprintf(" (%d failed)", failed)
 	}
 	row("Points", pts)
@@ -74,11 +65,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	if run.ECN {
 		row("ECN", "requested by the TCP endpoints (net.ipv4.tcp_ecn = 1)")
 	}
-	if len(sweep) > 0 {
-		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
-	} else {
-		row("Sweep axes", "none")
-	}
+	row("Sweep axes", cmp.Or(mdText(strings.Join(sweepAxes(run), ", ")), "none"))
 	if len(run.Parts) > 0 {
 		partsTable(bw, run.Parts)
 	}

@@ -119,11 +119,11 @@ func measured(p *results.Point, m pointColumn) bool {
 	return s != nil && p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
 }
 
-// keysOf is the sorted union of the maps' keys.
-func keysOf[V any](ms ...map[string]V) []string {
+// keysOf is the sorted union of the keys of each x's map m(x).
+func keysOf[T, V any](xs []T, m func(*T) map[string]V) []string {
 	set := map[string]bool{}
-	for _, m := range ms {
-		for k := range m {
+	for i := range xs {
+		for k := range m(&xs[i]) {
 			set[k] = true
 		}
 	}
@@ -132,29 +132,14 @@ func keysOf[V any](ms ...map[string]V) []string {
 
 // sharePaths is the sorted union of every point's PathShares keys.
 func sharePaths(run *results.Run) []string {
-	var ms []map[string]float64
-	for _, p := range run.Points {
-		ms = append(ms, p.PathShares)
-	}
-	return keysOf(ms...)
-}
-
-// bytePaths is the sorted union of every sample's PathBytes keys.
-func bytePaths(run *results.Run) []string {
-	var ms []map[string]uint64
-	for _, p := range run.Points {
-		for _, s := range p.Samples {
-			ms = append(ms, s.PathBytes)
-		}
-	}
-	return keysOf(ms...)
+	return keysOf(run.Points, func(p *results.Point) map[string]float64 { return p.PathShares })
 }
 
 // optionsString writes options as "k=v;k=v" in key order: one CSV cell,
 // stable from run to run although Go randomizes map iteration.
 func optionsString(m map[string]string) string {
 	var kv []string
-	for _, k := range keysOf(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		kv = append(kv, k+"="+m[k])
 	}
 	return strings.Join(kv, ";")
