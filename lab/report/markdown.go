@@ -128,11 +128,11 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		show(goodput)
 		if lat != nil {
 			table("Latency under load:", f.points, mdColumns(lat)...)
-			show(metrics[1])
+			show(addedDelay)
 		}
 		if rt != nil {
 			table("Real-time flow:", f.points, append(mdColumns(rt), column{"extra bytes vs recovery off", extraBytes})...)
-			show(metrics[2])
+			show(realtimeMiss)
 		}
 		if ev != nil {
 			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)

@@ -107,10 +107,10 @@ func summaryOf(p *results.Point) *stats.Summary {
 // percentile of added delay and the real-time packets lost or late. A
 // metric's name is in its plots' file names, its title is their y label.
 var (
-	goodput = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
-	metrics = []pointColumn{goodput,
-		{"added-delay-p95", "added delay, p95 (ms)", latencyColumns[2].of},
-		{"realtime-miss", "real-time packets lost or late (%)", realtimeColumns[5].of}}
+	goodput      = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
+	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", latencyColumns[2].of}
+	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", realtimeColumns[5].of}
+	metrics      = []pointColumn{goodput, addedDelay, realtimeMiss}
 )
 
 // measured reports whether the point has a mean of m to plot.
