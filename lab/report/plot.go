@@ -198,16 +198,16 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		lf.XLabel = t
 	}
 	for si, label := range f.series {
-		for i, text := range sc.texts {
+		for _, t := range sc.ticks {
 			for _, pt := range f.points {
-				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == text && measured(pt, m) {
+				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == t.Label && measured(pt, m) {
 					s := m.of(pt)
-					lf.Series[si].Add(sc.pos[i], s.Mean, s.CI95)
+					lf.Series[si].Add(t.Value, s.Mean, s.CI95)
 				}
 			}
 		}
 	}
-	lo, hi := sc.pos[0], sc.pos[len(sc.pos)-1]
+	lo, hi := sc.ticks[0].Value, sc.ticks[len(sc.ticks)-1].Value
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = 0.5
@@ -216,13 +216,12 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		}
 	}
 	lf.XMin, lf.XMax = lo-pad, hi+pad
-	if !sc.numeric || len(sc.pos) <= maxValueTicks {
-		for i, x := range sc.pos {
-			label := sc.texts[i]
+	if !sc.numeric || len(sc.ticks) <= maxValueTicks {
+		for _, t := range sc.ticks {
 			if sc.numeric && !strings.HasSuffix(f.x, "_ratio") {
-				label = strconv.FormatFloat(x, 'g', 4, 64)
+				t.Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
 			}
-			lf.Ticks = append(lf.Ticks, plot.Tick{Value: x, Label: label})
+			lf.Ticks = append(lf.Ticks, t)
 		}
 	}
 	return lf.Plot()
@@ -283,13 +282,12 @@ type figure struct {
 	series []string
 }
 
-// xScale places a sweep axis's values on the x axis.
+// xScale places a sweep axis's values on the x axis: a tick per distinct
+// text (its label), at its Param.Value if the scale is numeric, else at 0,
+// 1, … in order of first appearance; in position order.
 type xScale struct {
-	// numeric: positions are Param.Value; otherwise categories at 0, 1, …
-	// in order of first appearance.
 	numeric bool
-	texts   []string  // distinct texts, in position order
-	pos     []float64 // their positions
+	ticks   []plot.Tick
 }
 
 // scaleFor builds axis's scale over the whole run, so that every figure of
@@ -298,33 +296,25 @@ type xScale struct {
 // Gilbert-Elliott loss of the same mean would otherwise be drawn on top of
 // each other as if they were the same setting).
 func scaleFor(run *results.Run, axis string) xScale {
-	type tick struct {
-		text string
-		val  float64
-	}
-	var ticks []tick
+	var s xScale
 	for i := range run.Points {
 		q, ok := run.Points[i].Param(axis)
-		if ok && !slices.ContainsFunc(ticks, func(t tick) bool { return t.text == q.Text }) {
-			ticks = append(ticks, tick{q.Text, q.Value})
+		if ok && !slices.ContainsFunc(s.ticks, func(t plot.Tick) bool { return t.Label == q.Text }) {
+			s.ticks = append(s.ticks, plot.Tick{Value: q.Value, Label: q.Text})
 		}
 	}
-	_, numeric := axisTitles[axis]
-	for i, t := range ticks {
-		if math.IsNaN(t.val) || math.IsInf(t.val, 0) || slices.ContainsFunc(ticks[:i], func(u tick) bool { return u.val == t.val }) {
-			numeric = false
+	_, s.numeric = axisTitles[axis]
+	for i, t := range s.ticks {
+		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || slices.ContainsFunc(s.ticks[:i], func(u plot.Tick) bool { return u.Value == t.Value }) {
+			s.numeric = false
 		}
 	}
-	if numeric {
-		slices.SortStableFunc(ticks, func(a, b tick) int { return cmp.Compare(a.val, b.val) })
+	if s.numeric {
+		slices.SortStableFunc(s.ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
+		return s
 	}
-	s := xScale{numeric: numeric}
-	for i, t := range ticks {
-		s.texts = append(s.texts, t.text)
-		s.pos = append(s.pos, float64(i))
-		if numeric {
-			s.pos[i] = t.val
-		}
+	for i := range s.ticks {
+		s.ticks[i].Value = float64(i)
 	}
 	return s
 }

@@ -222,15 +222,21 @@ func TestScale(t *testing.T) {
 	add("random 1%", 1)
 	add("none", 0)
 	add("random 0.1%", 0.1)
+	labels := func(s xScale) (out []string) {
+		for _, t := range s.ticks {
+			out = append(out, t.Label)
+		}
+		return out
+	}
 	s := scaleFor(run, "loss")
-	if !s.numeric || strings.Join(s.texts, ",") != "none,random 0.1%,random 1%" || s.pos[2] != 1 {
+	if !s.numeric || strings.Join(labels(s), ",") != "none,random 0.1%,random 1%" || s.ticks[2].Value != 1 {
 		t.Errorf("numeric loss scale %+v", s)
 	}
 	// A GE model with the same mean as a uniform one: categories, in
 	// order of appearance.
 	add("gemodel 1% 75% 50% 0%", 1)
 	s = scaleFor(run, "loss")
-	if s.numeric || s.texts[0] != "random 1%" || s.pos[3] != 3 {
+	if s.numeric || labels(s)[0] != "random 1%" || s.ticks[3].Value != 3 {
 		t.Errorf("colliding loss scale should be categorical: %+v", s)
 	}
 }
