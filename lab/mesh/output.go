@@ -49,9 +49,7 @@ func (r *Result) row(name string, hops int) *SummaryRow {
 func (r *Result) hopCounts() []int {
 	var hs []int
 	for _, s := range r.Summary {
-		if !slices.Contains(hs, s.Hops) {
-			hs = append(hs, s.Hops)
-		}
+		hs = append(hs, s.Hops)
 	}
 	slices.SortFunc(hs, func(a, b int) int {
 		if a == 0 || b == 0 {
@@ -59,7 +57,7 @@ func (r *Result) hopCounts() []int {
 		}
 		return a - b
 	})
-	return hs
+	return slices.Compact(hs)
 }
 
 // format is how the mesh lab's tables write numbers: "—" for one it has

@@ -86,7 +86,7 @@ func barRun() *results.Run {
 	return run
 }
 
-func TestWriteCSVRows(t *testing.T) {
+func TestSampleRows(t *testing.T) {
 	run := &results.Run{
 		Scenario: "s", Axes: []string{"rtt", "transport", "scheduler"},
 		Points: []results.Point{
@@ -121,7 +121,7 @@ func TestWriteCSVRows(t *testing.T) {
 	}
 }
 
-func TestWriteSummaryCSV(t *testing.T) {
+func TestSummaryRows(t *testing.T) {
 	run := barRun()
 	run.Points[0].PathShares = map[string]float64{"primary": 1}
 	// Point 2 has samples but no Goodput: the summary is computed from
@@ -165,7 +165,7 @@ func TestWriteSummaryCSV(t *testing.T) {
 // writeCSV writes rows as Doc.Write writes a CSV file.
 func writeCSV(w io.Writer, rows [][]string) error { return csv.NewWriter(w).WriteAll(rows) }
 
-func TestWriteJSONRoundTrip(t *testing.T) {
+func TestDocJSONRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := (&Doc{JSON: barRun()}).Write(dir); err != nil {
 		t.Fatal(err)
