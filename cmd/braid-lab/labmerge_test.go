@@ -31,7 +31,7 @@ func TestLabMerge(t *testing.T) {
 				Samples: []results.Sample{{Rep: 0, GoodputMbps: g[0]}, {Rep: 1, GoodputMbps: g[1]}}, Goodput: stats.Summarize(g)})
 		}
 		d := filepath.Join(dir, "shard"+string(rune('0'+i)))
-		if err := report.WriteAll(r, d); err != nil {
+		if _, err := report.Document(r).Write(d); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)
@@ -62,7 +62,7 @@ func TestLabMerge(t *testing.T) {
 	other := filepath.Join(dir, "other")
 	r, _ := results.Read(dirs[1])
 	r.Seed = 8
-	report.WriteAll(r, other)
+	report.Document(r).Write(other)
 	stderr.Reset()
 	if code := run(context.Background(), []string{"lab", "merge", dirs[0], other}, nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "seed") {
 		t.Errorf("merging two seeds: exit %d, %s", code, stderr.String())

@@ -203,46 +203,31 @@ func div(a, b Num) Num {
 	return a / b
 }
 
-// RatioOf compares c with ref.
-func RatioOf(c, ref *CaseResult) Ratio {
-	return Ratio{
-		Case: c.Name, Ref: ref.Name,
-		Throughput: div(Num(c.Mbps.Mean), Num(ref.Mbps.Mean)),
-		TunnelCPU:  div(c.CPUPerGB.Tunnel(), ref.CPUPerGB.Tunnel()),
-		ProcessCPU: div(c.CPUPerGB.Processes(), ref.CPUPerGB.Processes()),
-		SystemCPU:  div(c.CPUPerGB.System, ref.CPUPerGB.System),
-	}
-}
-
 // ratioRefs are the references of the ratios, each with the cases
 // compared with it: every case with kernel TCP, the braid cases with
 // wireguard-go and, to show what more paths bring, with braid on one path.
 var ratioRefs = []struct {
-	ref string
-	of  func(name string) bool
-}{
-	{CaseKernel, func(string) bool { return true }},
-	{CaseWireGuardGo, isBraid},
-	{CaseBraid1, isBraid},
-}
-
-func isBraid(name string) bool { return braidPaths[name] > 0 }
+	ref       string
+	braidOnly bool
+}{{CaseKernel, false}, {CaseWireGuardGo, true}, {CaseBraid1, true}}
 
 // ComputeRatios compares the cases with each reference of ratioRefs that
-// has samples.
+// has samples: case ÷ reference.
 func (r *Report) ComputeRatios() {
 	r.Ratios = nil
 	for _, rr := range ratioRefs {
-		rc := r.Case(rr.ref)
-		if rc == nil || len(rc.Samples) == 0 {
+		ref := r.Case(rr.ref)
+		if ref == nil || len(ref.Samples) == 0 {
 			continue
 		}
-		for i := range r.Cases {
-			c := &r.Cases[i]
-			if c.Name == rr.ref || len(c.Samples) == 0 || !rr.of(c.Name) {
-				continue
+		for _, c := range r.Cases {
+			if c.Name != rr.ref && len(c.Samples) > 0 && (!rr.braidOnly || braidPaths[c.Name] > 0) {
+				r.Ratios = append(r.Ratios, Ratio{Case: c.Name, Ref: ref.Name,
+					Throughput: div(Num(c.Mbps.Mean), Num(ref.Mbps.Mean)),
+					TunnelCPU:  div(c.CPUPerGB.Tunnel(), ref.CPUPerGB.Tunnel()),
+					ProcessCPU: div(c.CPUPerGB.Processes(), ref.CPUPerGB.Processes()),
+					SystemCPU:  div(c.CPUPerGB.System, ref.CPUPerGB.System)})
 			}
-			r.Ratios = append(r.Ratios, RatioOf(c, rc))
 		}
 	}
 }
@@ -317,31 +302,27 @@ var Legend = []string{
 	"Ratios: case ÷ reference, against kernel TCP, against wireguard-go (braid only) and against braid on one path (braid on more paths); a throughput ratio above 1 and a CPU ratio below 1 favour the case.",
 }
 
-func (r *Report) setupLine() string {
-	s := fmt.Sprintf("%s × %d per case", table.Size(r.Size, ""), r.Reps)
+// Document is the report in the lab's one shape: the results, ratio and
+// batching tables, the cases' details and errors, the notes and the legend.
+func (r *Report) Document() *report.Doc {
+	setup := fmt.Sprintf("%s × %d per case", table.Size(r.Size, ""), r.Reps)
 	if r.Parallel > 1 {
 		part := table.Size(r.Size/int64(r.Parallel), "")
 		if r.Size%int64(r.Parallel) != 0 {
 			part = "≈" + part
 		}
-		s += fmt.Sprintf(" (each %d parallel downloads of %s)", r.Parallel, part)
+		setup += fmt.Sprintf(" (each %d parallel downloads of %s)", r.Parallel, part)
 	}
-	s += fmt.Sprintf(", TCP %s, unshaped veth pairs (MTU 1500), %d CPUs", r.CC, r.CPUs)
+	setup += fmt.Sprintf(", TCP %s, unshaped veth pairs (MTU 1500), %d CPUs", r.CC, r.CPUs)
 	if r.Host != "" {
-		s += ", host " + r.Host
+		setup += ", host " + r.Host
 	}
 	if r.Kernel != "" {
-		s += ", Linux " + r.Kernel
+		setup += ", Linux " + r.Kernel
 	}
-	return s
-}
-
-// Document is the report in the lab's one shape: the results, ratio and
-// batching tables, the cases' details and errors, the notes and the legend.
-func (r *Report) Document() *report.Doc {
 	d := &report.Doc{
 		Title: "braid lab bench",
-		Lead: fmt.Sprintf("%s; started %s, took %s.", r.setupLine(),
+		Lead: fmt.Sprintf("%s; started %s, took %s.", setup,
 			r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Finished.Sub(r.Started).Round(time.Second)),
 		Tables: []report.Table{{Rows: r.resultRows()}},
 		Legend: Legend,

@@ -2,13 +2,11 @@ package mesh
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/table"
@@ -29,11 +27,9 @@ func parseCase(name string) Case {
 		return TCP
 	}
 	a, ch, _ := strings.Cut(name, "-")
-	c := Case{Algo: route.Algorithm(a)}
+	c := Case{Algo: route.Algorithm(a), Channels: SingleChannel}
 	if ch == TwoChannels.String() {
 		c.Channels = TwoChannels
-	} else {
-		c.Channels = SingleChannel
 	}
 	return c
 }
@@ -53,9 +49,7 @@ func (r *Result) row(name string, hops int) *SummaryRow {
 func (r *Result) hopCounts() []int {
 	var hs []int
 	for _, s := range r.Summary {
-		if !slices.Contains(hs, s.Hops) {
-			hs = append(hs, s.Hops)
-		}
+		hs = append(hs, s.Hops)
 	}
 	slices.SortFunc(hs, func(a, b int) int {
 		if a == 0 || b == 0 {
@@ -63,7 +57,7 @@ func (r *Result) hopCounts() []int {
 		}
 		return a - b
 	})
-	return hs
+	return slices.Compact(hs)
 }
 
 // format is how the mesh lab's tables write numbers: "—" for one it has
@@ -77,42 +71,35 @@ func hopsLabel(h int) string {
 	return strconv.Itoa(h)
 }
 
-// tables returns the goodput and ratio tables as rows of cells, header
-// first.
-func (r *Result) tables() (goodput, ratio [][]string) {
-	cases := r.cases()
-	gh := []string{"shortest path hops", "topologies"}
-	rh := []string{"shortest path hops", "topologies"}
-	for _, c := range cases {
-		gh = append(gh, c.Label())
-		if c != TCP {
-			rh = append(rh, c.Label())
+// hopTable is one row per shortest-path hop count, the header first: the
+// topologies with it and each case's cell (TCP's only withTCP).
+func (r *Result) hopTable(withTCP bool, cell func(*SummaryRow) string) [][]string {
+	rows := [][]string{{"shortest path hops", "topologies"}}
+	for _, c := range r.cases() {
+		if withTCP || c != TCP {
+			rows[0] = append(rows[0], c.Label())
 		}
 	}
-	goodput, ratio = [][]string{gh}, [][]string{rh}
 	for _, h := range r.hopCounts() {
 		topos := 0
-		g := []string{hopsLabel(h), ""}
-		q := []string{hopsLabel(h), ""}
-		for _, c := range cases {
+		row := []string{hopsLabel(h), ""}
+		for _, c := range r.cases() {
 			s := r.row(c.Name(), h)
-			if s == nil {
-				g = append(g, "—")
-				if c != TCP {
-					q = append(q, "—")
-				}
-				continue
+			if s != nil {
+				topos = max(topos, s.Topologies)
 			}
-			topos = max(topos, s.Topologies)
-			g = append(g, format.MeanCI(&s.Goodput, 2))
-			if c != TCP {
-				q = append(q, format.MeanCI(s.Ratio, 2))
+			switch {
+			case c == TCP && !withTCP:
+			case s == nil:
+				row = append(row, "—")
+			default:
+				row = append(row, cell(s))
 			}
 		}
-		g[1], q[1] = strconv.Itoa(topos), strconv.Itoa(topos)
-		goodput, ratio = append(goodput, g), append(ratio, q)
+		row[1] = strconv.Itoa(topos)
+		rows = append(rows, row)
 	}
-	return goodput, ratio
+	return rows
 }
 
 // topologyTable is one row per topology: its pairs' hop counts and each
@@ -153,40 +140,23 @@ func (r *Result) topologyTable() [][]string {
 	return out
 }
 
-// setupLine says what was run, in one line.
-func (r *Result) setupLine() string {
-	what := fmt.Sprintf("%d topologies of %d nodes (seed %d)", len(r.Runs), r.Nodes, r.Seed)
-	if r.GraphFile != "" {
-		what = "graph " + r.GraphFile
-	}
-	return fmt.Sprintf("%s; %d × %s per case, %s; %s Mbit/s per channel, %s–%s ms per hop, medium queue %d frames",
-		what, r.Reps, table.Size(r.Size, " "), r.CC, format.Num(float64(r.RateBps)/1e6, 1), format.Num(r.MinDelayMs, 1), format.Num(r.MaxDelayMs, 1), r.QueuePackets)
-}
-
-// errors lists the measurements that failed or were skipped.
-func (r *Result) errorLines() []string {
-	var out []string
-	for _, t := range r.Runs {
-		for _, m := range t.Measurements {
-			if m.Error != "" {
-				out = append(out, fmt.Sprintf("topology %d %s: %s", t.Index, m.Case, m.Error))
-			}
-		}
-	}
-	return out
-}
-
 // Document is the result in the lab's one shape: goodput (Mbit/s, mean ±
 // 95% CI over downloads) and the ratio to TCP by shortest-path hop count,
 // one row per topology, the measurements that failed; written as
 // results.json, samples.csv, summary.csv, tables.md and the plots.
 func (r *Result) Document() *report.Doc {
-	g, q := r.tables()
+	what := fmt.Sprintf("%d topologies of %d nodes (seed %d)", len(r.Runs), r.Nodes, r.Seed)
+	if r.GraphFile != "" {
+		what = "graph " + r.GraphFile
+	}
 	d := &report.Doc{
-		Lead: r.setupLine() + ".",
+		Lead: fmt.Sprintf("%s; %d × %s per case, %s; %s Mbit/s per channel, %s–%s ms per hop, medium queue %d frames.",
+			what, r.Reps, table.Size(r.Size, " "), r.CC, format.Num(float64(r.RateBps)/1e6, 1), format.Num(r.MinDelayMs, 1), format.Num(r.MaxDelayMs, 1), r.QueuePackets),
 		Tables: []report.Table{
-			{Caption: "Goodput in Mbit/s, mean ± 95% CI over all downloads of the topologies with that shortest-path hop count", Rows: g},
-			{Caption: "Goodput ÷ TCP's on the same topology, mean ± 95% CI over topologies", Rows: q},
+			{Caption: "Goodput in Mbit/s, mean ± 95% CI over all downloads of the topologies with that shortest-path hop count",
+				Rows: r.hopTable(true, func(s *SummaryRow) string { return format.MeanCI(&s.Goodput, 2) })},
+			{Caption: "Goodput ÷ TCP's on the same topology, mean ± 95% CI over topologies",
+				Rows: r.hopTable(false, func(s *SummaryRow) string { return format.MeanCI(s.Ratio, 2) })},
 			{Caption: "Per topology (mean goodput in Mbit/s; * = some downloads failed)", Rows: r.topologyTable()},
 		},
 		// Every column but the first is a number.
@@ -196,8 +166,12 @@ func (r *Result) Document() *report.Doc {
 		CSV:          r.csv(),
 		Plot:         func(dir string) ([]string, error) { return Plot(r, dir) },
 	}
-	for _, l := range r.errorLines() {
-		d.Notes = append(d.Notes, "error: "+l)
+	for _, t := range r.Runs {
+		for _, m := range t.Measurements {
+			if m.Error != "" {
+				d.Notes = append(d.Notes, fmt.Sprintf("error: topology %d %s: %s", t.Index, m.Case, m.Error))
+			}
+		}
 	}
 	return d
 }
@@ -210,9 +184,9 @@ func (r *Result) csv() []report.CSV {
 			for _, s := range m.Samples {
 				samples = append(samples, []string{
 					strconv.Itoa(t.Index), strconv.Itoa(t.Candidate), strconv.Itoa(t.ShortestHops), m.Case,
-					joinInts(m.Hops), strconv.Itoa(s.Rep + 1), table.CSV.Num(s.GoodputMbps, 4), table.CSV.Num(s.Seconds, 4),
+					join(m.Hops), strconv.Itoa(s.Rep + 1), table.CSV.Num(s.GoodputMbps, 4), table.CSV.Num(s.Seconds, 4),
 					strconv.FormatInt(s.Bytes, 10), table.CSV.Num(s.MaxStallMs, 1), strconv.FormatInt(s.Retransmits, 10),
-					joinUints(s.PathBytes),
+					join(s.PathBytes),
 				})
 			}
 		}
@@ -229,18 +203,11 @@ func (r *Result) csv() []report.CSV {
 	return []report.CSV{{Name: "samples.csv", Rows: samples}, {Name: "summary.csv", Rows: summary}}
 }
 
-func joinInts(xs []int) string {
+// join writes numbers as "1+2+3".
+func join[T int | uint64](xs []T) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, "+")
-}
-
-func joinUints(xs []uint64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.FormatUint(x, 10)
+		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, "+")
 }
@@ -274,54 +241,37 @@ func (r *Result) figures() []figure {
 	return out
 }
 
-// Plot draws the figures as PNG and SVG in the lab's house style (the
-// size, resolution and error bars of lab/report): goodput against the
-// shortest path's hop count, one series per case with its 95% interval,
-// offset a little sideways so the bars do not hide each other.
+// Plot draws the figures as PNG and SVG in the lab's house style (that of
+// lab/report): goodput against the shortest path's hop count, one series
+// per case with its 95% interval (dashed on a single channel), offset a
+// little sideways so the bars do not hide each other.
 func Plot(r *Result, dir string) ([]string, error) {
-	var hops []int
-	for _, h := range r.hopCounts() {
-		if h != 0 {
-			hops = append(hops, h)
-		}
-	}
+	hops := slices.DeleteFunc(r.hopCounts(), func(h int) bool { return h == 0 })
 	if len(hops) == 0 {
 		return nil, nil
 	}
 	var files []string
 	for _, f := range r.figures() {
-		p := report.NewPlot(f.title, "goodput (Mbit/s)", true)
-		p.X.Label.Text = "hops of the shortest path"
-		p.Legend.Top = true
-		top := 0.0
-		n := len(f.cases)
+		lf := report.LineFigure{Title: f.title, XLabel: "hops of the shortest path", YLabel: "goodput (Mbit/s)",
+			XMin: float64(hops[0]) - 0.5, XMax: float64(hops[len(hops)-1]) + 0.5}
+		for _, h := range hops {
+			lf.Ticks = append(lf.Ticks, plot.Tick{Value: float64(h), Label: strconv.Itoa(h)})
+		}
 		for si, c := range f.cases {
 			var d report.Series
-			off := (float64(si) - float64(n-1)/2) * 0.08
+			off := (float64(si) - float64(len(f.cases)-1)/2) * 0.08
 			for _, h := range hops {
 				if s := r.row(c.Name(), h); s != nil && s.Goodput.N > 0 {
 					d.Add(float64(h)+off, s.Goodput.Mean, s.Goodput.CI95)
 				}
 			}
-			if d.Len() == 0 {
-				continue
-			}
-			top = math.Max(top, d.Top())
-			line, err := report.AddLine(p, si, c.Label(), &d)
-			if err != nil {
-				return files, err
-			}
-			if c != TCP && c.Channels == SingleChannel {
-				line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			}
+			lf.Labels, lf.Series = append(lf.Labels, c.Label()), append(lf.Series, d)
+			lf.Dashed = append(lf.Dashed, c != TCP && c.Channels == SingleChannel)
 		}
-		report.FitY(p, top, n)
-		p.X.Min, p.X.Max = float64(hops[0])-0.5, float64(hops[len(hops)-1])+0.5
-		ticks := make(plot.ConstantTicks, len(hops))
-		for i, h := range hops {
-			ticks[i] = plot.Tick{Value: float64(h), Label: strconv.Itoa(h)}
+		p, err := lf.Plot()
+		if err != nil {
+			return files, err
 		}
-		p.X.Tick.Marker = ticks
 		saved, err := report.SavePlot(p, dir, f.stem)
 		files = append(files, saved...)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -82,20 +83,12 @@ func (d *Doc) WriteText(w io.Writer) {
 // each table under its caption, then the notes and the legend as lists,
 // the blocks a blank line apart.
 func (d *Doc) WriteMarkdown(w io.Writer) {
-	blocks := 0
-	block := func() {
-		if blocks++; blocks > 1 {
-			fmt.Fprintln(w)
-		}
-	}
 	if d.Title != "" {
-		block()
-		fmt.Fprintf(w, "# %s\n", d.Title)
+		fmt.Fprintf(w, "# %s\n\n", d.Title)
 	}
-	block()
 	fmt.Fprintln(w, d.Lead)
 	for _, t := range d.Tables {
-		block()
+		fmt.Fprintln(w)
 		if t.Caption != "" {
 			fmt.Fprintf(w, "%s:\n\n", t.Caption)
 		}
@@ -103,7 +96,7 @@ func (d *Doc) WriteMarkdown(w io.Writer) {
 	}
 	for _, list := range [][]string{d.Notes, d.Legend} {
 		if len(list) > 0 {
-			block()
+			fmt.Fprintln(w)
 		}
 		for _, l := range list {
 			fmt.Fprintf(w, "- %s\n", table.Escape(l))
@@ -119,12 +112,16 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		return nil, err
 	}
 	if d.JSON != nil {
-		if err := writeFile(dir, FileJSON, func(w io.Writer) error { return writeJSON(w, d.JSON) }); err != nil {
+		if err := writeFile(dir, FileJSON, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(d.JSON)
+		}); err != nil {
 			return nil, err
 		}
 	}
 	for _, c := range d.CSV {
-		if err := writeFile(dir, c.Name, func(w io.Writer) error { return writeCSV(w, c.Rows) }); err != nil {
+		if err := writeFile(dir, c.Name, func(w io.Writer) error { return csv.NewWriter(w).WriteAll(c.Rows) }); err != nil {
 			return nil, err
 		}
 	}
@@ -142,23 +139,13 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		}
 		rel = append(rel, r)
 	}
-	name := d.MarkdownFile
-	name = cmp.Or(name, FileMarkdown)
-	return plots, writeFile(dir, name, func(w io.Writer) error {
+	return plots, writeFile(dir, cmp.Or(d.MarkdownFile, FileMarkdown), func(w io.Writer) error {
 		if d.Markdown != nil {
 			return d.Markdown(w, rel)
 		}
 		d.WriteMarkdown(w)
 		return nil
 	})
-}
-
-func writeCSV(w io.Writer, rows [][]string) error {
-	cw := csv.NewWriter(w)
-	if err := cw.WriteAll(rows); err != nil {
-		return err
-	}
-	return cw.Error()
 }
 
 // writeFile writes dir/name through a buffer, naming the file in an error.
@@ -168,8 +155,7 @@ func writeFile(dir, name string, f func(io.Writer) error) error {
 		return err
 	}
 	bw := bufio.NewWriter(fh)
-	err = f(bw)
-	if err == nil {
+	if err = f(bw); err == nil {
 		err = bw.Flush()
 	}
 	if cerr := fh.Close(); err == nil {

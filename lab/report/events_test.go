@@ -50,7 +50,7 @@ func TestEventsTable(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WriteCSV(&b, run); err != nil {
+	if err := writeCSV(&b, sampleRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := csv.NewReader(&b).ReadAll()
@@ -59,7 +59,7 @@ func TestEventsTable(t *testing.T) {
 		t.Errorf("samples.csv: %v / %v", rows[0], rows[1:])
 	}
 	b.Reset()
-	if err := WriteSummaryCSV(&b, run); err != nil {
+	if err := writeCSV(&b, summaryRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ = csv.NewReader(&b).ReadAll()

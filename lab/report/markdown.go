@@ -26,8 +26,7 @@ import (
 // Plots that belong to no figure are listed at the end.
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
-	name := run.Scenario
-	name = cmp.Or(name, "(unnamed)")
+	name := cmp.Or(run.Scenario, "(unnamed)")
 	fmt.Fprintf(bw, "# braid lab: %s\n\n", mdText(name))
 	if run.Description != "" {
 		fmt.Fprintf(bw, "%s\n\n", mdText(run.Description))
@@ -35,14 +34,6 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	for _, w := range run.Warnings {
 		fmt.Fprintf(bw, "> **⚠ WARNING:** %s\n\n", mdText(w))
 	}
-
-	failed := 0
-	for i := range run.Points {
-		if run.Points[i].Error != "" {
-			failed++
-		}
-	}
-	sweep := sweepAxes(run)
 	fmt.Fprintf(bw, "## Setup\n\n| | |\n|---|---|\n")
 	scen := mdText(name)
 	if run.File != "" {
@@ -57,7 +48,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Date", dateRange(run.Started, run.Finished))
 	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
-	if failed > 0 {
+	if failed := len(slices.DeleteFunc(points(run.Points), func(p *results.Point) bool { return p.Error == "" })); failed > 0 {
 		pts += fmt.Sprintf(" (%d failed)", failed)
 	}
 	row("Points", pts)
@@ -74,11 +65,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	if run.ECN {
 		row("ECN", "requested by the TCP endpoints (net.ipv4.tcp_ecn = 1)")
 	}
-	if len(sweep) > 0 {
-		row("Sweep axes", mdText(strings.Join(sweep, ", ")))
-	} else {
-		row("Sweep axes", "none")
-	}
+	row("Sweep axes", cmp.Or(mdText(strings.Join(sweepAxes(run), ", ")), "none"))
 	if len(run.Parts) > 0 {
 		partsTable(bw, run.Parts)
 	}
@@ -87,18 +74,11 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		"Student-t confidence interval (n/a with fewer than two downloads). "+
 		"Path shares are the fraction of the download's bytes each path carried.\n")
 
-	byStem := map[string][]string{}
-	var stems []string
+	stem := func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) }
+	byStem := map[string][]string{} // the plots not yet shown
 	for _, p := range plots {
-		stem := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
-		if _, ok := byStem[stem]; !ok {
-			stems = append(stems, stem)
-		}
-		byStem[stem] = append(byStem[stem], filepath.ToSlash(p))
+		byStem[stem(p)] = append(byStem[stem(p)], filepath.ToSlash(p))
 	}
-	shown := map[string]bool{}
-
-	paths := sharePaths(run)
 	lat, rt, rec := pointColumns(run)
 	if lat != nil {
 		fmt.Fprintf(bw, "\nAdded delay is a latency probe's RTT minus the median RTT of the probes on the idle transport "+
@@ -115,53 +95,56 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			"path loss is the packets the server declared lost of those it sent. The target is overhead ≤ 2 × path loss + 5 %%; "+
 			"\"within bound\" counts the downloads that met it. Only braid transports with recovery on are listed.\n")
 	}
-	evCols := eventColumns(run)
-	if evCols != nil {
+	ev, _ := eventColumns(run)
+	if ev != nil {
 		fmt.Fprintf(bw, "\nPath events change the paths at the given times after each download starts. "+
 			"A reaction is how long after an event the paths it concerns had carried %d bytes towards the client: "+
 			"the event's own path after restore, up and readdress, the other paths after cut and down; "+
 			"\"reacted\" counts the downloads where that happened of those where the event fired. "+
 			"Rates are what each path delivered towards the client between events, in kB/s, from the link emulators.\n", results.ReactBytes)
 	}
-	show := func(f *figure, m metric) {
-		if files, ok := byStem[f.stemOf(m)]; ok {
-			shown[f.stemOf(m)] = true
-			embed(bw, f.title, files)
+	extraBytes := func(p *results.Point) string {
+		if x := extraBytesPct(run, p); !math.IsNaN(x) {
+			return strconv.FormatFloat(x, 'f', 1, 64) + "%"
 		}
+		return "–"
 	}
+	paths := sharePaths(run)
 	for _, f := range figures(run) {
+		show := func(m pointColumn) {
+			if files, ok := byStem[f.stemOf(m)]; ok {
+				delete(byStem, f.stemOf(m))
+				embed(bw, f.title, files)
+			}
+		}
+		table := func(caption string, points []*results.Point, cols ...column) {
+			if caption != "" {
+				fmt.Fprintf(bw, "\n%s\n\n", caption)
+			}
+			mdTable.Write(bw, pointRows(points, append(f.leadColumns(), cols...)))
+		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
-		figureTable(bw, &f, paths)
-		show(&f, goodput)
+		table("", f.points, goodputColumns(f.points, paths)...)
+		show(goodput)
 		if lat != nil {
-			udpTable(bw, &f, "Latency under load:", lat, "", nil)
-			show(&f, addedDelay)
+			table("Latency under load:", f.points, mdColumns(lat)...)
+			show(addedDelay)
 		}
 		if rt != nil {
-			udpTable(bw, &f, "Real-time flow:", rt, "extra bytes vs recovery off", func(p *results.Point) string {
-				x := extraBytesPct(run, p)
-				if math.IsNaN(x) {
-					return "–"
-				}
-				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
-			})
-			show(&f, realtimeMiss)
+			table("Real-time flow:", f.points, append(mdColumns(rt), column{"extra bytes vs recovery off", extraBytes})...)
+			show(realtimeMiss)
 		}
-		if evCols != nil {
-			udpTable(bw, &f, "Path events:", evCols, "reacted", reacted)
+		if ev != nil {
+			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
 		}
-		if rec != nil {
-			g := f
-			g.points = slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil })
-			if len(g.points) > 0 {
-				udpTable(bw, &g, "Bulk recovery overhead:", rec, "within bound", withinBound)
-			}
+		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); rec != nil && len(pts) > 0 {
+			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
 		}
 	}
 	var rest []string
-	for _, s := range stems {
-		if !shown[s] {
-			rest = append(rest, byStem[s]...)
+	for _, p := range plots {
+		if _, ok := byStem[stem(p)]; ok {
+			rest = append(rest, filepath.ToSlash(p))
 		}
 	}
 	if len(rest) > 0 {
@@ -259,53 +242,42 @@ func shellJoin(args []string) string {
 	return strings.Join(out, " ")
 }
 
-func figureTable(w io.Writer, f *figure, paths []string) {
-	var head []string
-	if f.x != "" {
-		head = append(head, mdText(f.x))
+// goodputColumns are a figure's goodput table: mean ± 95% CI in Mbit/s
+// (or the point's error), n, median, the competing TCP flows' goodput if
+// any point has one, and the path shares if any point has them.
+func goodputColumns(points []*results.Point, paths []string) []column {
+	cols := []column{
+		{"goodput (Mbit/s)", func(p *results.Point) string {
+			if p.Error != "" {
+				return "failed: " + mdText(p.Error)
+			}
+			return mdNum.MeanCI(summaryOf(p), mbpsDecimals)
+		}},
+		{"n", func(p *results.Point) string { return strconv.Itoa(summaryOf(p).N) }},
+		{"median", func(p *results.Point) string { return mdNum.Num(summaryOf(p).Median, mbpsDecimals) }},
 	}
-	head = append(head, "transport", "goodput (Mbit/s)", "n", "median")
-	comp := slices.ContainsFunc(f.points, func(p *results.Point) bool { return p.Competing != nil })
-	if comp {
-		head = append(head, "competing TCP (Mbit/s)")
+	if slices.ContainsFunc(points, func(p *results.Point) bool { return p.Competing != nil }) {
+		cols = append(cols, column{"competing TCP (Mbit/s)", func(p *results.Point) string {
+			if p.Competing == nil {
+				return "–"
+			}
+			return mdNum.MeanCI(p.Competing, mbpsDecimals)
+		}})
 	}
 	if len(paths) > 0 {
-		head = append(head, "path shares")
+		cols = append(cols, column{"path shares", func(p *results.Point) string { return shares(p, paths) }})
 	}
-	rows := [][]string{head}
-	for _, p := range f.points {
-		cells := f.rowStart(p)
-		s := summaryOf(p)
-		switch {
-		case p.Error != "":
-			cells = append(cells, "failed: "+mdText(p.Error), strconv.Itoa(s.N), mdNum.Num(s.Median, mbpsDecimals))
-		default:
-			cells = append(cells, mdNum.MeanCI(&s, mbpsDecimals), strconv.Itoa(s.N), mdNum.Num(s.Median, mbpsDecimals))
-		}
-		if comp {
-			c := "–"
-			if p.Competing != nil {
-				c = mdNum.MeanCI(p.Competing, mbpsDecimals)
-			}
-			cells = append(cells, c)
-		}
-		if len(paths) > 0 {
-			cells = append(cells, shares(p, paths))
-		}
-		rows = append(rows, cells)
-	}
-	mdTable.Write(w, rows)
+	return cols
 }
 
-// rowStart is the first cells of p's row in a figure's table: the x value
+// leadColumns are the first columns of the figure's tables: the x value
 // (if the figure has an x axis) and the transport.
-func (f *figure) rowStart(p *results.Point) []string {
-	var cells []string
+func (f *figure) leadColumns() []column {
+	var cols []column
 	if f.x != "" {
-		q, _ := p.Param(f.x)
-		cells = append(cells, mdText(q.Text))
+		cols = append(cols, column{mdText(f.x), func(p *results.Point) string { q, _ := p.Param(f.x); return mdText(q.Text) }})
 	}
-	return append(cells, mdText(p.Label))
+	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
 }
 
 func embed(w io.Writer, title string, files []string) {

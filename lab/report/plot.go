@@ -1,10 +1,13 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/braid-vpn/braid/internal/plotfile"
 	"gonum.org/v1/plot"
@@ -35,21 +38,18 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 	var files []string
 	for _, f := range figures(run) {
 		for _, m := range metrics {
-			if m.name != goodput.name && !f.has(m) {
+			if m.name != goodput.name && !slices.ContainsFunc(f.points, func(p *results.Point) bool { return measured(p, m) }) {
 				continue
 			}
-			var p *plot.Plot
-			var err error
+			draw := linePlot
 			if f.x == "" {
-				p, err = barPlot(&f, m)
-			} else {
-				p, err = linePlot(run, &f, m)
+				draw = barPlot
 			}
-			stem := f.stemOf(m)
+			p, err := draw(run, &f, m)
 			if err != nil {
-				return files, fmt.Errorf("report: figure %s: %w", stem, err)
+				return files, fmt.Errorf("report: figure %s: %w", f.stemOf(m), err)
 			}
-			saved, err := SavePlot(p, dir, stem)
+			saved, err := SavePlot(p, dir, f.stemOf(m))
 			files = append(files, saved...)
 			if err != nil {
 				return files, fmt.Errorf("report: %w", err)
@@ -94,7 +94,7 @@ func (s *Series) Add(x, y, ci float64) {
 	s.X, s.Y, s.CI = append(s.X, x), append(s.Y, y), append(s.CI, ci)
 }
 
-// Top is the highest error bar's top, for FitY.
+// Top is the highest error bar's top.
 func (s *Series) Top() float64 {
 	top := 0.0
 	for i := range s.Y {
@@ -103,11 +103,11 @@ func (s *Series) Top() float64 {
 	return top
 }
 
-// NewPlot starts a figure in the lab's style: the title, the y label,
+// newPlot starts a figure in the lab's style: the title, the y label,
 // y from 0 (a goodput axis that does not start at 0 exaggerates
 // differences), a grid and the legend's spacing. verticalGrid is false for
 // bar charts, whose categories need no vertical lines.
-func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
+func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
@@ -123,35 +123,10 @@ func NewPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	return p
 }
 
-// AddLine draws d as series number i of p (its colour and marker, a line
-// through the points and the error bars) under label in the legend, and
-// returns the line for a caller that styles it further.
-func AddLine(p *plot.Plot, i int, label string, d *Series) (*plotter.Line, error) {
-	col := plotutil.Color(i)
-	line, pts, err := plotter.NewLinePoints(d)
-	if err != nil {
-		return nil, err
-	}
-	line.Color = col
-	line.Width = vg.Points(1.2)
-	pts.Color = col
-	pts.Shape = plotutil.Shape(i)
-	pts.Radius = vg.Points(3)
-	bars, err := plotter.NewYErrorBars(d)
-	if err != nil {
-		return nil, err
-	}
-	bars.Color = col
-	bars.CapWidth = vg.Points(6)
-	p.Add(line, pts, bars)
-	p.Legend.Add(label, line, pts)
-	return line, nil
-}
-
-// FitY sets the y range from 0 to above the highest error bar, with
+// fitY sets the y range from 0 to above the highest error bar, with
 // headroom for a legend of n entries at the top so it does not cover the
 // data.
-func FitY(p *plot.Plot, top float64, legend int) {
+func fitY(p *plot.Plot, top float64, legend int) {
 	if !(top > 0) {
 		top = 1
 	}
@@ -159,49 +134,80 @@ func FitY(p *plot.Plot, top float64, legend int) {
 	p.Y.Max = top * (1.08 + 0.07*float64(legend))
 }
 
-func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
-	sc := scaleFor(run, f.x)
-	p := NewPlot(f.title, m.ylabel, true)
-	if t, ok := axisTitles[f.x]; ok && sc.numeric {
-		p.X.Label.Text = t
-	} else {
-		p.X.Label.Text = f.x
-	}
-	p.Legend.Top = true
+// LineFigure is a figure of lines in the lab's style, as the campaigns
+// and the mesh lab draw them.
+type LineFigure struct {
+	Title, XLabel, YLabel string
+	// Series are drawn under Labels, each in its colour and marker with
+	// its error bars; an empty one is left out but keeps its colour and
+	// its place in the legend's headroom.
+	Labels []string
+	Series []Series
+	// Dashed are the series drawn with a dashed line.
+	Dashed     []bool
+	XMin, XMax float64
+	// Ticks are the x axis's; gonum's own when nil.
+	Ticks []plot.Tick
+}
 
+// Plot draws the figure, the legend at the top and y fitted to the error
+// bars.
+func (f *LineFigure) Plot() (*plot.Plot, error) {
+	p := newPlot(f.Title, f.YLabel, true)
+	p.X.Label.Text = f.XLabel
+	p.Legend.Top = true
 	top := 0.0
-	for si, label := range f.series {
-		var d Series
-		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt, m) {
-				continue
-			}
-			q, ok := pt.Param(f.x)
-			if !ok {
-				continue
-			}
-			x, ok := sc.position(q.Text)
-			if !ok {
-				continue
-			}
-			s, _ := m.of(pt)
-			d.Add(x, s.Mean, s.CI95)
-		}
+	for i := range f.Series {
+		d := &f.Series[i]
 		if d.Len() == 0 {
 			continue
 		}
-		sortSeries(&d)
 		top = math.Max(top, d.Top())
-		if _, err := AddLine(p, si, label, &d); err != nil {
+		line, pts, err := plotter.NewLinePoints(d)
+		if err != nil {
 			return nil, err
 		}
+		bars, err := plotter.NewYErrorBars(d)
+		if err != nil {
+			return nil, err
+		}
+		col := plotutil.Color(i)
+		line.Color, line.Width = col, vg.Points(1.2)
+		if i < len(f.Dashed) && f.Dashed[i] {
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		pts.Color, pts.Shape, pts.Radius = col, plotutil.Shape(i), vg.Points(3)
+		bars.Color, bars.CapWidth = col, vg.Points(6)
+		p.Add(line, pts, bars)
+		p.Legend.Add(f.Labels[i], line, pts)
 	}
-	FitY(p, top, len(f.series))
+	fitY(p, top, len(f.Labels))
+	p.X.Min, p.X.Max = f.XMin, f.XMax
+	if f.Ticks != nil {
+		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
+	}
+	return p, nil
+}
 
-	lo, hi := sc.pos[0], sc.pos[len(sc.pos)-1]
-	if !sc.numeric {
-		lo, hi = 0, float64(len(sc.pos)-1)
+// linePlot draws m against the figure's x axis, one series per transport
+// label in the order of x (positions on the run's scale) and of the run.
+func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
+	sc := scaleFor(run, f.x)
+	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.title, Labels: f.series, Series: make([]Series, len(f.series))}
+	if t, ok := axisTitles[f.x]; ok && sc.numeric {
+		lf.XLabel = t
 	}
+	for si, label := range f.series {
+		for _, t := range sc.ticks {
+			for _, pt := range f.points {
+				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == t.Label && measured(pt, m) {
+					s := m.of(pt)
+					lf.Series[si].Add(t.Value, s.Mean, s.CI95)
+				}
+			}
+		}
+	}
+	lo, hi := sc.ticks[0].Value, sc.ticks[len(sc.ticks)-1].Value
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = 0.5
@@ -209,57 +215,40 @@ func linePlot(run *results.Run, f *figure, m metric) (*plot.Plot, error) {
 			pad = math.Abs(lo) * 0.1
 		}
 	}
-	p.X.Min, p.X.Max = lo-pad, hi+pad
-	if !sc.numeric || len(sc.pos) <= maxValueTicks {
-		ticks := make(plot.ConstantTicks, len(sc.pos))
-		for i := range sc.pos {
-			label := sc.texts[i]
-			if sc.numeric && !ratioAxes[f.x] {
-				label = strconv.FormatFloat(sc.pos[i], 'g', 4, 64)
+	lf.XMin, lf.XMax = lo-pad, hi+pad
+	if !sc.numeric || len(sc.ticks) <= maxValueTicks {
+		for _, t := range sc.ticks {
+			if sc.numeric && !strings.HasSuffix(f.x, "_ratio") {
+				t.Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
 			}
-			ticks[i] = plot.Tick{Value: sc.pos[i], Label: label}
-		}
-		p.X.Tick.Marker = ticks
-	}
-	return p, nil
-}
-
-// sortSeries orders a series by x so that its line does not double back
-// (categorical positions already arrive in order; values may not).
-func sortSeries(d *Series) {
-	for i := 1; i < len(d.X); i++ {
-		for j := i; j > 0 && d.X[j] < d.X[j-1]; j-- {
-			d.X[j], d.X[j-1] = d.X[j-1], d.X[j]
-			d.Y[j], d.Y[j-1] = d.Y[j-1], d.Y[j]
-			d.CI[j], d.CI[j-1] = d.CI[j-1], d.CI[j]
+			lf.Ticks = append(lf.Ticks, t)
 		}
 	}
+	return lf.Plot()
 }
 
 // barPlot draws a run without sweep axes: a bar per transport label with
 // its interval. Each bar is its own BarChart so that it takes its series
 // colour, the same as the label's line in swept figures.
-func barPlot(f *figure, m metric) (*plot.Plot, error) {
-	p := NewPlot(f.title, m.ylabel, false)
+func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
+	p := newPlot(f.title, m.title, false)
 	p.X.Label.Text = "transport"
 	var d Series
 	for si, label := range f.series {
-		for _, pt := range f.points {
-			if pt.Label != label || !measured(pt, m) {
-				continue
-			}
-			s, _ := m.of(pt)
-			bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
-			if err != nil {
-				return nil, err
-			}
-			bar.XMin = float64(si)
-			bar.Color = plotutil.Color(si)
-			bar.LineStyle.Width = vg.Points(0.5)
-			p.Add(bar)
-			d.Add(float64(si), s.Mean, s.CI95)
-			break // one point per label without sweep axes
+		i := slices.IndexFunc(f.points, func(pt *results.Point) bool { return pt.Label == label && measured(pt, m) })
+		if i < 0 {
+			continue // one point per label without sweep axes
 		}
+		s := m.of(f.points[i])
+		bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
+		if err != nil {
+			return nil, err
+		}
+		bar.XMin = float64(si)
+		bar.Color = plotutil.Color(si)
+		bar.LineStyle.Width = vg.Points(0.5)
+		p.Add(bar)
+		d.Add(float64(si), s.Mean, s.CI95)
 	}
 	if d.Len() > 0 {
 		bars, err := plotter.NewYErrorBars(&d)
@@ -270,10 +259,134 @@ func barPlot(f *figure, m metric) (*plot.Plot, error) {
 		bars.Width = vg.Points(1.2)
 		p.Add(bars)
 	}
-	FitY(p, d.Top(), 0)
+	fitY(p, d.Top(), 0)
 	if len(f.series) > 0 {
 		p.NominalX(f.series...)
 		p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	}
 	return p, nil
+}
+
+// figure is one plot and its table: the points that share every sweep
+// value except the x axis's.
+type figure struct {
+	// base and key are the scenario and the axes parts of the file names
+	// of the figure's plots (stemOf).
+	base, key, title string
+	// x is the x axis; "" when the run has no sweep axis (a bar chart).
+	x string
+	// points are in run order, failed ones included (the table lists
+	// them; the plot skips them).
+	points []*results.Point
+	// series are the transport labels in order of first appearance.
+	series []string
+}
+
+// xScale places a sweep axis's values on the x axis: a tick per distinct
+// text (its label), at its Param.Value if the scale is numeric, else at 0,
+// 1, … in order of first appearance; in position order.
+type xScale struct {
+	numeric bool
+	ticks   []plot.Tick
+}
+
+// scaleFor builds axis's scale over the whole run, so that every figure of
+// a campaign has the same ticks. An axis is numeric only if it is a known
+// quantity and no two of its texts share a value (a uniform and a
+// Gilbert-Elliott loss of the same mean would otherwise be drawn on top of
+// each other as if they were the same setting).
+func scaleFor(run *results.Run, axis string) xScale {
+	var s xScale
+	for i := range run.Points {
+		q, ok := run.Points[i].Param(axis)
+		if ok && !slices.ContainsFunc(s.ticks, func(t plot.Tick) bool { return t.Label == q.Text }) {
+			s.ticks = append(s.ticks, plot.Tick{Value: q.Value, Label: q.Text})
+		}
+	}
+	_, s.numeric = axisTitles[axis]
+	for i, t := range s.ticks {
+		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || slices.ContainsFunc(s.ticks[:i], func(u plot.Tick) bool { return u.Value == t.Value }) {
+			s.numeric = false
+		}
+	}
+	if s.numeric {
+		slices.SortStableFunc(s.ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
+		return s
+	}
+	for i := range s.ticks {
+		s.ticks[i].Value = float64(i)
+	}
+	return s
+}
+
+// figures splits the run into figures: x = the first sweep axis, one
+// figure per combination of the other sweep axes' values in order of
+// first appearance; with no sweep axis, one figure of every point.
+func figures(run *results.Run) []figure {
+	sweep := sweepAxes(run)
+	var x string
+	if len(sweep) > 0 {
+		x, sweep = sweep[0], sweep[1:]
+	}
+	var figs []figure
+	index := map[string]int{} // by the other axes' texts
+	used := map[string]bool{} // keys
+	for i := range run.Points {
+		p := &run.Points[i]
+		var texts, title []string
+		key := ""
+		if x != "" {
+			key = "-vs-" + sanitize(x)
+		}
+		for _, a := range sweep {
+			q, _ := p.Param(a)
+			texts = append(texts, q.Text)
+			key += "-" + sanitize(a) + "-" + sanitize(q.Text)
+			title = append(title, a+" = "+q.Text)
+		}
+		fi, ok := index[strings.Join(texts, "\x00")]
+		if !ok {
+			if used[key] {
+				key += "-" + strconv.Itoa(len(figs)+1)
+			}
+			used[key] = true
+			fi, index[strings.Join(texts, "\x00")] = len(figs), len(figs)
+			f := figure{base: cmp.Or(sanitize(run.Scenario), "run"), key: key, title: run.Scenario, x: x}
+			if len(title) > 0 {
+				f.title += ": " + strings.Join(title, ", ")
+			}
+			figs = append(figs, f)
+		}
+		f := &figs[fi]
+		f.points = append(f.points, p)
+		if !slices.Contains(f.series, p.Label) {
+			f.series = append(f.series, p.Label)
+		}
+	}
+	return figs
+}
+
+// stemOf is the file name, without extension, of the figure's plot of m.
+func (f *figure) stemOf(m pointColumn) string { return f.base + "-" + m.name + f.key }
+
+// sanitize makes a file-name part from scenario text: lower case letters,
+// digits, '.', '_' and '-', with "%" spelt "pct" and ":" spelt "to" so that
+// "1%" and "1:3" stay readable.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_':
+			b.WriteRune(r)
+		case r == '%':
+			b.WriteString("pct")
+		case r == ':':
+			b.WriteString("to")
+		case r == '/':
+			b.WriteString("-per-")
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Join(strings.FieldsFunc(b.String(), func(r rune) bool { return r == '-' }), "-")
 }

@@ -31,27 +31,30 @@ func TestSeriesAdd(t *testing.T) {
 	if top := d.Top(); top != 7 {
 		t.Errorf("Top %v, want 7", top)
 	}
-	p := NewPlot("t", "y", true)
-	FitY(p, d.Top(), 2)
+	p := newPlot("t", "y", true)
+	fitY(p, d.Top(), 2)
 	if p.Y.Min != 0 || math.Abs(p.Y.Max-7*1.22) > 1e-9 {
 		t.Errorf("y range %v..%v, want 0..%v", p.Y.Min, p.Y.Max, 7*1.22)
 	}
-	FitY(p, math.NaN(), 0)
+	fitY(p, math.NaN(), 0)
 	if p.Y.Max != 1.08 {
 		t.Errorf("y max without data %v, want 1.08", p.Y.Max)
 	}
 }
 
-// SavePlot writes the PNG and the SVG under the stem, the PNG at the
-// lab's figure size.
+// SavePlot writes the PNG and the SVG of a LineFigure under the stem, the
+// PNG at the lab's figure size.
 func TestSavePlot(t *testing.T) {
 	dir := t.TempDir()
-	p := NewPlot("t", "y", false)
 	var d Series
 	d.Add(1, 1, 0.1)
 	d.Add(2, 3, 0.2)
-	if _, err := AddLine(p, 0, "series-one", &d); err != nil {
+	p, err := (&LineFigure{Title: "t", YLabel: "y", Labels: []string{"series-one"}, Series: []Series{d}, XMin: 0, XMax: 3}).Plot()
+	if err != nil {
 		t.Fatal(err)
+	}
+	if math.Abs(p.Y.Max-3.2*1.15) > 1e-9 {
+		t.Errorf("y max %v, want %v (one legend entry's headroom)", p.Y.Max, 3.2*1.15)
 	}
 	files, err := SavePlot(p, dir, "fig")
 	if err != nil {

@@ -17,6 +17,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -36,33 +37,18 @@ const (
 	// when the image is shown at its natural size on a high-density screen.
 	PlotDPI = 150
 
-	// File names written by WriteAll inside its directory.
+	// File names that Doc.Write writes inside its directory.
 	FileJSON     = "results.json"
 	FileSamples  = "samples.csv"
 	FileSummary  = "summary.csv"
 	FileMarkdown = "report.md"
 )
 
-// Axes that are part of a transport's identity rather than of the network:
-// they make series (the label already carries the scheduler), never an x
-// axis or a figure of their own.
-const (
-	axisTransport = "transport"
-	axisScheduler = "scheduler"
-)
-
-// numericAxes are the axes whose Param.Value is a quantity that can be
-// placed on a linear x axis; any other axis is drawn as categories.
-var numericAxes = map[string]bool{
-	"rtt":        true,
-	"rtt_ratio":  true,
-	"rate":       true,
-	"rate_ratio": true,
-	"loss":       true,
-}
-
-// axisTitles name the x axis of a figure; Param.Value units are fixed by
-// the scenario package (ms, ratio, Mbit/s, percent).
+// axisTitles name the x axis of a figure for the axes whose Param.Value is
+// a quantity that can be placed on a linear x axis (any other axis is drawn
+// as categories); the scenario package fixes the units (ms, ratio, Mbit/s,
+// percent). A ratio axis has its ticks labelled with the scenario's text
+// ("1:3") rather than the bare number, as the paper's Table 2 writes them.
 var axisTitles = map[string]string{
 	"rtt":        "RTT (ms)",
 	"rtt_ratio":  "RTT ratio (primary:secondary)",
@@ -70,10 +56,6 @@ var axisTitles = map[string]string{
 	"rate_ratio": "rate ratio (primary:secondary)",
 	"loss":       "mean loss rate (%)",
 }
-
-// ratioAxes have their ticks labelled with the scenario's text ("1:3")
-// rather than the bare number, as the paper's Table 2 writes them.
-var ratioAxes = map[string]bool{"rtt_ratio": true, "rate_ratio": true}
 
 // allAxes is the run's axes in Params order. A Run written without Axes
 // (an older or hand-made file) takes them from its first point.
@@ -92,121 +74,75 @@ func allAxes(run *results.Run) []string {
 	return out
 }
 
-// sweepAxes are the network axes: allAxes without transport and scheduler.
-func sweepAxes(run *results.Run) []string {
-	var out []string
-	for _, a := range allAxes(run) {
-		if a != axisTransport && a != axisScheduler {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+// hasValue reports whether an axis is a network axis, whose Param.Value
+// carries information: transport and scheduler (0) are part of a
+// transport's identity, and make series (the label already carries the
+// scheduler), never an x axis or a figure of their own.
+func hasValue(axis string) bool { return axis != "transport" && axis != "scheduler" }
 
-// hasValue reports whether an axis's Param.Value carries information (the
-// scenario package sets 0 for transport and scheduler).
-func hasValue(axis string) bool { return axis != axisTransport && axis != axisScheduler }
+// sweepAxes are the network axes of the run.
+func sweepAxes(run *results.Run) []string {
+	return slices.DeleteFunc(slices.Clone(allAxes(run)), func(a string) bool { return !hasValue(a) })
+}
 
 // summaryOf is the point's goodput summary. The runner fills Goodput; a Run
 // assembled by hand or by an older runner may not have, and then the
 // samples are summarized here so that nothing downstream shows an empty
 // point that has data, and a point without samples has NaN (not 0) fields.
-func summaryOf(p *results.Point) stats.Summary {
+func summaryOf(p *results.Point) *stats.Summary {
 	if p.Goodput.N > 0 {
-		return p.Goodput
+		return &p.Goodput
 	}
 	xs := make([]float64, len(p.Samples))
 	for i, s := range p.Samples {
 		xs[i] = s.GoodputMbps
 	}
-	return stats.Summarize(xs)
+	s := stats.Summarize(xs)
+	return &s
 }
 
-// metric is a quantity a figure plots against its x axis, one series per
-// transport, as the mean and 95% interval over the point's repetitions.
-type metric struct {
-	name   string // in the plot's file name
-	ylabel string
-	// of is the point's summary, or false when the point has none.
-	of func(p *results.Point) (stats.Summary, bool)
-}
-
+// metrics are what the figures plot against their x axis, each where a
+// figure has it, one series per transport, as the mean and 95% interval
+// over the point's repetitions: the goodput, the latency probes' 95th
+// percentile of added delay and the real-time packets lost or late. A
+// metric's name is in its plots' file names, its title is their y label.
 var (
-	goodput = metric{"goodput", "goodput (Mbit/s)", func(p *results.Point) (stats.Summary, bool) { return summaryOf(p), true }}
-	// addedDelay is the latency probes' 95th percentile of added delay.
-	addedDelay = metric{"added-delay-p95", "added delay, p95 (ms)", func(p *results.Point) (stats.Summary, bool) {
-		if p.Latency == nil {
-			return stats.Summary{}, false
-		}
-		return p.Latency.AddedP95Ms, true
-	}}
-	// realtimeMiss is the real-time packets lost or late.
-	realtimeMiss = metric{"realtime-miss", "real-time packets lost or late (%)", func(p *results.Point) (stats.Summary, bool) {
-		if p.Realtime == nil {
-			return stats.Summary{}, false
-		}
-		return p.Realtime.MissPct, true
-	}}
-	// metrics are plotted in this order, each where a figure has it.
-	metrics = []metric{goodput, addedDelay, realtimeMiss}
+	goodput      = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
+	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", latencyColumns[2].of}
+	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", realtimeColumns[5].of}
+	metrics      = []pointColumn{goodput, addedDelay, realtimeMiss}
 )
 
 // measured reports whether the point has a mean of m to plot.
-func measured(p *results.Point, m metric) bool {
-	s, ok := m.of(p)
-	return ok && p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
+func measured(p *results.Point, m pointColumn) bool {
+	s := m.of(p)
+	return s != nil && p.Error == "" && s.N > 0 && !math.IsNaN(s.Mean) && !math.IsInf(s.Mean, 0)
+}
+
+// keysOf is the sorted union of the keys of each x's map m(x).
+func keysOf[T, V any](xs []T, m func(*T) map[string]V) []string {
+	set := map[string]bool{}
+	for i := range xs {
+		for k := range m(&xs[i]) {
+			set[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // sharePaths is the sorted union of every point's PathShares keys.
 func sharePaths(run *results.Run) []string {
-	var out []string
-	for _, p := range run.Points {
-		out = addKeys(out, p.PathShares)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// bytePaths is the sorted union of every sample's PathBytes keys.
-func bytePaths(run *results.Run) []string {
-	var out []string
-	for _, p := range run.Points {
-		for _, s := range p.Samples {
-			out = addKeys(out, s.PathBytes)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// addKeys appends the keys of m that out lacks.
-func addKeys[V any](out []string, m map[string]V) []string {
-	for k := range m {
-		if !slices.Contains(out, k) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return keysOf(run.Points, func(p *results.Point) map[string]float64 { return p.PathShares })
 }
 
 // optionsString writes options as "k=v;k=v" in key order: one CSV cell,
 // stable from run to run although Go randomizes map iteration.
 func optionsString(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kv = append(kv, k+"="+m[k])
 	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(m[k])
-	}
-	return b.String()
+	return strings.Join(kv, ";")
 }
 
 // sizeString writes a download size the way the scenario files do.
@@ -224,15 +160,9 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// WriteAll writes the whole report into dir (created if missing):
+// Document is the run's report as a Doc, with the campaign's own Markdown:
 // results.json, samples.csv, summary.csv, the figures (PNG and SVG) and
-// report.md, which links the figures by names relative to dir.
-func WriteAll(run *results.Run, dir string) error {
-	_, err := Document(run).Write(dir)
-	return err
-}
-
-// Document is the run's report as a Doc, with the campaign's own Markdown.
+// report.md, which links the figures by names relative to its directory.
 func Document(run *results.Run) *Doc {
 	return &Doc{
 		JSON:     run,

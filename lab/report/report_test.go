@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -85,7 +86,7 @@ func barRun() *results.Run {
 	return run
 }
 
-func TestWriteCSVRows(t *testing.T) {
+func TestSampleRows(t *testing.T) {
 	run := &results.Run{
 		Scenario: "s", Axes: []string{"rtt", "transport", "scheduler"},
 		Points: []results.Point{
@@ -108,7 +109,7 @@ func TestWriteCSVRows(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	if err := WriteCSV(&b, run); err != nil {
+	if err := writeCSV(&b, sampleRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	want := "point,rtt,rtt_value,transport,scheduler,kind,label,options,rep,goodput_mbps,seconds,bytes,max_stall_ms,retransmits,reordered,reorder_timeouts,bytes_primary,bytes_secondary\n" +
@@ -120,14 +121,14 @@ func TestWriteCSVRows(t *testing.T) {
 	}
 }
 
-func TestWriteSummaryCSV(t *testing.T) {
+func TestSummaryRows(t *testing.T) {
 	run := barRun()
 	run.Points[0].PathShares = map[string]float64{"primary": 1}
 	// Point 2 has samples but no Goodput: the summary is computed from
 	// the samples {7, 9, 11}: mean 9, median 9, s = 2, CI = 4.3027·2/√3.
 	run.Points[2].Goodput = stats.Summary{}
 	var b bytes.Buffer
-	if err := WriteSummaryCSV(&b, run); err != nil {
+	if err := writeCSV(&b, summaryRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -161,12 +162,19 @@ func TestWriteSummaryCSV(t *testing.T) {
 	}
 }
 
-func TestWriteJSONRoundTrip(t *testing.T) {
-	run := barRun()
-	var b bytes.Buffer
-	if err := WriteJSON(&b, run); err != nil {
+// writeCSV writes rows as Doc.Write writes a CSV file.
+func writeCSV(w io.Writer, rows [][]string) error { return csv.NewWriter(w).WriteAll(rows) }
+
+func TestDocJSONRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := (&Doc{JSON: barRun()}).Write(dir); err != nil {
 		t.Fatal(err)
 	}
+	raw, err := os.ReadFile(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.NewBuffer(raw)
 	var back results.Run
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatalf("JSON does not read back: %v\n%s", err, b.String())
@@ -190,8 +198,8 @@ func TestFigures(t *testing.T) {
 	}
 	wantStems := []string{"rtt-ratio-goodput-vs-rtt_ratio-loss-none", "rtt-ratio-goodput-vs-rtt_ratio-loss-random-1pct"}
 	for i, f := range figs {
-		if f.stem != wantStems[i] {
-			t.Errorf("figure %d stem %q, want %q", i, f.stem, wantStems[i])
+		if f.stemOf(goodput) != wantStems[i] {
+			t.Errorf("figure %d stem %q, want %q", i, f.stemOf(goodput), wantStems[i])
 		}
 		if f.x != "rtt_ratio" || len(f.points) != 4 || len(f.series) != 2 || f.series[0] != "mptcp-direct" {
 			t.Errorf("figure %d: x %q, %d points, series %v", i, f.x, len(f.points), f.series)
@@ -201,7 +209,7 @@ func TestFigures(t *testing.T) {
 		t.Errorf("title %q", figs[1].title)
 	}
 	bars := figures(barRun())
-	if len(bars) != 1 || bars[0].x != "" || bars[0].stem != "demo-goodput" || len(bars[0].series) != 3 {
+	if len(bars) != 1 || bars[0].x != "" || bars[0].stemOf(goodput) != "demo-goodput" || len(bars[0].series) != 3 {
 		t.Errorf("bar figure %+v", bars)
 	}
 }
@@ -214,15 +222,21 @@ func TestScale(t *testing.T) {
 	add("random 1%", 1)
 	add("none", 0)
 	add("random 0.1%", 0.1)
+	labels := func(s xScale) (out []string) {
+		for _, t := range s.ticks {
+			out = append(out, t.Label)
+		}
+		return out
+	}
 	s := scaleFor(run, "loss")
-	if !s.numeric || strings.Join(s.texts, ",") != "none,random 0.1%,random 1%" || s.pos[2] != 1 {
+	if !s.numeric || strings.Join(labels(s), ",") != "none,random 0.1%,random 1%" || s.ticks[2].Value != 1 {
 		t.Errorf("numeric loss scale %+v", s)
 	}
 	// A GE model with the same mean as a uniform one: categories, in
 	// order of appearance.
 	add("gemodel 1% 75% 50% 0%", 1)
 	s = scaleFor(run, "loss")
-	if s.numeric || s.texts[0] != "random 1%" || s.pos[3] != 3 {
+	if s.numeric || labels(s)[0] != "random 1%" || s.ticks[3].Value != 3 {
 		t.Errorf("colliding loss scale should be categorical: %+v", s)
 	}
 }
@@ -444,9 +458,9 @@ func TestMarkdownFailedAndSinglePoint(t *testing.T) {
 	}
 }
 
-func TestWriteAll(t *testing.T) {
+func TestDocument(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := WriteAll(sweepRun(), dir); err != nil {
+	if _, err := Document(sweepRun()).Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{FileJSON, FileSamples, FileSummary, FileMarkdown,

@@ -48,7 +48,7 @@ func TestUDPFigures(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	if err := WriteCSV(&b, run); err != nil {
+	if err := writeCSV(&b, sampleRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ := csv.NewReader(&b).ReadAll()
@@ -59,7 +59,7 @@ func TestUDPFigures(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WriteSummaryCSV(&b, run); err != nil {
+	if err := writeCSV(&b, summaryRows(run)); err != nil {
 		t.Fatal(err)
 	}
 	rows, _ = csv.NewReader(&b).ReadAll()
@@ -75,7 +75,7 @@ func TestUDPFigures(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := WriteAll(run, dir); err != nil {
+	if _, err := Document(run).Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, stem := range []string{"rt-goodput-vs-rtt", "rt-added-delay-p95-vs-rtt", "rt-realtime-miss-vs-rtt"} {
