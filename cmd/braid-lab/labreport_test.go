@@ -11,8 +11,11 @@ import (
 )
 
 // TestLabReportPublished: every published results.json (campaigns, bench
-// and mesh, old schemas included) still makes a report, and --write
-// leaves the stored results as they were.
+// and mesh, old schemas included) still makes a report, the same to the
+// byte as the one published beside it (tables, CSV files and plots), and
+// --write leaves the stored results as they were. A change to the report
+// writer therefore comes with the published reports it changes
+// (braid-lab lab report --write on each).
 func TestLabReportPublished(t *testing.T) {
 	root := filepath.Join("..", "..", "docs", "results")
 	var dirs []string
@@ -39,6 +42,7 @@ func TestLabReportPublished(t *testing.T) {
 		if err != nil || len(b) == 0 || stdout.Len() == 0 {
 			t.Errorf("%s: %s %v, table %q", rel, md, err, stdout.String())
 		}
+		samePublished(t, rel, out, d)
 		switch {
 		case strings.HasPrefix(string(b), "# braid lab bench"):
 			kinds["bench"]++
@@ -73,5 +77,25 @@ func TestLabReportPublished(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"lab", "report", filepath.Join("..", "..", "go.mod")}, nil, &stdout, &stderr); code == 0 {
 		t.Error("a file that is no results: exit 0")
+	}
+}
+
+// samePublished fails t for every file of the report made in out that
+// differs from the one published in dir, or is missing there.
+func samePublished(t *testing.T, rel, out, dir string) {
+	t.Helper()
+	made, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range made {
+		if f.Name() == "results.json" {
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		got, _ := os.ReadFile(filepath.Join(out, f.Name()))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %s is not the published one (%v): remake it with braid-lab lab report --write", rel, f.Name(), err)
+		}
 	}
 }
