@@ -108,10 +108,20 @@ func summaryOf(p *results.Point) *stats.Summary {
 // metric's name is in its plots' file names, its title is their y label.
 var (
 	goodput      = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
-	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", latencyColumns[2].of}
-	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", realtimeColumns[5].of}
+	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", columnNamed(latencyColumns, "added_p95_ms").of}
+	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", columnNamed(realtimeColumns, "rt_miss_pct").of}
 	metrics      = []pointColumn{goodput, addedDelay, realtimeMiss}
 )
+
+// columnNamed is cols' column of that name; a name that is not there is a
+// bug, caught when the package loads.
+func columnNamed(cols []pointColumn, name string) pointColumn {
+	i := slices.IndexFunc(cols, func(c pointColumn) bool { return c.name == name })
+	if i < 0 {
+		panic("report: no column " + name)
+	}
+	return cols[i]
+}
 
 // measured reports whether the point has a mean of m to plot.
 func measured(p *results.Point, m pointColumn) bool {
