@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -64,35 +63,22 @@ type rawEvent struct {
 // events reads [[events]]: in time order, each naming a path and an
 // action that makes sense after the ones before it on that path.
 func (p *parser) events(t *Topology, raw []rawEvent) []Event {
-	if len(raw) > MaxEvents {
-		p.fail("events", "%d events; at most %d", len(raw), MaxEvents)
+	if p.failIf(len(raw) > MaxEvents, "events", "%d events; at most %d", len(raw), MaxEvents) {
 		return nil
-	}
-	var paths []string
-	for _, l := range t.Paths() {
-		paths = append(paths, l.Name)
 	}
 	state := map[string]PathState{}
 	var out []Event
 	for i, r := range raw {
 		key := fmt.Sprintf("events[%d]", i)
-		if r.At == "" {
-			p.fail(key+".at", "required: the time after each download starts (e.g. \"3s\")")
+		// Once one is missing, the checks after it fail quietly.
+		p.failIf(r.At == "", key+".at", "required: the time after each download starts (e.g. \"3s\")")
+		e := Event{At: p.dur(key+".at", r.At, 0, MaxEventAt, egDelay), Link: r.Link}
+		p.failIf(r.Action == "", key+".action", "required (one of: %s)", strings.Join(Actions, ", "))
+		if e.Action = p.oneOf(key+".action", "action", r.Action, Actions); !p.path(key+".link", r.Link, t) {
 			return nil
 		}
-		e := Event{At: p.duration(key+".at", r.At, MaxEventAt), Link: r.Link}
-		if r.Action == "" {
-			p.fail(key+".action", "required (one of: %s)", strings.Join(Actions, ", "))
-			return nil
-		}
-		e.Action = p.oneOf(key+".action", "action", r.Action, Actions)
-		if !slices.Contains(paths, r.Link) {
-			p.fail(key+".link", "no path %q (paths, the client–server links: %s)", r.Link, strings.Join(paths, ", "))
-			return nil
-		}
-		if l := t.Link(r.Link); !l.Emulated() && (e.Action == ActionCut || e.Action == ActionRestore) {
-			p.fail(key+".action", "%s needs the path's link node (via): link %q has none", e.Action, r.Link)
-		}
+		cuts := e.Action == ActionCut || e.Action == ActionRestore
+		p.failIf(cuts && !t.Link(r.Link).Emulated(), key+".action", "%s needs the path's link node (via): link %q has none", e.Action, r.Link)
 		if n := len(out); n > 0 && e.At < out[n-1].At {
 			p.fail(key+".at", "%v is before events[%d] (%v); list events in time order", e.At, n-1, out[n-1].At)
 		}

@@ -73,7 +73,7 @@ func TestEventErrors(t *testing.T) {
 		{"up not down", ev("3s", "up", "secondary"), `t.toml: line 3: events[0].action: path "secondary" was not down`},
 		{"two moves", ev("3s", "readdress", "primary") + ev("4s", "readdress", "primary"), `t.toml: line 7: events[1].action: path "primary" already moved; one readdress per path`},
 		{"mtu range", "[[links]]\nname = \"primary\"\nmtu = 100\n", `t.toml: line 3: links[0].mtu: 100 out of range (576..9000)`},
-		{"mtu not a path", "[[links]]\nname = \"lan\"\nmtu = 1280\n", `t.toml: line 1: links: link "lan" sets mtu, which only a path (a client–server link) takes`},
+		{"mtu not a path", "[[links]]\nname = \"lan\"\nmtu = 1280\n", `t.toml: line 3: links[0].mtu: link "lan" sets mtu, which only a path (a client–server link) takes`},
 		{"tiers count", "[[transports]]\nname = \"braid\"\npriorities = [1]\n", `t.toml: line 3: transports[0].priorities: 1 tier for 2 paths (one per client–server link, in file order)`},
 		{"tier range", "[[transports]]\nname = \"braid\"\npriorities = [0, 9]\n", `t.toml: line 3: transports[0].priorities[1]: 9 out of range (0..7)`},
 		{"tiers direct", "[[transports]]\nname = \"direct\"\npriorities = [0, 1]\n", `t.toml: line 3: transports[0].priorities: transport "direct" takes no priorities option (its options: path)`},

@@ -1,14 +1,15 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,10 +23,11 @@ import (
 // uses too.
 type Error = tomlerr.Error
 
-// The raw* types mirror the file. Values stay strings until the parser reads
-// them, so that an error names the key with its index rather than a Go type.
-// Fields appear twice (rawLink and rawDir) because the symmetric keys of a
-// link and its per-direction tables are separate tables in the file.
+// The raw* types mirror the file; tomlerr.Decode checks keys and types
+// against them. Values stay strings until the parser reads them, so that an
+// error names the key with its index rather than a Go type. A link's
+// symmetric keys repeat rawDir's because its per-direction tables are
+// separate tables in the file.
 type rawFile struct {
 	Name        string         `toml:"name"`
 	Description string         `toml:"description"`
@@ -60,6 +62,17 @@ type rawLink struct {
 	MTU        *int64  `toml:"mtu"`
 	AToB       *rawDir `toml:"a_to_b"`
 	BToA       *rawDir `toml:"b_to_a"`
+}
+
+// sym returns the link's symmetric keys, which apply to both directions.
+func (r *rawLink) sym() *rawDir {
+	return &rawDir{Rate: r.Rate, Delay: r.Delay, Jitter: r.Jitter, Loss: r.Loss, QueueLimit: r.QueueLimit}
+}
+
+// sets reports whether has holds for the link's symmetric keys or either
+// direction's table.
+func (r *rawLink) sets(has func(*rawDir) bool) bool {
+	return has(r.sym()) || r.AToB != nil && has(r.AToB) || r.BToA != nil && has(r.BToA)
 }
 
 type rawMedium struct {
@@ -182,50 +195,140 @@ func (p *parser) fail(key, format string, args ...any) {
 	}
 }
 
+// failIf fails when bad, and returns bad.
+func (p *parser) failIf(bad bool, key, format string, args ...any) bool {
+	if bad {
+		p.fail(key, format, args...)
+	}
+	return bad
+}
+
 func (p *parser) build(raw *rawFile) *Scenario {
-	s := &Scenario{File: p.file, Name: raw.Name, Description: raw.Description}
-	if s.Name == "" {
-		s.Name = strings.TrimSuffix(filepath.Base(p.file), ".toml")
-	}
-	if len(raw.Nodes) == 0 {
-		s.Topology = p.patchTestbed(raw.Links)
+	s := &Scenario{File: p.file, Name: cmp.Or(raw.Name, strings.TrimSuffix(filepath.Base(p.file), ".toml")), Description: raw.Description}
+	if media := p.media(raw.Media); len(raw.Nodes) == 0 {
+		s.Topology = p.patchTestbed(media, raw.Links)
 	} else {
-		s.Topology = p.topology(raw.Nodes, raw.Links)
+		s.Topology = p.topology(media, raw.Nodes, raw.Links)
 	}
 	if p.err != nil {
 		return s
 	}
-	p.media(s.Topology, raw.Media, raw.Links)
-	if p.err != nil {
-		return s
-	}
-	paths := s.Topology.Paths()
-	for i, l := range s.Topology.Links {
-		if l.MTU > 0 && !slices.Contains(paths, &s.Topology.Links[i]) {
-			p.fail("links", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
-		}
-	}
-	p.tcp(s.Topology, &raw.TCP)
+	t := s.Topology
+	p.tcp(t, &raw.TCP)
 	p.experiment(&s.Experiment, &raw.Experiment)
-	p.competingPath(s.Topology, &s.Experiment)
-	s.Experiment.Events = p.events(s.Topology, raw.Events)
-	if s.Experiment.ECN {
-		for i := range s.Topology.Nodes {
-			if n := &s.Topology.Nodes[i]; n.Role != RoleLink {
-				n.TCP.ECN = true
-			}
+	if e := &s.Experiment; e.Competing > 0 {
+		e.CompetingPath = cmp.Or(e.CompetingPath, t.Paths()[0].Name)
+		p.path("experiment.competing_path", e.CompetingPath, t)
+	}
+	s.Experiment.Events = p.events(t, raw.Events)
+	for i := range t.Nodes {
+		if n := &t.Nodes[i]; n.Role != RoleLink {
+			n.TCP.ECN = s.Experiment.ECN
 		}
 	}
-	s.Transports = p.transports(s.Topology, raw.Transports)
-	if p.err != nil {
-		return s
+	s.Transports = p.transports(t, raw.Transports)
+	if p.err == nil {
+		s.Sweep = p.sweep(t, &raw.Sweep)
 	}
-	s.Sweep = p.sweep(s.Topology, s.Transports, &raw.Sweep)
-	if p.err != nil {
-		return s
+	if p.err == nil {
+		s.points = p.expand(s)
 	}
-	s.points = p.expand(s)
 	return s
+}
+
+// num reads an optional integer key that must lie within lo..hi (unit
+// follows the range in the error); def when unset.
+func (p *parser) num(key string, v *int64, def int, lo, hi int64, unit string) int {
+	if v == nil {
+		return def
+	}
+	p.failIf(*v < lo || *v > hi, key, "%d out of range (%d..%d%s)", *v, lo, hi, unit)
+	return int(*v)
+}
+
+// Examples of durations for the errors of the keys that take them.
+const (
+	egDelay = `"20ms", "1.5ms", "100us"`
+	egShort = `"10ms", "1s"`
+)
+
+// dur reads a duration that must lie within lo..hi; eg shows valid ones.
+func (p *parser) dur(key, s string, lo, hi time.Duration, eg string) time.Duration {
+	d, err := time.ParseDuration(s)
+	from := lo.String()
+	if lo == 0 {
+		from = "0"
+	}
+	switch {
+	case err != nil:
+		p.fail(key, "%q is not a duration (e.g. %s)", s, eg)
+	case d < lo || d > hi:
+		p.fail(key, "%v out of range (%s..%v)", d, from, hi)
+	}
+	return d
+}
+
+// durOr is dur for an optional key: def when unset.
+func (p *parser) durOr(key, s string, def, lo, hi time.Duration, eg string) time.Duration {
+	if s == "" {
+		return def
+	}
+	return p.dur(key, s, lo, hi, eg)
+}
+
+// parseOr runs a value parser and reports its error under key.
+func parseOr[T any](p *parser, key, v string, parse func(string) (T, error)) T {
+	x, err := parse(v)
+	p.failIf(err != nil, key, "%v", err)
+	return x
+}
+
+// parseOpt is parseOr for an optional key: def when unset.
+func parseOpt[T any](p *parser, key, v string, def T, parse func(string) (T, error)) T {
+	if v == "" {
+		return def
+	}
+	return parseOr(p, key, v, parse)
+}
+
+// rate reads a rate that must be shaped (not "unlimited"); def when unset.
+func (p *parser) rate(key, s string, def Rate) Rate {
+	r := parseOpt(p, key, s, def, ParseRate)
+	p.failIf(r < MinRate || r > MaxRate, key, "%v out of range (%v..%v)", r, MinRate, MaxRate)
+	return r
+}
+
+// oneOf checks that v is one of valid (what names the kind of value).
+func (p *parser) oneOf(key, what, v string, valid []string) string {
+	p.failIf(!slices.Contains(valid, v), key, "unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
+	return v
+}
+
+// path checks that v names a path of t.
+func (p *parser) path(key, v string, t *Topology) bool {
+	names := mapf(t.Paths(), (*Link).name)
+	ok := slices.Contains(names, v)
+	p.failIf(!ok, key, "no path %q (paths, the client–server links: %s)", v, strings.Join(names, ", "))
+	return ok
+}
+
+// without fails for each of keys (of [experiment]) set while the setting
+// they belong to, what, is off.
+func (p *parser) without(on bool, what string, keys []string, set ...bool) {
+	for i, k := range keys {
+		p.failIf(set[i] && !on, "experiment."+k, "set without %s", what)
+	}
+}
+
+// unique fails when name repeats an earlier entry of table; seen holds the
+// earlier names and their indices.
+func (p *parser) unique(seen map[string]int, key, table, name string, i int) bool {
+	if j, ok := seen[name]; ok {
+		p.fail(key, "%q duplicates %s[%d].name", name, table, j)
+		return false
+	}
+	seen[name] = i
+	return true
 }
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -245,76 +348,55 @@ func (p *parser) name(key, s string) bool {
 }
 
 // topology builds a testbed declared in full by [[nodes]] and [[links]].
-func (p *parser) topology(rn []rawNode, rl []rawLink) *Topology {
-	t := &Topology{}
-	if len(rn) > MaxLinks {
-		p.fail("nodes", "%d nodes; at most %d", len(rn), MaxLinks)
+func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology {
+	t := &Topology{Media: media}
+	if p.failIf(len(rn) > MaxLinks, "nodes", "%d nodes; at most %d", len(rn), MaxLinks) {
 		return t
 	}
+	roles := join(Roles)
+	seen := map[string]int{}
 	for i, n := range rn {
 		key := fmt.Sprintf("nodes[%d]", i)
 		p.name(key+".name", n.Name)
-		if j := slices.IndexFunc(t.Nodes, func(x Node) bool { return x.Name == n.Name }); j >= 0 && n.Name != "" {
-			p.fail(key+".name", "%q duplicates nodes[%d].name", n.Name, j)
-		}
-		role := Role(n.Role)
-		if n.Role == "" {
-			p.fail(key+".role", "required (one of: %s)", joinRoles())
-		} else if !slices.Contains(Roles, role) {
-			p.fail(key+".role", "unknown role %q (valid: %s)", n.Role, joinRoles())
-		}
-		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: role})
+		p.unique(seen, key+".name", "nodes", n.Name, i)
+		p.failIf(n.Role == "", key+".role", "required (one of: %s)", roles)
+		p.failIf(!slices.Contains(Roles, Role(n.Role)), key+".role", "unknown role %q (valid: %s)", n.Role, roles)
+		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: Role(n.Role)})
 	}
 	for _, r := range []Role{RoleClient, RoleServer, RoleWeb} {
-		var names []string
-		for _, n := range t.Nodes {
-			if n.Role == r {
-				names = append(names, n.Name)
-			}
-		}
-		if len(names) != 1 {
-			p.fail("nodes", "need exactly one node with role = %q, found %d%s", r, len(names), listSuffix(names))
-		}
+		p.exactlyOne("nodes", mapf(where(t.Nodes, func(n Node) bool { return n.Role == r }), Node.name), "node with role = %q", r)
 	}
 	if p.err != nil {
 		return t
 	}
 
-	if len(rl) == 0 {
-		p.fail("links", "required with [[nodes]]: at least one client–server link and one server–web link")
+	if p.failIf(len(rl) == 0, "links", "required with [[nodes]]: at least one client–server link and one server–web link") {
 		return t
 	}
-	if len(rl) > MaxLinks {
-		p.fail("links", "%d links; at most %d", len(rl), MaxLinks)
+	if p.failIf(len(rl) > MaxLinks, "links", "%d links; at most %d", len(rl), MaxLinks) {
 		return t
 	}
-	viaUsed := map[string]int{}
+	seen, viaUsed := map[string]int{}, map[string]int{}
 	for i, r := range rl {
 		key := fmt.Sprintf("links[%d]", i)
-		l := Link{Name: r.Name, A: r.A, B: r.B, Via: r.Via}
-		l.AB.QueueLimit = DefaultQueueLimit
-		l.BA.QueueLimit = DefaultQueueLimit
+		sh := Shaping{QueueLimit: DefaultQueueLimit}
+		l := Link{Name: r.Name, A: r.A, B: r.B, Via: r.Via, AB: sh, BA: sh}
 		p.name(key+".name", r.Name)
-		if j := slices.IndexFunc(t.Links, func(x Link) bool { return x.Name == r.Name }); j >= 0 && r.Name != "" {
-			p.fail(key+".name", "%q duplicates links[%d].name", r.Name, j)
-		}
+		p.unique(seen, key+".name", "links", r.Name, i)
 		p.endpoints(t, key, r.A, r.B)
-		if r.Via != "" {
-			v := t.Node(r.Via)
-			switch {
+		if v := t.Node(r.Via); r.Via != "" {
+			switch j, used := viaUsed[r.Via]; {
 			case v == nil:
 				p.fail(key+".via", "no node %q (nodes: %s)", r.Via, nodeNames(t))
 			case v.Role != RoleLink:
 				p.fail(key+".via", "node %q has role %q; via names a node with role = \"link\"", r.Via, v.Role)
+			case used:
+				p.fail(key+".via", "link node %q already carries links[%d]; a link node joins exactly two interfaces", r.Via, j)
 			default:
-				if j, ok := viaUsed[r.Via]; ok {
-					p.fail(key+".via", "link node %q already carries links[%d]; a link node joins exactly two interfaces", r.Via, j)
-				}
 				viaUsed[r.Via] = i
 			}
 		}
-		p.shaping(key, &l, &r)
-		p.mtu(key, &l, &r)
+		p.link(t, key, &l, &r)
 		t.Links = append(t.Links, l)
 	}
 	for i, n := range t.Nodes {
@@ -325,21 +407,24 @@ func (p *parser) topology(rn []rawNode, rl []rawLink) *Topology {
 	if p.err != nil {
 		return t
 	}
-	if len(t.Paths()) == 0 {
-		p.fail("links", "no link joins the client %q and the server %q", t.Client().Name, t.Server().Name)
-	}
-	var web []string
-	for _, l := range t.Links {
-		if l.A == t.Server().Name && l.B == t.Web().Name {
-			web = append(web, l.Name)
-		}
-	}
-	if len(web) != 1 {
-		p.fail("links", "need exactly one link between the server %q and the web server %q, found %d%s", t.Server().Name, t.Web().Name, len(web), listSuffix(web))
-	}
+	p.failIf(len(t.Paths()) == 0, "links", "no link joins the client %q and the server %q", t.Client().Name, t.Server().Name)
+	webLinks := where(t.Links, func(l Link) bool { return t.joins(&l, t.Server(), t.Web()) })
+	p.exactlyOne("links", mapf(webLinks, Link.name), "link between the server %q and the web server %q", t.Server().Name, t.Web().Name)
 	p.subnets(t, rl)
-	p.checkLinks(t, rl, true)
+	p.checkLinks(t, rl)
 	return t
+}
+
+// exactlyOne fails unless names (of the things what describes) has one
+// element.
+func (p *parser) exactlyOne(key string, names []string, what string, args ...any) {
+	if len(names) != 1 {
+		list := ""
+		if len(names) > 0 {
+			list = " (" + strings.Join(names, ", ") + ")"
+		}
+		p.fail(key, "need exactly one %s, found %d%s", fmt.Sprintf(what, args...), len(names), list)
+	}
 }
 
 // endpoints enforces the orientation that gives a_to_b and b_to_a their
@@ -368,188 +453,131 @@ func (p *parser) endpoints(t *Topology, key, a, b string) {
 // the web server 1 Gbit/s behind the VPN server. Both paths start at 20 ms
 // RTT (Table 2's primary path) and no loss; scenario files change that.
 func DefaultTopology() *Topology {
-	tcp := DefaultTCP()
-	path := Shaping{Rate: 10 * Mbit, Delay: 10 * time.Millisecond, QueueLimit: DefaultQueueLimit}
-	lan := Shaping{Rate: 1 * Gbit, QueueLimit: DefaultQueueLimit}
-	link := func(name, a, b, via string, n int, sh Shaping) Link {
-		sub := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(n), 0}), 24)
-		l := Link{Name: name, A: a, B: b, Via: via, Subnet: sub, AB: sh, BA: sh}
-		l.AddrA, l.AddrB = hostAddrs(sub)
-		return l
+	p := &parser{file: "the built-in testbed"}
+	t := p.topology(nil, defaultNodes, defaultLinks)
+	if p.err != nil {
+		panic(p.err)
 	}
-	return &Topology{
-		Nodes: []Node{
-			{Name: "client", Role: RoleClient, TCP: tcp},
-			{Name: "primary", Role: RoleLink, TCP: tcp},
-			{Name: "secondary", Role: RoleLink, TCP: tcp},
-			{Name: "server", Role: RoleServer, TCP: tcp},
-			{Name: "web", Role: RoleWeb, TCP: tcp},
-		},
-		Links: []Link{
-			link("primary", "client", "server", "primary", 1, path),
-			link("secondary", "client", "server", "secondary", 2, path),
-			link("lan", "server", "web", "", 3, lan),
-		},
+	for i := range t.Nodes {
+		t.Nodes[i].TCP = DefaultTCP()
 	}
+	return t
 }
+
+// The built-in testbed, declared as a file would.
+var (
+	defaultNodes = []rawNode{{"client", "client"}, {"primary", "link"}, {"secondary", "link"}, {"server", "server"}, {"web", "web"}}
+	defaultLinks = []rawLink{
+		{Name: "primary", A: "client", B: "server", Via: "primary", Rate: "10mbit", RTT: "20ms"},
+		{Name: "secondary", A: "client", B: "server", Via: "secondary", Rate: "10mbit", RTT: "20ms"},
+		{Name: "lan", A: "server", B: "web", Rate: "1gbit"},
+	}
+)
 
 // patchTestbed applies [[links]] entries to the built-in testbed: without
 // [[nodes]], a file changes the testbed's links by name rather than
 // redeclaring five nodes and three links.
-func (p *parser) patchTestbed(rl []rawLink) *Topology {
+func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 	t := DefaultTopology()
+	t.Media = media
+	names := strings.Join(mapf(t.Links, Link.name), ", ")
 	seen := map[string]int{}
-	var names []string
-	for _, l := range t.Links {
-		names = append(names, l.Name)
-	}
 	for i, r := range rl {
 		key := fmt.Sprintf("links[%d]", i)
-		if r.Name == "" {
-			p.fail(key+".name", "required (without [[nodes]], links name a link of the built-in testbed: %s)", strings.Join(names, ", "))
-			continue
-		}
 		l := t.Link(r.Name)
-		if l == nil {
-			p.fail(key+".name", "no link %q in the built-in testbed (links: %s); declare [[nodes]] and every link to build another topology", r.Name, strings.Join(names, ", "))
+		switch {
+		case r.Name == "":
+			p.fail(key+".name", "required (without [[nodes]], links name a link of the built-in testbed: %s)", names)
+			continue
+		case l == nil:
+			p.fail(key+".name", "no link %q in the built-in testbed (links: %s); declare [[nodes]] and every link to build another topology", r.Name, names)
 			continue
 		}
-		if j, ok := seen[r.Name]; ok {
-			p.fail(key+".name", "%q duplicates links[%d].name", r.Name, j)
-		}
-		seen[r.Name] = i
-		p.mtu(key, l, &r)
+		p.unique(seen, key+".name", "links", r.Name, i)
 		for _, f := range []struct{ k, v string }{{"a", r.A}, {"b", r.B}, {"via", r.Via}, {"subnet", r.Subnet}} {
-			if f.v != "" {
-				p.fail(key+"."+f.k, "is fixed in the built-in testbed; declare [[nodes]] and every link to build another topology")
-			}
+			p.failIf(f.v != "", key+"."+f.k, "is fixed in the built-in testbed; declare [[nodes]] and every link to build another topology")
 		}
-		p.shaping(key, l, &r)
+		p.link(t, key, l, &r)
 	}
-	p.checkLinks(t, rl, false)
+	p.checkLinks(t, rl)
 	return t
 }
 
-// shaping applies a link's symmetric keys to both directions, then its
-// a_to_b and b_to_a tables.
-func (p *parser) shaping(key string, l *Link, r *rawLink) {
-	sym := rawDir{Rate: r.Rate, Delay: r.Delay, Jitter: r.Jitter, Loss: r.Loss, QueueLimit: r.QueueLimit}
+// link applies a link's keys: its mtu, that of the client's end of a path,
+// whose larger datagrams then vanish on the way in without an error (a
+// black hole); its symmetric keys to both directions, then its a_to_b and
+// b_to_a tables.
+func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
+	l.MTU = p.num(key+".mtu", r.MTU, l.MTU, MinMTU, MaxMTU, "")
+	p.failIf(r.MTU != nil && !t.joins(l, t.Client(), t.Server()), key+".mtu", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
 	if r.RTT != "" {
-		if r.Delay != "" {
-			p.fail(key+".rtt", "set together with delay; give one (rtt is the sum of both directions' delays)")
-		}
-		d := p.duration(key+".rtt", r.RTT, 2*MaxDelay)
-		l.AB.Delay, l.BA.Delay = splitRTT(d)
+		p.failIf(r.Delay != "", key+".rtt", "set together with delay; give one (rtt is the sum of both directions' delays)")
+		l.AB.Delay, l.BA.Delay = splitRTT(p.dur(key+".rtt", r.RTT, 0, 2*MaxDelay, egDelay))
 	}
-	p.dir(key, &l.AB, &sym)
-	p.dir(key, &l.BA, &sym)
-	if r.AToB != nil {
-		p.dir(key+".a_to_b", &l.AB, r.AToB)
+	p.dir(key, &l.AB, r.sym())
+	p.dir(key, &l.BA, r.sym())
+	p.dir(key+".a_to_b", &l.AB, r.AToB)
+	p.dir(key+".b_to_a", &l.BA, r.BToA)
+	media := mapf(t.Media, func(m Medium) string { return m.Name })
+	switch key += ".medium"; {
+	case r.Medium == "":
+	case !slices.Contains(media, r.Medium):
+		p.fail(key, "no medium %q (media: %s)", r.Medium, cmp.Or(strings.Join(media, ", "), "none declared"))
+	case !l.Emulated():
+		p.fail(key, "link %q has no link node (via); only an emulated link can share a medium", l.Name)
+	case r.sets(func(d *rawDir) bool { return d.Rate != "" }):
+		p.fail(key, "link %q sets a rate; a link on a medium takes the medium's", l.Name)
+	case r.sets(func(d *rawDir) bool { return d.QueueLimit != nil }):
+		p.fail(key, "link %q sets a queue_limit; a link on a medium queues in the medium's", l.Name)
+	default:
+		l.Medium = r.Medium
+		l.AB.Rate, l.BA.Rate = 0, 0
 	}
-	if r.BToA != nil {
-		p.dir(key+".b_to_a", &l.BA, r.BToA)
-	}
-}
-
-// mtu reads a link's mtu: that of the client's end of a path, whose larger
-// datagrams then vanish on the way in without an error (a black hole).
-func (p *parser) mtu(key string, l *Link, r *rawLink) {
-	if r.MTU == nil {
-		return
-	}
-	m := *r.MTU
-	if m < MinMTU || m > MaxMTU {
-		p.fail(key+".mtu", "%d out of range (%d..%d)", m, MinMTU, MaxMTU)
-	}
-	l.MTU = int(m)
 }
 
 // splitRTT gives each direction half the RTT, the odd nanosecond to the
 // return direction, so that the sum is exact.
 func splitRTT(d time.Duration) (ab, ba time.Duration) { return d / 2, d - d/2 }
 
+// dir applies a table of shaping keys, if there is one, to one direction.
 func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
-	if d.Rate != "" {
-		r, err := ParseRate(d.Rate)
-		if err != nil {
-			p.fail(key+".rate", "%v", err)
-		}
-		sh.Rate = r
+	if d == nil {
+		return
 	}
-	if d.Delay != "" {
-		sh.Delay = p.duration(key+".delay", d.Delay, MaxDelay)
-	}
-	if d.Jitter != "" {
-		sh.Jitter = p.duration(key+".jitter", d.Jitter, MaxDelay)
-	}
-	if d.Loss != "" {
-		l, err := ParseLoss(d.Loss)
-		if err != nil {
-			p.fail(key+".loss", "%v", err)
-		}
-		sh.Loss = l
-	}
-	if d.QueueLimit != nil {
-		q := *d.QueueLimit
-		if q < 1 || q > MaxQueueLimit {
-			p.fail(key+".queue_limit", "%d out of range (1..%d packets)", q, MaxQueueLimit)
-		}
-		sh.QueueLimit = int(q)
-	}
+	sh.Rate = parseOpt(p, key+".rate", d.Rate, sh.Rate, ParseRate)
+	sh.Delay = p.durOr(key+".delay", d.Delay, sh.Delay, 0, MaxDelay, egDelay)
+	sh.Jitter = p.durOr(key+".jitter", d.Jitter, sh.Jitter, 0, MaxDelay, egDelay)
+	sh.Loss = parseOpt(p, key+".loss", d.Loss, sh.Loss, ParseLoss)
+	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
 }
 
-func (p *parser) duration(key, s string, max time.Duration) time.Duration {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		p.fail(key, "%q is not a duration (e.g. \"20ms\", \"1.5ms\", \"100us\")", s)
-		return 0
-	}
-	if d < 0 || d > max {
-		p.fail(key, "%v out of range (0..%v)", d, max)
-		return 0
-	}
-	return d
-}
-
-// checkLinks validates what only the resolved links show: delay, jitter and
-// loss need an emulator, which runs on a link node. In a patched testbed
-// (full = false) the error names the [[links]] entry that set the link.
-func (p *parser) checkLinks(t *Topology, rl []rawLink, full bool) {
-	for i := range t.Links {
-		l := &t.Links[i]
-		key := fmt.Sprintf("links[%d]", i)
-		if !full {
-			key = "links"
-			for j, r := range rl {
-				if r.Name == l.Name {
-					key = fmt.Sprintf("links[%d]", j)
-				}
-			}
+// checkLinks validates what only the resolved links show (delay, jitter and
+// loss need an emulator, which runs on a link node), naming the [[links]]
+// entry that set the link.
+func (p *parser) checkLinks(t *Topology, rl []rawLink) {
+	for i, r := range rl {
+		if l := t.Link(r.Name); l != nil {
+			p.checkShaping(fmt.Sprintf("links[%d]", i), l, "")
 		}
-		p.checkShaping(key, l, "")
 	}
 }
 
 // checkShaping validates one link's resolved shaping. where, if not "",
 // says which sweep point produced it.
 func (p *parser) checkShaping(key string, l *Link, where string) {
-	for _, d := range []struct {
-		name string
-		sh   *Shaping
-	}{{"a_to_b", &l.AB}, {"b_to_a", &l.BA}} {
-		sh := d.sh
-		if !l.Emulated() && (sh.Delay != 0 || sh.Jitter != 0 || !sh.Loss.IsZero()) {
+	for i, sh := range []*Shaping{&l.AB, &l.BA} {
+		dir := [2]string{"a_to_b", "b_to_a"}[i]
+		switch {
+		case !l.Emulated() && (sh.Delay != 0 || sh.Jitter != 0 || !sh.Loss.IsZero()):
 			p.fail(key, "%slink %q has no link node (via), so nothing can add its delay, jitter or loss; only rate is shaped on a plain veth pair", where, l.Name)
-			return
+		case sh.Jitter > sh.Delay:
+			p.fail(key, "%slink %q %s: jitter %v exceeds delay %v (the delay is spread over delay±jitter)", where, l.Name, dir, sh.Jitter, sh.Delay)
+		case sh.Rate != 0 && (sh.Rate < MinRate || sh.Rate > MaxRate):
+			p.fail(key, "%slink %q %s: rate %v out of range (%v..%v)", where, l.Name, dir, sh.Rate, MinRate, MaxRate)
+		default:
+			continue
 		}
-		if sh.Jitter > sh.Delay {
-			p.fail(key, "%slink %q %s: jitter %v exceeds delay %v (the delay is spread over delay±jitter)", where, l.Name, d.name, sh.Jitter, sh.Delay)
-			return
-		}
-		if sh.Rate != 0 && (sh.Rate < MinRate || sh.Rate > MaxRate) {
-			p.fail(key, "%slink %q %s: rate %v out of range (%v..%v)", where, l.Name, d.name, sh.Rate, MinRate, MaxRate)
-			return
-		}
+		return
 	}
 }
 
@@ -557,7 +585,7 @@ func (p *parser) checkShaping(key string, l *Link, where string) {
 // 198.18.N.0/24 counting from N = 1, so the testbed's paths get
 // 198.18.1.0/24 and 198.18.2.0/24 as braid's example config expects.
 func (p *parser) subnets(t *Topology, rl []rawLink) {
-	var taken []netip.Prefix
+	taken := make([]netip.Prefix, len(rl)) // by link; invalid for none
 	for i, r := range rl {
 		if r.Subnet == "" {
 			continue
@@ -567,36 +595,26 @@ func (p *parser) subnets(t *Topology, rl []rawLink) {
 		switch {
 		case err != nil:
 			p.fail(key, "%q is not a prefix (e.g. \"198.18.7.0/24\")", r.Subnet)
-			continue
 		case pfx.Masked() != pfx:
 			p.fail(key, "%q has host bits set (did you mean %q?)", r.Subnet, pfx.Masked().String())
-			continue
 		case !pfx.Addr().Is4() || pfx.Bits() < LabPrefix.Bits() || !LabPrefix.Contains(pfx.Addr()):
 			p.fail(key, "%q is outside %v, the benchmarking range every lab link uses", r.Subnet, LabPrefix)
-			continue
 		case pfx.Bits() > 30:
 			p.fail(key, "%q is too small: a link needs two host addresses (at most /30)", r.Subnet)
-			continue
-		}
-		for j, q := range taken {
-			if q.IsValid() && q.Overlaps(pfx) {
+		default:
+			if j := slices.IndexFunc(taken, pfx.Overlaps); j >= 0 {
 				p.fail(key, "%v overlaps the subnet of links[%d]", pfx, j)
 			}
+			taken[i], t.Links[i].Subnet = pfx, pfx
 		}
-		taken = append(taken, pfx)
-		t.Links[i].Subnet = pfx
 	}
 	n := 1
 	for i := range t.Links {
 		l := &t.Links[i]
-		if !l.Subnet.IsValid() {
-			for {
-				c := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(n), 0}), 24)
-				n++
-				if !slices.ContainsFunc(taken, c.Overlaps) {
-					l.Subnet = c
-					break
-				}
+		for !l.Subnet.IsValid() {
+			c := netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(n), 0}), 24)
+			if n++; !slices.ContainsFunc(taken, c.Overlaps) {
+				l.Subnet = c
 			}
 		}
 		l.AddrA, l.AddrB = hostAddrs(l.Subnet)
@@ -614,25 +632,14 @@ func (p *parser) tcp(t *Topology, raw *rawTCP) {
 	for i := range t.Nodes {
 		t.Nodes[i].TCP = base
 	}
-	names := make([]string, 0, len(raw.Nodes))
-	for n := range raw.Nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		key := "tcp.nodes." + name
-		rt := raw.Nodes[name]
-		n := t.Node(name)
-		if n == nil {
-			p.fail(key, "no node %q (nodes: %s)", name, nodeNames(t))
+	for _, name := range slices.Sorted(maps.Keys(raw.Nodes)) {
+		key, rt, n := "tcp.nodes."+name, raw.Nodes[name], t.Node(name)
+		if p.failIf(n == nil, key, "no node %q (nodes: %s)", name, nodeNames(t)) {
 			continue
 		}
-		if rt.Nodes != nil {
-			p.fail(key+".nodes", "per-node settings do not nest")
-		}
-		tcp := base
-		p.applyTCP(key, &tcp, &rt)
-		n.TCP = tcp
+		p.failIf(rt.Nodes != nil, key+".nodes", "per-node settings do not nest")
+		n.TCP = base
+		p.applyTCP(key, &n.TCP, &rt)
 	}
 }
 
@@ -642,34 +649,22 @@ var coupledCC = []string{"balia", "lia", "olia", "wvegas"}
 
 func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 	if raw.Congestion != "" {
-		switch {
+		switch valid := strings.Join(CongestionControls, ", "); {
 		case slices.Contains(CongestionControls, raw.Congestion):
 		case slices.Contains(coupledCC, raw.Congestion):
-			p.fail(key+".congestion", "%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+			p.fail(key+".congestion", "%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, valid)
 		default:
-			p.fail(key+".congestion", "unknown congestion control %q (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+			p.fail(key+".congestion", "unknown congestion control %q (valid: %s)", raw.Congestion, valid)
 		}
 		t.Congestion = raw.Congestion
 	}
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
-	for _, f := range []struct {
-		k   string
-		v   *int64
-		dst *int
-	}{
-		{"core_rmem_max", raw.CoreRmemMax, &t.CoreRmemMax},
-		{"core_rmem_default", raw.CoreRmemDefault, &t.CoreRmemDefault},
-		{"core_wmem_max", raw.CoreWmemMax, &t.CoreWmemMax},
-		{"core_wmem_default", raw.CoreWmemDefault, &t.CoreWmemDefault},
-	} {
-		if f.v != nil {
-			if *f.v < 4096 || *f.v > math.MaxInt32 {
-				p.fail(key+"."+f.k, "%d out of range (4096..%d bytes)", *f.v, math.MaxInt32)
-			}
-			*f.dst = int(*f.v)
-		}
-	}
+	core := func(k string, v *int64, dst *int) { *dst = p.num(key+"."+k, v, *dst, 4096, math.MaxInt32, " bytes") }
+	core("core_rmem_max", raw.CoreRmemMax, &t.CoreRmemMax)
+	core("core_rmem_default", raw.CoreRmemDefault, &t.CoreRmemDefault)
+	core("core_wmem_max", raw.CoreWmemMax, &t.CoreWmemMax)
+	core("core_wmem_default", raw.CoreWmemDefault, &t.CoreWmemDefault)
 	if raw.NoMetricsSave != nil {
 		t.NoMetricsSave = *raw.NoMetricsSave
 	}
@@ -679,149 +674,62 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 	if v == nil {
 		return
 	}
-	if len(v) != 3 {
-		p.fail(key, "%d values; give three: min, default, max (bytes)", len(v))
+	if p.failIf(len(v) != 3, key, "%d values; give three: min, default, max (bytes)", len(v)) {
 		return
 	}
 	for i, x := range v {
-		if x < 1 || x > math.MaxInt32 {
-			p.fail(fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32)
+		if p.failIf(x < 1 || x > math.MaxInt32, fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32) {
 			return
 		}
 	}
-	if v[0] > v[1] || v[1] > v[2] {
-		p.fail(key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2])
+	if p.failIf(v[0] > v[1] || v[1] > v[2], key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2]) {
 		return
 	}
 	*dst = [3]int{int(v[0]), int(v[1]), int(v[2])}
 }
 
 func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
-	e.Size = DefaultSize
-	if raw.Size != "" {
-		n, err := ParseSize(raw.Size)
-		if err != nil {
-			p.fail("experiment.size", "%v", err)
-		}
-		e.Size = n
-	}
-	e.Reps = DefaultReps
-	if raw.Reps != nil {
-		r := *raw.Reps
-		if r < 1 || r > MaxReps {
-			p.fail("experiment.reps", "%d out of range (1..%d)", r, MaxReps)
-		}
-		e.Reps = int(r)
-	}
-	e.Timeout = DefaultTimeout
-	if raw.Timeout != "" {
-		d, err := time.ParseDuration(raw.Timeout)
-		switch {
-		case err != nil:
-			p.fail("experiment.timeout", "%q is not a duration (e.g. \"90s\", \"5m\")", raw.Timeout)
-		case d < MinTimeout || d > MaxTimeout:
-			p.fail("experiment.timeout", "%v out of range (%v..%v)", d, MinTimeout, MaxTimeout)
-		default:
-			e.Timeout = d
-		}
-	}
+	e.Size = parseOpt(p, "experiment.size", raw.Size, DefaultSize, ParseSize)
+	e.Reps = p.num("experiment.reps", raw.Reps, DefaultReps, 1, MaxReps, "")
+	e.Timeout = p.durOr("experiment.timeout", raw.Timeout, DefaultTimeout, MinTimeout, MaxTimeout, `"90s", "5m"`)
 	if raw.Seed != nil {
-		if *raw.Seed < 0 {
-			p.fail("experiment.seed", "%d is negative", *raw.Seed)
-		}
+		p.failIf(*raw.Seed < 0, "experiment.seed", "%d is negative", *raw.Seed)
 		e.Seed = uint64(*raw.Seed)
 	}
-	if raw.Competing != nil {
-		if n := *raw.Competing; n < 0 || n > MaxCompeting {
-			p.fail("experiment.competing", "%d out of range (0..%d)", n, MaxCompeting)
-		}
-		e.Competing = int(*raw.Competing)
-	}
-	if raw.CompetingPath != "" && e.Competing == 0 {
-		p.fail("experiment.competing_path", "set without competing flows (experiment.competing)")
-	}
+	e.Competing = p.num("experiment.competing", raw.Competing, 0, 0, MaxCompeting, "")
+	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
 	e.CompetingPath = raw.CompetingPath
-	p.latency(e, raw)
-	p.workload(e, raw)
-	if raw.ECN != nil {
-		e.ECN = *raw.ECN
-	}
-}
 
-// durationIn reads an [experiment] duration within lo..hi; def when unset.
-func (p *parser) durationIn(key, s string, def, lo, hi time.Duration) time.Duration {
-	if s == "" {
-		return def
-	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		p.fail(key, "%q is not a duration (e.g. \"10ms\", \"1s\")", s)
-	case d < lo || d > hi:
-		p.fail(key, "%v out of range (%v..%v)", d, lo, hi)
-	default:
-		return d
-	}
-	return def
-}
-
-// latency reads the latency probes' keys.
-func (p *parser) latency(e *Experiment, raw *rawExperiment) {
 	e.Latency = raw.Latency != nil && *raw.Latency
-	for _, k := range []struct{ key, v string }{{"latency_interval", raw.LatencyInterval}, {"latency_idle", raw.LatencyIdle}} {
-		if k.v != "" && !e.Latency {
-			p.fail("experiment."+k.key, "set without latency = true")
-		}
-	}
-	e.LatencyInterval = p.durationIn("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval)
-	e.LatencyIdle = p.durationIn("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle)
-}
+	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
+	e.LatencyInterval = p.durOr("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval, egShort)
+	e.LatencyIdle = p.durOr("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle, egShort)
 
-// workload reads experiment.workload and the real-time flow's keys.
-func (p *parser) workload(e *Experiment, raw *rawExperiment) {
 	e.Workload = WorkloadDownload
 	if raw.Workload != "" {
 		e.Workload = p.oneOf("experiment.workload", "workload", raw.Workload, Workloads)
 	}
 	rt := e.Workload == WorkloadRealtime
-	for _, k := range []struct {
-		key string
-		set bool
-	}{{"realtime_rate", raw.RealtimeRate != ""}, {"realtime_size", raw.RealtimeSize != nil},
-		{"realtime_duration", raw.RealtimeDuration != ""}, {"realtime_deadline", raw.RealtimeDeadline != ""}} {
-		if k.set && !rt {
-			p.fail("experiment."+k.key, "set without workload = %q", WorkloadRealtime)
-		}
+	p.without(rt, fmt.Sprintf("workload = %q", WorkloadRealtime), []string{"realtime_rate", "realtime_size", "realtime_duration", "realtime_deadline"},
+		raw.RealtimeRate != "", raw.RealtimeSize != nil, raw.RealtimeDuration != "", raw.RealtimeDeadline != "")
+	if rt {
+		p.realtime(e, raw)
 	}
-	if !rt {
-		return
+	e.ECN = raw.ECN != nil && *raw.ECN
+}
+
+// realtime reads the real-time flow's keys.
+func (p *parser) realtime(e *Experiment, raw *rawExperiment) {
+	p.failIf(e.Latency, "experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
+	p.failIf(e.Competing > 0, "experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
+	r := Realtime{
+		Rate:     p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate),
+		Size:     p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload"),
+		Duration: p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort),
+		Deadline: p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort),
 	}
-	if e.Latency {
-		p.fail("experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
-	}
-	if e.Competing > 0 {
-		p.fail("experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
-	}
-	r := Realtime{Rate: DefaultRealtimeRate, Size: DefaultRealtimeSize}
-	if raw.RealtimeRate != "" {
-		r.Rate = parseOr(p, "experiment.realtime_rate", raw.RealtimeRate, ParseRate)
-		if p.err == nil && (r.Rate < MinRate || r.Rate > MaxRate) {
-			p.fail("experiment.realtime_rate", "%v out of range (%v..%v)", r.Rate, MinRate, MaxRate)
-		}
-	}
-	if raw.RealtimeSize != nil {
-		if n := *raw.RealtimeSize; n < MinRealtimeSize || n > MaxRealtimeSize {
-			p.fail("experiment.realtime_size", "%d out of range (%d..%d bytes of UDP payload)", n, MinRealtimeSize, MaxRealtimeSize)
-		}
-		r.Size = int(*raw.RealtimeSize)
-	}
-	r.Duration = p.durationIn("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration)
-	r.Deadline = p.durationIn("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline)
-	if p.err == nil {
-		if pps := float64(r.Rate) / float64(8*r.Size); pps > MaxRealtimePPS {
-			p.fail("experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
-		}
-	}
+	pps := float64(r.Rate) / float64(8*r.Size)
+	p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	e.Realtime = r
 }
 
@@ -834,20 +742,13 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		raw = defaultTransports
 	}
 	paths := t.Paths()
-	var pathNames []string
-	for _, l := range paths {
-		pathNames = append(pathNames, l.Name)
-	}
 	var out []Transport
 	for i, r := range raw {
 		key := fmt.Sprintf("transports[%d]", i)
-		if r.Name == "" {
-			p.fail(key+".name", "required (one of: %s)", strings.Join(TransportNames(), ", "))
-			return nil
-		}
 		kind, ok := LookupTransport(r.Name)
-		if !ok {
-			p.fail(key+".name", "unknown transport %q (valid: %s)", r.Name, strings.Join(TransportNames(), ", "))
+		valid := strings.Join(TransportNames(), ", ")
+		p.failIf(r.Name == "", key+".name", "required (one of: %s)", valid)
+		if p.failIf(!ok, key+".name", "unknown transport %q (valid: %s)", r.Name, valid) {
 			return nil
 		}
 		set := map[string]bool{
@@ -856,86 +757,53 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			OptCipher: r.Cipher != "", OptSubflows: r.Subflows != nil, OptPriorities: r.Priorities != nil,
 		}
 		for _, opt := range optionKeys {
-			if set[opt] && !kind.Accepts(opt) {
-				takes := "none"
-				if len(kind.Options) > 0 {
-					takes = strings.Join(kind.Options, ", ")
-				}
-				p.fail(key+"."+opt, "transport %q takes no %s option (its options: %s)", r.Name, opt, takes)
+			p.failIf(set[opt] && !kind.Accepts(opt), key+"."+opt, "transport %q takes no %s option (its options: %s)", r.Name, opt, cmp.Or(strings.Join(kind.Options, ", "), "none"))
+		}
+		label := []string{r.Name}
+		word := func(set bool, w string) {
+			if set {
+				label = append(label, w)
 			}
+		}
+		// choose resolves a string option: def, or the value set, which
+		// the label then shows after prefix.
+		choose := func(opt, what, v, def, prefix string, valid []string) string {
+			switch {
+			case !kind.Accepts(opt):
+				return ""
+			case v == "":
+				return def
+			}
+			word(true, prefix+v)
+			return p.oneOf(key+"."+opt, what, v, valid)
 		}
 		tr := Transport{Name: r.Name}
-		label := []string{r.Name}
 		if kind.Accepts(OptPath) {
-			tr.Path = paths[0].Name
-			if r.Path != "" {
-				if !slices.Contains(pathNames, r.Path) {
-					p.fail(key+".path", "no path %q (paths, the client–server links: %s)", r.Path, strings.Join(pathNames, ", "))
-				}
-				tr.Path = r.Path
-				label = append(label, r.Path)
-			}
+			tr.Path = cmp.Or(r.Path, paths[0].Name)
+			word(r.Path != "", r.Path)
+			p.path(key+".path", tr.Path, t)
 		}
-		if kind.Accepts(OptScheduler) {
-			tr.Scheduler = config.DefaultScheduler
-			if r.Scheduler != "" {
-				tr.Scheduler = p.oneOf(key+".scheduler", "scheduler", r.Scheduler, config.Schedulers)
-				label = append(label, r.Scheduler)
-			}
-		}
+		tr.Scheduler = choose(OptScheduler, "scheduler", r.Scheduler, config.DefaultScheduler, "", config.Schedulers)
 		if kind.Accepts(OptWeights) {
 			tr.Weights = p.weights(key+".weights", r.Weights, tr.Scheduler, len(paths))
-			if r.Weights != nil {
-				label = append(label, formatWeights(r.Weights))
-			}
+			word(r.Weights != nil, joinSlash(r.Weights, fmtFloat))
 		}
-		if kind.Accepts(OptReorder) {
-			tr.Reorder = config.DefaultReorder
-			if r.Reorder != "" {
-				tr.Reorder = p.oneOf(key+".reorder", "reorder mode", r.Reorder, config.Reorders)
-				label = append(label, "reorder="+r.Reorder)
-			}
-		}
-		if kind.Accepts(OptCongestion) {
-			tr.Congestion = config.DefaultCongestion
-			if r.Congestion != "" {
-				tr.Congestion = p.oneOf(key+".congestion", "congestion controller", r.Congestion, config.CongestionChoices)
-				label = append(label, "cc="+r.Congestion)
-			}
-		}
-		if kind.Accepts(OptRecovery) && r.Recovery != "" {
-			tr.Recovery = p.oneOf(key+".recovery", "recovery mode", r.Recovery, config.Recoveries)
-			label = append(label, "recovery="+r.Recovery)
-		}
-		if kind.Accepts(OptCipher) {
-			tr.Cipher = CipherDefault
-			if r.Cipher != "" {
-				tr.Cipher = p.oneOf(key+".cipher", "cipher", r.Cipher, []string{CipherDefault, CipherNone})
-				label = append(label, "cipher="+r.Cipher)
-			}
-		}
+		tr.Reorder = choose(OptReorder, "reorder mode", r.Reorder, config.DefaultReorder, "reorder=", config.Reorders)
+		tr.Congestion = choose(OptCongestion, "congestion controller", r.Congestion, config.DefaultCongestion, "cc=", config.CongestionChoices)
+		tr.Recovery = choose(OptRecovery, "recovery mode", r.Recovery, "", "recovery=", config.Recoveries)
+		tr.Cipher = choose(OptCipher, "cipher", r.Cipher, CipherDefault, "cipher=", []string{CipherDefault, CipherNone})
 		if kind.Accepts(OptSubflows) {
-			tr.Subflows = 1
-			if r.Subflows != nil {
-				if n := *r.Subflows; n < 1 || n > MaxSubflows {
-					p.fail(key+".subflows", "%d out of range (1..%d)", n, MaxSubflows)
-				}
-				tr.Subflows = int(*r.Subflows)
-				label = append(label, fmt.Sprintf("×%d", tr.Subflows))
-			}
+			tr.Subflows = p.num(key+".subflows", r.Subflows, 1, 1, MaxSubflows, "")
+			word(r.Subflows != nil, fmt.Sprintf("×%d", tr.Subflows))
 		}
 		if kind.Accepts(OptPriorities) && r.Priorities != nil {
 			tr.Priorities = p.priorities(key+".priorities", r.Priorities, len(paths))
-			label = append(label, "tiers="+FormatTiers(tr.Priorities))
+			word(true, "tiers="+FormatTiers(tr.Priorities))
 		}
-		tr.Label = strings.Join(label, " ")
-		if r.Label != "" {
-			tr.Label = r.Label
-		}
+		tr.Label = cmp.Or(r.Label, strings.Join(label, " "))
 		if p.err == nil && kind.Check != nil {
-			if err := kind.Check(&tr, t); err != nil {
-				p.fail(key, "%v", err)
-			}
+			err := kind.Check(&tr, t)
+			p.failIf(err != nil, key, "%v", err)
 		}
 		if j := slices.IndexFunc(out, func(x Transport) bool { return x.Label == tr.Label }); j >= 0 {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
@@ -947,39 +815,32 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 	return out
 }
 
-func (p *parser) oneOf(key, what, v string, valid []string) string {
-	if !slices.Contains(valid, v) {
-		p.fail(key, "unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
-	}
-	return v
+// perPath fails unless a list of n values (each one what) has one per path.
+func (p *parser) perPath(key string, n, paths int, what string) bool {
+	p.failIf(n != paths, key, "%d %s for %d %s (one per client–server link, in file order)", n, tomlerr.Plural(n, what, what+"s"), paths, tomlerr.Plural(paths, "path", "paths"))
+	return n == paths
 }
 
 // weights validates per-path weights. The weighted scheduler without
 // weights splits evenly, as braid's config does.
 func (p *parser) weights(key string, w []float64, sched string, paths int) []float64 {
-	if sched != "weighted" {
-		if w != nil {
-			p.fail(key, "set, but only scheduler = \"weighted\" uses weights (scheduler is %q)", sched)
-		}
+	switch {
+	case sched != "weighted":
+		p.failIf(w != nil, key, "set, but only scheduler = \"weighted\" uses weights (scheduler is %q)", sched)
 		return nil
-	}
-	if w == nil {
-		return equalWeights(paths)
-	}
-	if len(w) != paths {
-		p.fail(key, "%d %s for %d %s (one per client–server link, in file order)", len(w), tomlerr.Plural(len(w), "weight", "weights"), paths, tomlerr.Plural(paths, "path", "paths"))
+	case w == nil:
+		return slices.Repeat([]float64{1}, paths)
+	case !p.perPath(key, len(w), paths, "weight"):
 		return nil
 	}
 	sum := 0.0
 	for i, v := range w {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			p.fail(fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v)
+		if p.failIf(math.IsNaN(v) || math.IsInf(v, 0) || v < 0, fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v) {
 			return nil
 		}
 		sum += v
 	}
-	if sum == 0 {
-		p.fail(key, "all weights are 0; at least one path must carry traffic")
+	if p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic") {
 		return nil
 	}
 	return slices.Clone(w)
@@ -987,16 +848,12 @@ func (p *parser) weights(key string, w []float64, sched string, paths int) []flo
 
 // priorities validates per-path tiers (braid's client.priorities).
 func (p *parser) priorities(key string, v []int64, paths int) []int {
-	if len(v) != paths {
-		p.fail(key, "%d %s for %d %s (one per client–server link, in file order)", len(v), tomlerr.Plural(len(v), "tier", "tiers"), paths, tomlerr.Plural(paths, "path", "paths"))
+	if !p.perPath(key, len(v), paths, "tier") {
 		return nil
 	}
 	out := make([]int, len(v))
-	for i, t := range v {
-		if t < 0 || t > config.MaxPriority {
-			p.fail(fmt.Sprintf("%s[%d]", key, i), "%d out of range (0..%d)", t, config.MaxPriority)
-		}
-		out[i] = int(t)
+	for i := range v {
+		out[i] = p.num(fmt.Sprintf("%s[%d]", key, i), &v[i], 0, 0, config.MaxPriority, "")
 	}
 	return out
 }
@@ -1004,266 +861,117 @@ func (p *parser) priorities(key string, v []int64, paths int) []int {
 // FormatTiers writes per-path tiers as labels and records show them: "0/4".
 func FormatTiers(v []int) string { return joinSlash(v, strconv.Itoa) }
 
-func equalWeights(n int) []float64 {
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = 1
-	}
-	return w
-}
-
-func formatWeights(w []float64) string { return joinSlash(w, fmtFloat) }
-
 // joinSlash writes per-path values the way labels show them: "75/25".
-func joinSlash[T any](v []T, format func(T) string) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = format(x)
+func joinSlash[T any](v []T, format func(T) string) string { return strings.Join(mapf(v, format), "/") }
+
+func mapf[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
-	return strings.Join(s, "/")
+	return out
 }
+
+// where returns the elements of xs that keep accepts.
+func where[T any](xs []T, keep func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// join lists names for a message: "a, b, c".
+func join[T ~string](names []T) string {
+	return strings.Join(mapf(names, func(n T) string { return string(n) }), ", ")
+}
+
+func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
 // sweep reads [sweep] and checks that the testbed can carry each axis.
-func (p *parser) sweep(t *Topology, trs []Transport, raw *rawSweep) Sweep {
-	var s Sweep
-	s.RTT = sweepAxis(p, "sweep.rtt", raw.RTT, func(k, v string) time.Duration { return p.duration(k, v, 2*MaxDelay) }, sprint)
-	s.RTTRatio = p.ratios("sweep.rtt_ratio", raw.RTTRatio)
-	s.Rate = sweepAxis(p, "sweep.rate", raw.Rate, func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }, sprint)
-	s.RateRatio = p.ratios("sweep.rate_ratio", raw.RateRatio)
-	s.Loss = sweepAxis(p, "sweep.loss", raw.Loss, func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) },
-		func(l Loss) string { return strconv.Quote(l.String()) })
-	s.LossSecondary = sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) },
-		func(l Loss) string { return strconv.Quote(l.String()) })
-	s.Scheduler = sweepAxis(p, "sweep.scheduler", raw.Scheduler, func(k, v string) string {
-		p.oneOf(k, "scheduler", v, config.Schedulers)
-		return v
-	}, strconv.Quote)
-	s.Congestion = sweepAxis(p, "sweep.congestion", raw.Congestion, func(k, v string) string {
-		p.oneOf(k, "congestion controller", v, config.CongestionChoices)
-		return v
-	}, strconv.Quote)
+func (p *parser) sweep(t *Topology, raw *rawSweep) Sweep {
+	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
+	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
+	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
+	ratio := func(k string, x float64) float64 {
+		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
+		return x
+	}
+	choice := func(what string, valid []string) func(k, v string) string {
+		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
+	}
+	s := Sweep{
+		RTT:           sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false),
+		RTTRatio:      sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false),
+		Rate:          sweepAxis(p, "sweep.rate", raw.Rate, rate, false),
+		RateRatio:     sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false),
+		Loss:          sweepAxis(p, "sweep.loss", raw.Loss, loss, true),
+		LossSecondary: sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true),
+		Scheduler:     sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true),
+		Congestion:    sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true),
+	}
 	if p.err != nil {
 		return s
 	}
 
 	paths := t.Paths()
-	needEmu := func(key, what string) {
+	for _, ax := range s.networkAxes() {
+		key := "sweep." + string(ax.axis)
 		for _, l := range paths {
-			if !l.Emulated() {
-				p.fail(key, "path %q has no link node (via) to emulate %s", l.Name, what)
-				return
+			if ax.emulates != "" && !l.Emulated() {
+				p.fail(key, "path %q has no link node (via) to emulate %s", l.Name, ax.emulates)
+			} else if ax.rate && l.Medium != "" {
+				p.fail(key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
 			}
 		}
+		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
 	}
-	if s.RTT != nil {
-		needEmu("sweep.rtt", "delay")
-	}
-	if s.RTTRatio != nil {
-		needEmu("sweep.rtt_ratio", "delay")
-	}
-	if s.Loss != nil {
-		needEmu("sweep.loss", "loss")
-	}
-	if s.LossSecondary != nil {
-		needEmu("sweep.loss_secondary", "loss")
-		if len(paths) < 2 {
-			p.fail("sweep.loss_secondary", "needs at least two paths (it sets every path after the first), found %d", len(paths))
-		}
-	}
-	for _, ax := range []struct {
-		key string
-		on  bool
-	}{{"sweep.rate", s.Rate != nil}, {"sweep.rate_ratio", s.RateRatio != nil}} {
-		for _, l := range paths {
-			if ax.on && l.Medium != "" {
-				p.fail(ax.key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
-				return s
-			}
-		}
-	}
-	for _, ax := range []struct {
-		key string
-		on  bool
-	}{{"sweep.rtt_ratio", s.RTTRatio != nil}, {"sweep.rate_ratio", s.RateRatio != nil}} {
-		if ax.on && len(paths) < 2 {
-			p.fail(ax.key, "needs at least two paths (the others are set relative to the first), found %d", len(paths))
-		}
-	}
-	if s.RateRatio != nil && s.Rate == nil {
-		if f := paths[0]; f.AB.Rate == 0 || f.BA.Rate == 0 {
-			p.fail("sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
-		}
-	}
-	for _, ax := range []struct {
-		key, opt string
-		on       bool
-		explicit []bool
-	}{{"sweep.scheduler", OptScheduler, s.Scheduler != nil, p.explicitSched}, {"sweep.congestion", OptCongestion, s.Congestion != nil, p.explicitCong}} {
-		if !ax.on {
-			continue
-		}
-		takes := false
-		for i, tr := range trs {
-			k, _ := LookupTransport(tr.Name)
-			if k.Accepts(ax.opt) && !ax.explicit[i] {
-				takes = true
-			}
-		}
-		if !takes {
-			p.fail(ax.key, "no transport takes it: each either has no %s option or sets its own", ax.opt)
-		}
-	}
+	f := paths[0]
+	p.failIf(s.RateRatio != nil && s.Rate == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
 	return s
 }
 
-func (p *parser) ratios(key string, v []float64) []float64 {
-	return sweepAxis(p, key, v, func(k string, x float64) float64 {
-		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000 {
-			p.fail(k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
-		}
-		return x
-	}, sprint)
-}
-
 // sweepAxis reads the values of one sweep axis: each through parse (which reports
-// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (show
-// formats a value for that message). A nil list stays nil: the axis is not swept;
+// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (quote
+// the value in that message or not). A nil list stays nil: the axis is not swept;
 // an empty one is an error.
-func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, show func(T) string) []T {
+func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, quote bool) []T {
 	if raw == nil {
 		return nil
 	}
-	if len(raw) == 0 {
-		p.fail(key, "empty; list values or remove the key")
-	}
+	p.failIf(len(raw) == 0, key, "empty; list values or remove the key")
 	out := []T{}
 	for i, v := range raw {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		x := parse(k, v)
 		if j := slices.Index(out, x); j >= 0 {
-			p.fail(k, "%s duplicates %s[%d]", show(x), key, j)
+			show := fmt.Sprint(x)
+			if quote {
+				show = strconv.Quote(show)
+			}
+			p.fail(k, "%s duplicates %s[%d]", show, key, j)
 		}
 		out = append(out, x)
 	}
 	return out
 }
 
-// sprint formats a value as %v does (fmt.Sprint, typed for sweepAxis).
-func sprint[T any](v T) string { return fmt.Sprint(v) }
-
-// parseOr runs a value parser and reports its error under key.
-func parseOr[T any](p *parser, key, v string, parse func(string) (T, error)) T {
-	x, err := parse(v)
-	if err != nil {
-		p.fail(key, "%v", err)
-	}
-	return x
-}
-
-func joinRoles() string {
-	s := make([]string, len(Roles))
-	for i, r := range Roles {
-		s[i] = string(r)
-	}
-	return strings.Join(s, ", ")
-}
-
-func nodeNames(t *Topology) string {
-	s := make([]string, len(t.Nodes))
-	for i, n := range t.Nodes {
-		s[i] = n.Name
-	}
-	return strings.Join(s, ", ")
-}
-
-func listSuffix(names []string) string {
-	if len(names) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(names, ", ") + ")"
-}
-
-// media reads [[media]] and puts the links that name one on it. A link on a
-// medium has no rate of its own: its frames, both directions, serialize on
-// the medium's one queue with every other member's.
-func (p *parser) media(t *Topology, rm []rawMedium, rl []rawLink) {
+// media reads [[media]]. A link on a medium has no rate of its own: its
+// frames, both directions, serialize on the medium's one queue with every
+// other member's.
+func (p *parser) media(rm []rawMedium) []Medium {
+	var out []Medium
+	seen := map[string]int{}
 	for i, r := range rm {
 		key := fmt.Sprintf("media[%d]", i)
-		if !p.name(key+".name", r.Name) {
-			return
+		if !p.name(key+".name", r.Name) || !p.unique(seen, key+".name", "media", r.Name, i) ||
+			p.failIf(r.Rate == "", key+".rate", "required (the capacity the medium's links share)") {
+			return out
 		}
-		if j := slices.IndexFunc(t.Media, func(m Medium) bool { return m.Name == r.Name }); j >= 0 {
-			p.fail(key+".name", "%q duplicates media[%d].name", r.Name, j)
-			return
-		}
-		m := Medium{Name: r.Name, QueueLimit: DefaultQueueLimit}
-		if r.Rate == "" {
-			p.fail(key+".rate", "required (the capacity the medium's links share)")
-			return
-		}
-		m.Rate = parseOr(p, key+".rate", r.Rate, ParseRate)
-		if p.err == nil && (m.Rate < MinRate || m.Rate > MaxRate) {
-			p.fail(key+".rate", "%v out of range (%v..%v)", m.Rate, MinRate, MaxRate)
-		}
-		if r.QueueLimit != nil {
-			if *r.QueueLimit < 1 || *r.QueueLimit > MaxQueueLimit {
-				p.fail(key+".queue_limit", "%d out of range (1..%d)", *r.QueueLimit, MaxQueueLimit)
-			}
-			m.QueueLimit = int(*r.QueueLimit)
-		}
-		t.Media = append(t.Media, m)
+		rate, ql := p.rate(key+".rate", r.Rate, 0), p.num(key+".queue_limit", r.QueueLimit, DefaultQueueLimit, 1, MaxQueueLimit, "")
+		out = append(out, Medium{Name: r.Name, Rate: rate, QueueLimit: ql})
 	}
-	if p.err != nil {
-		return
-	}
-	var names []string
-	for _, m := range t.Media {
-		names = append(names, m.Name)
-	}
-	for i, r := range rl {
-		if r.Medium == "" {
-			continue
-		}
-		key := fmt.Sprintf("links[%d].medium", i)
-		l := t.Link(r.Name)
-		switch {
-		case !slices.Contains(names, r.Medium):
-			p.fail(key, "no medium %q (media: %s)", r.Medium, orNone(names))
-		case l == nil:
-			// The link's own error has been reported.
-		case !l.Emulated():
-			p.fail(key, "link %q has no link node (via); only an emulated link can share a medium", l.Name)
-		case r.Rate != "" || (r.AToB != nil && r.AToB.Rate != "") || (r.BToA != nil && r.BToA.Rate != ""):
-			p.fail(key, "link %q sets a rate; a link on a medium takes the medium's", l.Name)
-		case r.QueueLimit != nil || (r.AToB != nil && r.AToB.QueueLimit != nil) || (r.BToA != nil && r.BToA.QueueLimit != nil):
-			p.fail(key, "link %q sets a queue_limit; a link on a medium queues in the medium's", l.Name)
-		default:
-			l.Medium = r.Medium
-			l.AB.Rate, l.BA.Rate = 0, 0
-		}
-	}
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none declared"
-	}
-	return strings.Join(names, ", ")
-}
-
-// competingPath resolves the path the competing flows take: the named one,
-// or the primary.
-func (p *parser) competingPath(t *Topology, e *Experiment) {
-	if e.Competing == 0 {
-		return
-	}
-	var names []string
-	for _, l := range t.Paths() {
-		names = append(names, l.Name)
-	}
-	if e.CompetingPath == "" {
-		e.CompetingPath = names[0]
-	} else if !slices.Contains(names, e.CompetingPath) {
-		p.fail("experiment.competing_path", "no path %q (paths: %s)", e.CompetingPath, strings.Join(names, ", "))
-	}
+	return out
 }

@@ -294,33 +294,36 @@ type Topology struct {
 	Media []Medium
 }
 
-// Node returns the node named name, or nil.
-func (t *Topology) Node(name string) *Node {
-	for i := range t.Nodes {
-		if t.Nodes[i].Name == name {
-			return &t.Nodes[i]
+// find returns the first element of xs that ok accepts, or nil.
+func find[T any](xs []T, ok func(*T) bool) *T {
+	for i := range xs {
+		if ok(&xs[i]) {
+			return &xs[i]
 		}
 	}
 	return nil
+}
+
+// Node returns the node named name, or nil.
+func (t *Topology) Node(name string) *Node {
+	return find(t.Nodes, func(n *Node) bool { return n.Name == name })
 }
 
 // Link returns the link named name, or nil.
 func (t *Topology) Link(name string) *Link {
-	for i := range t.Links {
-		if t.Links[i].Name == name {
-			return &t.Links[i]
-		}
-	}
-	return nil
+	return find(t.Links, func(l *Link) bool { return l.Name == name })
 }
 
 func (t *Topology) byRole(r Role) *Node {
-	for i := range t.Nodes {
-		if t.Nodes[i].Role == r {
-			return &t.Nodes[i]
-		}
-	}
-	return nil
+	return find(t.Nodes, func(n *Node) bool { return n.Role == r })
+}
+
+func (n Node) name() string { return n.Name }
+func (l Link) name() string { return l.Name }
+
+// joins reports whether l joins the nodes a and b (a nearer the client).
+func (t *Topology) joins(l *Link, a, b *Node) bool {
+	return a != nil && b != nil && l.A == a.Name && l.B == b.Name
 }
 
 // Client, Server and Web return the one node of each of those roles.
@@ -332,12 +335,11 @@ func (t *Topology) Web() *Node    { return t.byRole(RoleWeb) }
 // primary path: rtt_ratio and rate_ratio scale the others relative to it,
 // and the "direct" transport uses it unless told otherwise.
 func (t *Topology) Paths() []*Link {
-	c, s := t.Client(), t.Server()
 	var out []*Link
+	c, s := t.Client(), t.Server()
 	for i := range t.Links {
-		l := &t.Links[i]
-		if c != nil && s != nil && l.A == c.Name && l.B == s.Name {
-			out = append(out, l)
+		if t.joins(&t.Links[i], c, s) {
+			out = append(out, &t.Links[i])
 		}
 	}
 	return out
@@ -345,14 +347,7 @@ func (t *Topology) Paths() []*Link {
 
 // WebLink returns the server–web link.
 func (t *Topology) WebLink() *Link {
-	s, w := t.Server(), t.Web()
-	for i := range t.Links {
-		l := &t.Links[i]
-		if s != nil && w != nil && l.A == s.Name && l.B == w.Name {
-			return l
-		}
-	}
-	return nil
+	return find(t.Links, func(l *Link) bool { return t.joins(l, t.Server(), t.Web()) })
 }
 
 // Clone returns a deep copy (nodes and links hold no references), so that
@@ -384,16 +379,8 @@ type TCP struct {
 // congestion control (the paper also ran MPTCP's BALIA, which mainline Linux
 // does not have).
 func DefaultTCP() TCP {
-	return TCP{
-		Congestion:      "cubic",
-		Rmem:            [3]int{4096, 87380, 6291456},
-		Wmem:            [3]int{4096, 16384, 4194304},
-		CoreRmemMax:     212992,
-		CoreRmemDefault: 212992,
-		CoreWmemMax:     212992,
-		CoreWmemDefault: 212992,
-		NoMetricsSave:   true,
-	}
+	return TCP{Congestion: "cubic", Rmem: [3]int{4096, 87380, 6291456}, Wmem: [3]int{4096, 16384, 4194304},
+		CoreRmemMax: 212992, CoreRmemDefault: 212992, CoreWmemMax: 212992, CoreWmemDefault: 212992, NoMetricsSave: true}
 }
 
 // CongestionControls are the algorithms of mainline Linux a scenario may
@@ -406,9 +393,7 @@ type Sysctl struct{ Key, Value string }
 // Sysctls returns the settings as sysctl keys and values, the congestion
 // control first.
 func (t TCP) Sysctls() []Sysctl {
-	triple := func(v [3]int) string {
-		return strconv.Itoa(v[0]) + " " + strconv.Itoa(v[1]) + " " + strconv.Itoa(v[2])
-	}
+	triple := func(v [3]int) string { return fmt.Sprintf("%d %d %d", v[0], v[1], v[2]) }
 	nms := "0"
 	if t.NoMetricsSave {
 		nms = "1"
@@ -502,16 +487,11 @@ type Sweep struct {
 // Axes returns the axes of the scenario in the order Points nests them
 // (outermost first); the transport axis is always present.
 func (s *Scenario) Axes() []Axis {
-	var out []Axis
-	sw := &s.Sweep
-	for _, a := range sw.networkAxes() {
-		out = append(out, a.axis)
-	}
-	out = append(out, AxisTransport)
-	if sw.Scheduler != nil {
+	out := append(mapf(s.Sweep.networkAxes(), func(a networkAxis) Axis { return a.axis }), AxisTransport)
+	if s.Sweep.Scheduler != nil {
 		out = append(out, AxisScheduler)
 	}
-	if sw.Congestion != nil {
+	if s.Sweep.Congestion != nil {
 		out = append(out, AxisCongestion)
 	}
 	return out
@@ -548,24 +528,15 @@ type Point struct {
 
 // Param returns the point's value on axis a.
 func (p *Point) Param(a Axis) (Param, bool) {
-	for _, q := range p.Params {
-		if q.Axis == a {
-			return q, true
-		}
+	if q := find(p.Params, func(q *Param) bool { return q.Axis == a }); q != nil {
+		return *q, true
 	}
 	return Param{}, false
 }
 
 // String lists the point's params: "rtt=20ms loss=random 1% transport=braid".
 func (p *Point) String() string {
-	var b strings.Builder
-	for i, q := range p.Params {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s=%s", q.Axis, q.Text)
-	}
-	return b.String()
+	return strings.Join(mapf(p.Params, func(q Param) string { return string(q.Axis) + "=" + q.Text }), " ")
 }
 
 // Points returns the scenario's points: the cartesian product of the

@@ -383,6 +383,7 @@ func TestErrors(t *testing.T) {
 		{"subnet host bits", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\nsubnet = \"198.18.9.1/24\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\n", `t.toml: line 18: links[0].subnet: "198.18.9.1/24" has host bits set (did you mean "198.18.9.0/24"?)`},
 		{"subnet small", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\nsubnet = \"198.18.9.0/31\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\n", `t.toml: line 18: links[0].subnet: "198.18.9.0/31" is too small: a link needs two host addresses (at most /30)`},
 		{"subnet overlap", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\nsubnet = \"198.18.8.0/22\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\nsubnet = \"198.18.9.0/24\"\n", `t.toml: line 23: links[1].subnet: 198.18.9.0/24 overlaps the subnet of links[0]`},
+		{"subnet overlap after an automatic one", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\nsubnet = \"198.18.8.0/24\"\n[[links]]\nname = \"q\"\na = \"c\"\nb = \"s\"\nsubnet = \"198.18.8.0/25\"\n", `t.toml: line 27: links[2].subnet: 198.18.8.0/25 overlaps the subnet of links[1]`},
 
 		// TCP.
 		{"congestion", "[tcp]\ncongestion = \"fast\"\n", `t.toml: line 2: tcp.congestion: unknown congestion control "fast" (valid: cubic, reno, bbr, bic, cdg, dctcp, highspeed, htcp, hybla, illinois, lp, nv, scalable, vegas, veno, westwood, yeah)`},
@@ -424,7 +425,7 @@ func TestErrors(t *testing.T) {
 		{"ratio needs rate", "[[links]]\nname = \"primary\"\nrate = \"unlimited\"\n[sweep]\nrate_ratio = [0.5]\n", `t.toml: line 5: sweep.rate_ratio: the first path "primary" is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to`},
 		{"sweep needs emulator", customTopology + "[sweep]\nloss = [\"1%\"]\n", `t.toml: line 51: sweep.loss: path "eth" has no link node (via) to emulate loss`},
 		{"competing range", "[experiment]\ncompeting = 17\n", `t.toml: line 2: experiment.competing: 17 out of range (0..16)`},
-		{"competing path", "[experiment]\ncompeting = 1\ncompeting_path = \"lan\"\n", `t.toml: line 3: experiment.competing_path: no path "lan" (paths: primary, secondary)`},
+		{"competing path", "[experiment]\ncompeting = 1\ncompeting_path = \"lan\"\n", `t.toml: line 3: experiment.competing_path: no path "lan" (paths, the client–server links: primary, secondary)`},
 		{"competing path alone", "[experiment]\ncompeting_path = \"primary\"\n", `t.toml: line 2: experiment.competing_path: set without competing flows (experiment.competing)`},
 		// Shared media.
 		{"medium unknown", "[[links]]\nname = \"primary\"\nmedium = \"air\"\n", `t.toml: line 3: links[0].medium: no medium "air" (media: none declared)`},

@@ -41,11 +41,7 @@ func (s *Scenario) Select(specs []string) (*Selection, error) {
 		}
 		have, known := offered[axis]
 		if !known {
-			var axes []string
-			for _, a := range s.Axes() {
-				axes = append(axes, string(a))
-			}
-			return nil, fmt.Errorf("--only %q: scenario %s has no axis %q (axes: %s)", spec, s.Name, axis, strings.Join(axes, ", "))
+			return nil, fmt.Errorf("--only %q: scenario %s has no axis %q (axes: %s)", spec, s.Name, axis, join(s.Axes()))
 		}
 		for _, v := range strings.Split(vals, ",") {
 			v = strings.TrimSpace(v)
@@ -77,13 +73,7 @@ func (sel *Selection) Match(p *Point) bool {
 // Points returns s's points that sel matches, keeping their Index and
 // Network so results stay comparable with a full run.
 func (sel *Selection) Points(s *Scenario) []Point {
-	var out []Point
-	for _, p := range s.Points() {
-		if sel.Match(&p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return where(s.Points(), func(p Point) bool { return sel.Match(&p) })
 }
 
 // Specs returns the selection as given, for the report ("" when the run is
@@ -131,11 +121,5 @@ func (sh Shard) Match(p *Point) bool { return sh.Whole() || p.Index%sh.N == sh.I
 
 // Filter returns the points of ps that belong to the shard, in order.
 func (sh Shard) Filter(ps []Point) []Point {
-	var out []Point
-	for _, p := range ps {
-		if sh.Match(&p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return where(ps, func(p Point) bool { return sh.Match(&p) })
 }

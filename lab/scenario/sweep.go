@@ -22,38 +22,30 @@ type network struct {
 // axis.
 func (p *parser) expand(s *Scenario) []Point {
 	sw := &s.Sweep
-	nets := []network{{top: s.Topology}}
-	step := func(n int, apply func(t *Topology, i int) Param) {
-		next := make([]network, 0, len(nets)*n)
-		for _, base := range nets {
-			for i := 0; i < n; i++ {
-				t := base.top.Clone()
-				q := apply(t, i)
-				params := append(append([]Param(nil), base.params...), q)
-				next = append(next, network{params: params, top: t})
-			}
-		}
-		nets = next
-	}
-
 	var variants []variant
+	var fanSched, fanCong bool
 	for i, tr := range s.Transports {
 		kind, _ := LookupTransport(tr.Name)
 		vs := []variant{{tr: tr, params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
 		if sw.Scheduler != nil && kind.Accepts(OptScheduler) && !p.explicitSched[i] {
+			fanSched = true
 			vs = fan(vs, AxisScheduler, sw.Scheduler, func(t *Transport, sch string) {
 				t.Scheduler = sch
 				t.Weights = nil
 				if sch == "weighted" {
-					t.Weights = equalWeights(len(s.Topology.Paths()))
+					t.Weights = slices.Repeat([]float64{1}, len(s.Topology.Paths()))
 				}
 			})
 		}
 		if sw.Congestion != nil && kind.Accepts(OptCongestion) && !p.explicitCong[i] {
+			fanCong = true
 			vs = fan(vs, AxisCongestion, sw.Congestion, func(t *Transport, cc string) { t.Congestion = cc })
 		}
 		variants = append(variants, vs...)
 	}
+	const unused = "no transport takes it: each either has no %s option or sets its own"
+	p.failIf(sw.Scheduler != nil && !fanSched, "sweep.scheduler", unused, OptScheduler)
+	p.failIf(sw.Congestion != nil && !fanCong, "sweep.congestion", unused, OptCongestion)
 	seen := map[string]int{}
 	clashKey := "sweep"
 	switch {
@@ -65,7 +57,6 @@ func (p *parser) expand(s *Scenario) []Point {
 	for i, v := range variants {
 		if j, ok := seen[v.tr.Label]; ok {
 			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
-			return nil
 		}
 		seen[v.tr.Label] = i
 	}
@@ -74,26 +65,32 @@ func (p *parser) expand(s *Scenario) []Point {
 	for _, a := range sw.networkAxes() {
 		total *= a.n
 	}
-	if total > MaxPoints {
-		p.fail("sweep", "expands to %d points; the limit is %d", total, MaxPoints)
+	if p.failIf(total > MaxPoints, "sweep", "expands to %d points; the limit is %d", total, MaxPoints) || p.err != nil {
 		return nil
 	}
 
+	nets := []network{{top: s.Topology}}
 	for _, a := range sw.networkAxes() {
-		step(a.n, a.apply)
+		next := make([]network, 0, len(nets)*a.n)
+		for _, base := range nets {
+			for i := range a.n {
+				t := base.top.Clone()
+				next = append(next, network{params: append(slices.Clone(base.params), a.apply(t, i)), top: t})
+			}
+		}
+		nets = next
 	}
 
 	// A swept value can break what the file's links allow (an RTT below
 	// twice the jitter, a ratio that takes a rate out of range): check
 	// every network, naming the point.
 	for _, n := range nets {
-		where := ""
+		at := ""
 		if len(n.params) > 0 {
-			pt := Point{Params: n.params}
-			where = "at " + pt.String() + ": "
+			at = "at " + (&Point{Params: n.params}).String() + ": "
 		}
 		for i := range n.top.Links {
-			p.checkShaping("sweep", &n.top.Links[i], where)
+			p.checkShaping("sweep", &n.top.Links[i], at)
 		}
 		if p.err != nil {
 			return nil
@@ -103,39 +100,38 @@ func (p *parser) expand(s *Scenario) []Point {
 	points := make([]Point, 0, total)
 	for ni, n := range nets {
 		for _, v := range variants {
-			params := append(append([]Param(nil), n.params...), v.params...)
-			points = append(points, Point{
-				Index:     len(points),
-				Network:   ni,
-				Params:    params,
-				Topology:  n.top,
-				Transport: cloneTransport(v.tr),
-			})
+			params := slices.Concat(n.params, v.params)
+			points = append(points, Point{Index: len(points), Network: ni, Params: params, Topology: n.top, Transport: cloneTransport(v.tr)})
 		}
 	}
 	return points
 }
 
-// networkAxis is a swept network axis: its number of values and how the
-// i-th sets a topology.
+// networkAxis is a swept network axis: its number of values, what it needs
+// of every path (a link node to emulate something, a rate of its own, at
+// least one other path) and how the i-th value sets a topology.
 type networkAxis struct {
-	axis  Axis
-	n     int
-	apply func(t *Topology, i int) Param
+	axis     Axis
+	n        int
+	emulates string
+	rate     bool
+	others   string
+	apply    func(t *Topology, i int) Param
 }
 
 // networkAxes are the sweep's network axes that have values, outermost
 // first: the one order of Axes and of the points.
 func (sw *Sweep) networkAxes() []networkAxis {
+	const relative = "the others are set relative to the first"
 	all := []networkAxis{
-		{AxisRTT, len(sw.RTT), func(t *Topology, i int) Param {
+		{AxisRTT, len(sw.RTT), "delay", false, "", func(t *Topology, i int) Param {
 			d := sw.RTT[i]
 			for _, l := range t.Paths() {
 				l.AB.Delay, l.BA.Delay = splitRTT(d)
 			}
 			return Param{Axis: AxisRTT, Text: d.String(), Value: stats.Ms(d)}
 		}},
-		{AxisRTTRatio, len(sw.RTTRatio), func(t *Topology, i int) Param {
+		{AxisRTTRatio, len(sw.RTTRatio), "delay", false, relative, func(t *Topology, i int) Param {
 			r := sw.RTTRatio[i]
 			paths := t.Paths()
 			ref := paths[0].RTT()
@@ -144,14 +140,14 @@ func (sw *Sweep) networkAxes() []networkAxis {
 			}
 			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
 		}},
-		{AxisRate, len(sw.Rate), func(t *Topology, i int) Param {
+		{AxisRate, len(sw.Rate), "", true, "", func(t *Topology, i int) Param {
 			r := sw.Rate[i]
 			for _, l := range t.Paths() {
 				l.AB.Rate, l.BA.Rate = r, r
 			}
 			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
 		}},
-		{AxisRateRatio, len(sw.RateRatio), func(t *Topology, i int) Param {
+		{AxisRateRatio, len(sw.RateRatio), "", true, relative, func(t *Topology, i int) Param {
 			r := sw.RateRatio[i]
 			paths := t.Paths()
 			ref := paths[0]
@@ -161,8 +157,8 @@ func (sw *Sweep) networkAxes() []networkAxis {
 			}
 			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
 		}},
-		{AxisLoss, len(sw.Loss), func(t *Topology, i int) Param { return setLoss(t.Paths(), AxisLoss, sw.Loss[i]) }},
-		{AxisLossSecondary, len(sw.LossSecondary), func(t *Topology, i int) Param {
+		{AxisLoss, len(sw.Loss), "loss", false, "", func(t *Topology, i int) Param { return setLoss(t.Paths(), AxisLoss, sw.Loss[i]) }},
+		{AxisLossSecondary, len(sw.LossSecondary), "loss", false, "it sets every path after the first", func(t *Topology, i int) Param {
 			return setLoss(t.Paths()[1:], AxisLossSecondary, sw.LossSecondary[i])
 		}},
 	}
@@ -192,17 +188,14 @@ func fan(vs []variant, axis Axis, values []string, set func(*Transport, string))
 			t := cloneTransport(v.tr)
 			set(&t, val)
 			t.Label = v.tr.Label + " " + val
-			params := append(append([]Param(nil), v.params...), Param{Axis: axis, Text: val})
-			out = append(out, variant{tr: t, params: params})
+			out = append(out, variant{tr: t, params: append(slices.Clone(v.params), Param{Axis: axis, Text: val})})
 		}
 	}
 	return out
 }
 
 func cloneTransport(t Transport) Transport {
-	if t.Weights != nil {
-		t.Weights = append([]float64(nil), t.Weights...)
-	}
+	t.Weights, t.Priorities = slices.Clone(t.Weights), slices.Clone(t.Priorities)
 	return t
 }
 

@@ -81,50 +81,19 @@ const (
 )
 
 func init() {
-	RegisterTransport(TransportKind{
-		Name:    TransportDirect,
-		Summary: "no tunnel: the download runs over one path with plain TCP",
-		Options: []string{OptPath},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportMPTCPDirect,
-		Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path",
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportBraid,
-		Summary: "the download runs through a braid tunnel over every path",
-		Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportUDPTunnel,
-		Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP",
-		Options: []string{OptPath, OptReorder, OptRecovery},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportTCPTunnel,
-		Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP",
-		Options: []string{OptPath},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportMPTCPTunnel,
-		Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP",
-		Options: []string{OptSubflows},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportOpenVPNUDP,
-		Summary: "OpenVPN over UDP on one path",
-		Options: []string{OptPath, OptCipher},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportOpenVPNTCP,
-		Summary: "OpenVPN over TCP on one path",
-		Options: []string{OptPath, OptCipher},
-	})
-	RegisterTransport(TransportKind{
-		Name:    TransportOpenVPNMPTCP,
-		Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path",
-		Options: []string{OptCipher, OptSubflows},
-	})
+	for _, k := range []TransportKind{
+		{Name: TransportDirect, Summary: "no tunnel: the download runs over one path with plain TCP", Options: []string{OptPath}},
+		{Name: TransportMPTCPDirect, Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path"},
+		{Name: TransportBraid, Summary: "the download runs through a braid tunnel over every path", Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities}},
+		{Name: TransportUDPTunnel, Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP", Options: []string{OptPath, OptReorder, OptRecovery}},
+		{Name: TransportTCPTunnel, Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP", Options: []string{OptPath}},
+		{Name: TransportMPTCPTunnel, Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP", Options: []string{OptSubflows}},
+		{Name: TransportOpenVPNUDP, Summary: "OpenVPN over UDP on one path", Options: []string{OptPath, OptCipher}},
+		{Name: TransportOpenVPNTCP, Summary: "OpenVPN over TCP on one path", Options: []string{OptPath, OptCipher}},
+		{Name: TransportOpenVPNMPTCP, Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path", Options: []string{OptCipher, OptSubflows}},
+	} {
+		RegisterTransport(k)
+	}
 }
 
 // RegisterTransport adds a kind. It panics on an empty or duplicate name or
@@ -133,17 +102,13 @@ func RegisterTransport(k TransportKind) {
 	if k.Name == "" {
 		panic("scenario: RegisterTransport with empty name")
 	}
-	for _, o := range k.Options {
-		if !slices.Contains(optionKeys, o) {
-			panic(fmt.Sprintf("scenario: transport %q: unknown option %q", k.Name, o))
-		}
+	if i := slices.IndexFunc(k.Options, func(o string) bool { return !slices.Contains(optionKeys, o) }); i >= 0 {
+		panic(fmt.Sprintf("scenario: transport %q: unknown option %q", k.Name, k.Options[i]))
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	for _, e := range registry.kinds {
-		if e.Name == k.Name {
-			panic(fmt.Sprintf("scenario: transport %q registered twice", k.Name))
-		}
+	if find(registry.kinds, func(e *TransportKind) bool { return e.Name == k.Name }) != nil {
+		panic(fmt.Sprintf("scenario: transport %q registered twice", k.Name))
 	}
 	k.Options = slices.Clone(k.Options)
 	registry.kinds = append(registry.kinds, k)
@@ -155,21 +120,15 @@ var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCong
 func TransportNames() []string {
 	registry.RLock()
 	defer registry.RUnlock()
-	out := make([]string, len(registry.kinds))
-	for i, k := range registry.kinds {
-		out[i] = k.Name
-	}
-	return out
+	return mapf(registry.kinds, func(k TransportKind) string { return k.Name })
 }
 
 // LookupTransport returns the kind registered as name.
 func LookupTransport(name string) (TransportKind, bool) {
 	registry.RLock()
 	defer registry.RUnlock()
-	for _, k := range registry.kinds {
-		if k.Name == name {
-			return k, true
-		}
+	if k := find(registry.kinds, func(k *TransportKind) bool { return k.Name == name }); k != nil {
+		return *k, true
 	}
 	return TransportKind{}, false
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,19 +42,12 @@ func ParseRate(s string) (Rate, error) {
 	if num == "" {
 		return 0, fmt.Errorf("%q is not a rate (e.g. \"10mbit\", \"1gbit\", \"500kbit\")", s)
 	}
-	var mult float64
-	switch unit {
-	case "bit":
-		mult = 1
-	case "kbit":
-		mult = 1e3
-	case "mbit":
-		mult = 1e6
-	case "gbit":
-		mult = 1e9
-	case "":
+	mult, ok := map[string]float64{"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
+	switch {
+	case ok:
+	case unit == "":
 		return 0, fmt.Errorf("%q has no unit (e.g. \"%smbit\")", s, num)
-	case "bps", "kbps", "mbps", "gbps", "b", "kb", "mb", "gb":
+	case slices.Contains([]string{"bps", "kbps", "mbps", "gbps", "b", "kb", "mb", "gb"}, unit):
 		return 0, fmt.Errorf("%q is ambiguous (tc reads %q as bytes per second); write bits, e.g. \"%smbit\"", s, unit, num)
 	default:
 		return 0, fmt.Errorf("%q has unknown unit %q (valid: bit, kbit, mbit, gbit)", s, unit)
@@ -76,20 +70,17 @@ func (r Rate) String() string {
 	case r == 0:
 		return "unlimited"
 	case r >= Gbit:
-		return strconv.FormatFloat(float64(r)/float64(Gbit), 'g', -1, 64) + "Gbit/s"
+		return fmtFloat(float64(r)/float64(Gbit)) + "Gbit/s"
 	case r >= Mbit:
-		return strconv.FormatFloat(float64(r)/float64(Mbit), 'g', -1, 64) + "Mbit/s"
+		return fmtFloat(float64(r)/float64(Mbit)) + "Mbit/s"
 	case r >= Kbit:
-		return strconv.FormatFloat(float64(r)/float64(Kbit), 'g', -1, 64) + "kbit/s"
+		return fmtFloat(float64(r)/float64(Kbit)) + "kbit/s"
 	}
 	return strconv.FormatUint(uint64(r), 10) + "bit/s"
 }
 
 // Mbps is the rate in Mbit/s, the unit of the paper's plots.
 func (r Rate) Mbps() float64 { return float64(r) / 1e6 }
-
-// BytesPerSecond is the rate as the emulator's token bucket counts it.
-func (r Rate) BytesPerSecond() float64 { return float64(r) / 8 }
 
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
@@ -107,15 +98,11 @@ func ParseSize(s string) (int64, error) {
 	if num == "" {
 		return 0, fmt.Errorf("%q is not a size (e.g. \"16MiB\", \"500kB\")", s)
 	}
-	mults := map[string]float64{
-		"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
-		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
-	}
-	mult, ok := mults[unit]
-	if !ok {
-		if unit == "" {
-			return 0, fmt.Errorf("%q has no unit (e.g. \"%sMiB\" or \"%sB\")", s, num, num)
-		}
+	mult, ok := map[string]float64{"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[unit]
+	switch {
+	case !ok && unit == "":
+		return 0, fmt.Errorf("%q has no unit (e.g. \"%sMiB\" or \"%sB\")", s, num, num)
+	case !ok:
 		return 0, fmt.Errorf("%q has unknown unit %q (valid: B, kB, MB, GB, KiB, MiB, GiB)", s, unit)
 	}
 	v, err := strconv.ParseFloat(num, 64)
@@ -205,24 +192,16 @@ func ParseLoss(s string) (Loss, error) {
 		if len(args) < 1 || len(args) > 4 {
 			return Loss{}, fmt.Errorf("%q: gemodel takes 1 to 4 percentages: p [r [1-h [1-k]]]", s)
 		}
-		var v [4]float64
-		names := [4]string{"p", "r", "1-h", "1-k"}
-		for i, a := range args {
-			x, err := percent(a)
+		l := Loss{Model: LossGE, OneMinusH: 100}
+		for i, dst := range []*float64{&l.P, &l.R, &l.OneMinusH, &l.OneMinusK}[:len(args)] {
+			x, err := percent(args[i])
 			if err != nil {
-				return Loss{}, fmt.Errorf("%q: gemodel %s: %v", s, names[i], err)
+				return Loss{}, fmt.Errorf("%q: gemodel %s: %v", s, [4]string{"p", "r", "1-h", "1-k"}[i], err)
 			}
-			v[i] = x
+			*dst = x
 		}
-		l := Loss{Model: LossGE, P: v[0], R: 100 - v[0], OneMinusH: 100, OneMinusK: 0}
-		if len(args) > 1 {
-			l.R = v[1]
-		}
-		if len(args) > 2 {
-			l.OneMinusH = v[2]
-		}
-		if len(args) > 3 {
-			l.OneMinusK = v[3]
+		if len(args) == 1 {
+			l.R = 100 - l.P
 		}
 		return l, nil
 	}
@@ -271,7 +250,7 @@ func (l Loss) String() string {
 	return "none"
 }
 
-func pct(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) + "%" }
+func pct(x float64) string { return fmtFloat(x) + "%" }
 
 // MeanLoss is the long-run fraction (0..1) of packets dropped in one
 // direction. For gemodel it is the stationary mix of the two states:
