@@ -245,9 +245,9 @@ func fpair(a, b Num, prec int) string {
 	return fnum(a, prec) + " / " + fnum(b, prec)
 }
 
-// rss is a peak RSS to show: none where it is zero, in results written
+// shownRSS is a peak RSS to show: none where it is zero, in results written
 // before the bench read it.
-func rss(x Num) Num {
+func shownRSS(x Num) Num {
 	if x == 0 {
 		return stats.NaN()
 	}
@@ -282,7 +282,7 @@ func (r *Report) resultRows() [][]string {
 			fpair(c.CPUPerGB.TunnelClient, c.CPUPerGB.TunnelServer, 2),
 			fpair(c.CPUPerGB.AppClient, c.CPUPerGB.AppServer, 2),
 			fnum(c.CPUPerGB.System, 2), fnum(c.BackgroundCores, 2),
-			fpair(rss(c.TunnelRSSMB.Client), rss(c.TunnelRSSMB.Server), 1),
+			fpair(shownRSS(c.TunnelRSSMB.Client), shownRSS(c.TunnelRSSMB.Server), 1),
 		})
 	}
 	return rows
