@@ -118,13 +118,13 @@ func (o *labOut) register(cmd *cobra.Command, files string, driver bool) {
 // drive is how every driver runs: the output directory made first, so that
 // a bad --out fails before the run rather than after it; then the machine's
 // lab lock (lockLab); then run, in a context that Ctrl-C and SIGTERM cancel,
-// and so does the first progress line that cannot be written to stderr. run
-// writes its progress to progress, records warning (lockLab's) and returns
-// its report and text for finish, or a nil report when it has none. With SIGPIPE ignored, `braid lab … | head` makes a closed
-// stdout or stderr a write error instead of death before the namespaces are
-// removed. (Not signal.Notify: that would also report every EPIPE of the
-// lab's own sockets, such as the web server's when a competing download
-// stops.)
+// and so does the first progress line that cannot be written to stderr; then
+// finish with the report and text run returns (none if its report is nil).
+// run records warning (lockLab's) in its report. With SIGPIPE ignored,
+// `braid lab … | head` makes a closed stdout or stderr a write error instead
+// of death before the namespaces are removed. (Not signal.Notify: that would
+// also report every EPIPE of the lab's own sockets, such as the web server's
+// when a competing download stops.)
 func (o *labOut) drive(cmd *cobra.Command, run func(ctx context.Context, progress io.Writer, warning string) (*report.Doc, func(io.Writer), error)) error {
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -255,7 +255,7 @@ func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*sce
 		o                labOut
 		reps             int
 		size, emu, shard string
-		onlyArgs         []string
+		only             []string
 		seed             uint64
 	)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -269,12 +269,8 @@ func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*sce
 		stderr := cmd.ErrOrStderr()
 		opt := runner.Options{Reps: reps, Braid: labBraidCommand(), Emulator: emu, Command: labArgs(),
 			Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
-		only, err := s.Select(onlyArgs)
-		if err != nil {
+		if opt.Only, err = s.Select(only); err != nil {
 			return err
-		}
-		if len(onlyArgs) > 0 {
-			opt.Only = only
 		}
 		if shard != "" {
 			if opt.Shard, err = scenario.ParseShard(shard); err != nil {
@@ -303,7 +299,7 @@ func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*sce
 			opt.Progress, opt.Terminal = progress, isTerminal(stderr)
 			run, err := runner.Run(ctx, s, opt)
 			if errors.Is(err, context.Canceled) && run != nil {
-				err = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(only.Points(s))))
+				err = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(opt.Only.Points(s))))
 			}
 			if run == nil || (err != nil && len(run.Points) == 0) {
 				return nil, nil, err
@@ -318,7 +314,7 @@ func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*sce
 	f.IntVar(&reps, "reps", 0, "downloads per point (default: the scenario's)")
 	f.StringVar(&size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
 	f.StringVar(&emu, "emulator", testbed.EmulatorAuto, "link emulator: userspace, netem (the kernel's, where it exists) or auto")
-	f.StringArrayVar(&onlyArgs, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
+	f.StringArrayVar(&only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
 	f.Uint64Var(&seed, "seed", 0, "campaign seed of the emulators' loss and jitter, ≥ 1 (default: the scenario's experiment.seed, else random; printed and recorded)")
 	f.StringVar(&shard, "shard", "", `run only shard I of N: the points whose index is I mod N, e.g. "0/4" (merge the shards with lab merge)`)
 	o.register(cmd, "results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)", true)

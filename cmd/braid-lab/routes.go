@@ -38,7 +38,6 @@ disjoint paths of least total cost (opt-link, opt-node). See docs/routes.md.`,
 
 func newRoutesStatsCmd() *cobra.Command {
 	cfg := study.DefaultConfig()
-	var routesRuns int
 	var asJSON, markdown bool
 	var out string
 	cmd := &cobra.Command{
@@ -55,7 +54,6 @@ the figures as PNG and SVG. Results depend only on the flags. See docs/routes.md
 			if asJSON && markdown {
 				return errors.New("--json and --markdown exclude each other")
 			}
-			cfg.RoutesRuns = routesRuns
 			if !cmd.Flags().Changed("routes-runs") {
 				cfg.RoutesRuns = cfg.Runs
 			}
@@ -94,7 +92,7 @@ the figures as PNG and SVG. Results depend only on the flags. See docs/routes.md
 	f.IntVar(&cfg.Runs, "runs", cfg.Runs, "connected topologies per node count (Fig 7)")
 	f.IntSliceVar(&cfg.Nodes, "nodes", cfg.Nodes, "node counts of Fig 7")
 	f.IntVar(&cfg.RoutesNodes, "routes-nodes", cfg.RoutesNodes, "node count of Figs 8 and 9")
-	f.IntVar(&routesRuns, "routes-runs", cfg.RoutesRuns, "topologies of Figs 8 and 9 (default: --runs)")
+	f.IntVar(&cfg.RoutesRuns, "routes-runs", cfg.RoutesRuns, "topologies of Figs 8 and 9 (default: --runs)")
 	f.Float64Var(&cfg.Side, "side", cfg.Side, "side of the square in metres")
 	f.Float64Var(&cfg.Radius, "radius", cfg.Radius, "radio range in metres")
 	f.IntVar(&cfg.Workers, "workers", 0, "parallel workers (default: all CPUs); results do not depend on it")
