@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/lab/bench"
+	"github.com/braid-vpn/braid/lab/mesh"
 	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/runner"
@@ -27,8 +31,6 @@ import (
 	"github.com/braid-vpn/braid/lab/table"
 	"github.com/braid-vpn/braid/lab/testbed"
 )
-
-func init() { extraCommands = append(extraCommands, newLabCmd) }
 
 // newLabCmd is the lab's command group: the testbed runs (run, demo) and the
 // measuring workload they use (a real HTTP server and client, with the TCP
@@ -95,34 +97,101 @@ func newLabFetchCmd() *cobra.Command {
 	return cmd
 }
 
-// labRunFlags are the options shared by `lab run` and `lab demo`.
-type labRunFlags struct {
-	reps  int
-	size  string
-	out   string
-	json  bool
-	only  []string
-	emu   string
-	seed  uint64
-	shard string
-	force bool
+// labOut are the flags of every command that makes a report: where it goes,
+// whether it is printed as JSON and (drivers only) whether to run beside
+// another lab run.
+type labOut struct {
+	out         string
+	json, force bool
 }
 
-func (f *labRunFlags) register(cmd *cobra.Command) {
-	cmd.Flags().IntVar(&f.reps, "reps", 0, "downloads per point (default: the scenario's)")
-	cmd.Flags().StringVar(&f.size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
-	cmd.Flags().StringVar(&f.out, "out", "", "directory for results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as one JSON document on stdout")
-	cmd.Flags().StringVar(&f.emu, "emulator", testbed.EmulatorAuto, "link emulator: userspace, netem (the kernel's, where it exists) or auto")
-	cmd.Flags().StringArrayVar(&f.only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
-	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "campaign seed of the emulators' loss and jitter, ≥ 1 (default: the scenario's experiment.seed, else random; printed and recorded)")
-	cmd.Flags().StringVar(&f.shard, "shard", "", `run only shard I of N: the points whose index is I mod N, e.g. "0/4" (merge the shards with lab merge)`)
-	registerForce(cmd, &f.force)
+// register adds --out (a directory for files), --json and, for a driver,
+// --force.
+func (o *labOut) register(cmd *cobra.Command, files string, driver bool) {
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for "+files)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the results as one JSON document on stdout")
+	if driver {
+		cmd.Flags().BoolVar(&o.force, "force", false, "run even when another lab run is active on this machine (the report then says so)")
+	}
 }
 
-// registerForce adds --force: run even when another lab run holds the lock.
-func registerForce(cmd *cobra.Command, force *bool) {
-	cmd.Flags().BoolVar(force, "force", false, "run even when another lab run is active on this machine (the report then says so)")
+// drive is how every driver runs: the output directory made first, so that
+// a bad --out fails before the run rather than after it; then the machine's
+// lab lock (lockLab); then run, in a context that Ctrl-C and SIGTERM cancel,
+// and so does the first progress line that cannot be written to stderr; then
+// finish with the report and text run returns (none if its report is nil).
+// run records warning (lockLab's) in its report. With SIGPIPE ignored,
+// `braid lab … | head` makes a closed stdout or stderr a write error instead
+// of death before the namespaces are removed. (Not signal.Notify: that would
+// also report every EPIPE of the lab's own sockets, such as the web server's
+// when a competing download stops.)
+func (o *labOut) drive(cmd *cobra.Command, run func(ctx context.Context, progress io.Writer, warning string) (*report.Doc, func(io.Writer), error)) error {
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+	}
+	release, warning, err := lockLab(cmd.ErrOrStderr(), o.force)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	doc, text, runErr := run(ctx, cancelWriter{cmd.ErrOrStderr(), cancel}, warning)
+	if doc == nil {
+		return runErr
+	}
+	if err := o.finish(cmd, doc, text); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// cancelWriter is w whose failed writes cancel a run.
+type cancelWriter struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+}
+
+func (c cancelWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if err != nil {
+		c.cancel(fmt.Errorf("writing progress: %w", err))
+	}
+	return n, err
+}
+
+// finish is how every report ends: written into --out (when given), then
+// printed, as one indented JSON document with --json, else as text (the
+// document's own without a text of the command's).
+func (o *labOut) finish(cmd *cobra.Command, doc *report.Doc, text func(io.Writer)) error {
+	if o.out != "" {
+		if _, err := doc.Write(o.out); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", o.out)
+	}
+	w := cmd.OutOrStdout()
+	switch {
+	case o.json:
+		return writeJSON(w, doc.JSON)
+	case text != nil:
+		text(w)
+	default:
+		doc.WriteText(w)
+	}
+	return nil
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // labLockPath is the machine's lab lock; tests point it elsewhere.
@@ -153,231 +222,114 @@ func lockLab(stderr io.Writer, force bool) (release func(), warning string, err 
 	return func() {}, warning, nil
 }
 
-// labBraidCommand is how `lab run` starts the braid daemons; tests replace
+// labBraidCommand is how the drivers start the braid daemons; tests replace
 // it so that the test binary plays braid.
 var labBraidCommand = func() runner.BraidCommand { return runner.BraidCommand{} }
 
 func newLabRunCmd() *cobra.Command {
-	var f labRunFlags
-	cmd := &cobra.Command{
+	return labRunCmd(&cobra.Command{
 		Use:   "run SCENARIO",
 		Short: "Run a scenario file's experiments on an emulated testbed (root)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := scenario.Load(args[0])
-			if err != nil {
-				return err
-			}
-			return runLab(cmd, s, &f, false)
-		},
-	}
-	f.register(cmd)
-	return cmd
+	}, "", func(args []string) (*scenario.Scenario, error) { return scenario.Load(args[0]) })
 }
 
 func newLabDemoCmd() *cobra.Command {
-	var f labRunFlags
-	cmd := &cobra.Command{
+	return labRunCmd(&cobra.Command{
 		Use:   "demo",
 		Short: "Run the demo scenario: one path vs kernel MPTCP vs braid on paths with unequal delays (root)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := scenarios.Read("demo.toml")
-			if err != nil {
+	}, "braid-demo", func([]string) (*scenario.Scenario, error) {
+		data, err := scenarios.Read("demo.toml")
+		if err != nil {
+			return nil, err
+		}
+		return scenario.Parse("demo.toml", data)
+	})
+}
+
+// labRunCmd makes cmd (lab run or demo) run the scenario load reads, with
+// outDef the directory --out "" stands for.
+func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*scenario.Scenario, error)) *cobra.Command {
+	var (
+		o                labOut
+		reps             int
+		size, emu, shard string
+		only             []string
+		seed             uint64
+	)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		s, err := load(args)
+		if err != nil {
+			return err
+		}
+		if os.Geteuid() != 0 {
+			return runner.ErrNotRoot
+		}
+		stderr := cmd.ErrOrStderr()
+		opt := runner.Options{Reps: reps, Braid: labBraidCommand(), Emulator: emu, Command: labArgs(),
+			Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
+		if opt.Only, err = s.Select(only); err != nil {
+			return err
+		}
+		if shard != "" {
+			if opt.Shard, err = scenario.ParseShard(shard); err != nil {
 				return err
 			}
-			s, err := scenario.Parse("demo.toml", data)
-			if err != nil {
-				return err
+		}
+		if cmd.Flags().Changed("seed") && seed == 0 {
+			return errors.New("--seed: 0 is not a seed (leave --seed out for a random one)")
+		}
+		if size != "" {
+			if opt.Size, err = scenario.ParseSize(size); err != nil {
+				return fmt.Errorf("--size: %w", err)
 			}
-			if f.out == "" {
-				f.out = "braid-demo"
+		}
+		if reps < 0 || reps > scenario.MaxReps {
+			return fmt.Errorf("--reps: %d is outside 1..%d", reps, scenario.MaxReps)
+		}
+		o.out = cmp.Or(o.out, outDef)
+		return o.drive(cmd, func(ctx context.Context, progress io.Writer, warning string) (*report.Doc, func(io.Writer), error) {
+			opt.Seed = cmp.Or(seed, s.Experiment.Seed, runner.NewSeed())
+			where := ""
+			if !opt.Shard.Whole() {
+				where = ", shard " + opt.Shard.String()
 			}
-			return runLab(cmd, s, &f, true)
-		},
+			fmt.Fprintf(stderr, "%s: seed %d%s (repeat with --seed %d)\n", s.Name, opt.Seed, where, opt.Seed)
+			opt.Progress, opt.Terminal = progress, isTerminal(stderr)
+			run, err := runner.Run(ctx, s, opt)
+			if errors.Is(err, context.Canceled) && run != nil {
+				err = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(opt.Only.Points(s))))
+			}
+			if run == nil || (err != nil && len(run.Points) == 0) {
+				return nil, nil, err
+			}
+			if warning != "" {
+				run.Warnings = append(run.Warnings, warning)
+			}
+			return report.Document(run), labTable(run), err
+		})
 	}
-	f.register(cmd)
-	cmd.Flags().Lookup("out").DefValue = "braid-demo"
+	f := cmd.Flags()
+	f.IntVar(&reps, "reps", 0, "downloads per point (default: the scenario's)")
+	f.StringVar(&size, "size", "", `download size, e.g. "16MiB" or "16MB" (default: the scenario's)`)
+	f.StringVar(&emu, "emulator", testbed.EmulatorAuto, "link emulator: userspace, netem (the kernel's, where it exists) or auto")
+	f.StringArrayVar(&only, "only", nil, `run only the points whose AXIS takes one of the VALUEs, e.g. --only rtt=10ms,100ms --only "loss=random 1%" (repeatable)`)
+	f.Uint64Var(&seed, "seed", 0, "campaign seed of the emulators' loss and jitter, ≥ 1 (default: the scenario's experiment.seed, else random; printed and recorded)")
+	f.StringVar(&shard, "shard", "", `run only shard I of N: the points whose index is I mod N, e.g. "0/4" (merge the shards with lab merge)`)
+	o.register(cmd, "results.json, samples.csv, summary.csv, report.md and plots (PNG, SVG)", true)
+	f.Lookup("out").DefValue = outDef
 	return cmd
 }
 
-func runLab(cmd *cobra.Command, s *scenario.Scenario, f *labRunFlags, demo bool) error {
-	if os.Geteuid() != 0 {
-		return runner.ErrNotRoot
-	}
-	stderr := cmd.ErrOrStderr()
-	opt := runner.Options{Reps: f.reps, Braid: labBraidCommand(), Emulator: f.emu, Command: labArgs(),
-		Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
-	only, err := s.Select(f.only)
-	if err != nil {
-		return err
-	}
-	if len(f.only) > 0 {
-		opt.Only = only
-	}
-	if f.shard != "" {
-		if opt.Shard, err = scenario.ParseShard(f.shard); err != nil {
-			return err
-		}
-	}
-	if cmd.Flags().Changed("seed") && f.seed == 0 {
-		return errors.New("--seed: 0 is not a seed (leave --seed out for a random one)")
-	}
-	if f.size != "" {
-		n, err := scenario.ParseSize(f.size)
-		if err != nil {
-			return fmt.Errorf("--size: %w", err)
-		}
-		opt.Size = n
-	}
-	if f.reps < 0 || f.reps > scenario.MaxReps {
-		return fmt.Errorf("--reps: %d is outside 1..%d", f.reps, scenario.MaxReps)
-	}
-	release, lockWarning, err := startLab(stderr, f.out, f.force)
-	if err != nil {
-		return err
-	}
-	defer release()
-	opt.Seed = cmp.Or(f.seed, s.Experiment.Seed)
-	if opt.Seed == 0 {
-		opt.Seed = runner.NewSeed()
-	}
-	where := ""
-	if !opt.Shard.Whole() {
-		where = ", shard " + opt.Shard.String()
-	}
-	fmt.Fprintf(stderr, "%s: seed %d%s (repeat with --seed %d)\n", s.Name, opt.Seed, where, opt.Seed)
-	ctx, progress, stop := labContext(cmd)
-	defer stop()
-	opt.Progress, opt.Terminal = progress, isTerminal(stderr)
-	run, runErr := runner.Run(ctx, s, opt)
-	if errors.Is(runErr, context.Canceled) && run != nil {
-		runErr = fmt.Errorf("interrupted after %d of %d points; the testbed was removed", len(run.Points), len(opt.Shard.Filter(only.Points(s))))
-	}
-	if run == nil || (runErr != nil && len(run.Points) == 0) {
-		return runErr
-	}
-	if lockWarning != "" {
-		run.Warnings = append(run.Warnings, lockWarning)
-	}
-	if err := finishLab(cmd, f.out, f.json, report.Document(run), func(w io.Writer) { printLabTable(w, run, demo) }); err != nil {
-		return err
-	}
-	return runErr
-}
-
-// startLab is how every driver starts: the output directory made first, so
-// that a bad --out fails before the run rather than after it, then the
-// machine's lab lock (lockLab).
-func startLab(stderr io.Writer, out string, force bool) (release func(), warning string, err error) {
-	if out != "" {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return nil, "", err
-		}
-	}
-	return lockLab(stderr, force)
-}
-
-// labContext is what every driver runs in: Ctrl-C and SIGTERM cancel ctx,
-// and so does the first progress line that cannot be written to stderr.
-// With SIGPIPE ignored, `braid lab … | head` makes a closed stdout or
-// stderr a write error instead of death before the namespaces are
-// removed. (Not signal.Notify: that would also report every EPIPE of the
-// lab's own sockets, such as the web server's when a competing download
-// stops.)
-func labContext(cmd *cobra.Command) (ctx context.Context, progress io.Writer, stop func()) {
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-	signal.Ignore(syscall.SIGPIPE)
-	ctx, cancel := context.WithCancelCause(ctx)
-	progress = cancelWriter{cmd.ErrOrStderr(), cancel}
-	return ctx, progress, func() { cancel(nil); stopSignals() }
-}
-
-// cancelWriter is w whose failed writes cancel a run.
-type cancelWriter struct {
-	w      io.Writer
-	cancel context.CancelCauseFunc
-}
-
-func (c cancelWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	if err != nil {
-		c.cancel(fmt.Errorf("writing progress: %w", err))
-	}
-	return n, err
-}
-
-// finishLab is how every driver ends: its report written into out (when
-// given), then its result printed, as one indented JSON document with
-// --json, else as text (the document's own without a text of the driver's).
-func finishLab(cmd *cobra.Command, out string, asJSON bool, doc *report.Doc, text func(io.Writer)) error {
-	if out != "" {
-		if _, err := doc.Write(out); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", out)
-	}
-	w := cmd.OutOrStdout()
-	switch {
-	case asJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc.JSON)
-	case text != nil:
-		text(w)
-	default:
-		doc.WriteText(w)
-	}
-	return nil
-}
-
-// printLabTable writes one row per point: its sweep parameters (the demo has
-// none but the transport), mean goodput with its 95% interval, the number of
-// downloads and the share of each path.
-func printLabTable(w io.Writer, run *results.Run, demo bool) {
-	var axes []string
-	for _, a := range run.Axes {
-		if a != string(scenario.AxisTransport) && !demo {
-			axes = append(axes, a)
-		}
-	}
-	rows := [][]string{append(slices.Clone(axes), "transport", "goodput Mbit/s", "95% CI", "n", "path shares")}
-	for _, p := range run.Points {
-		var row []string
-		for _, a := range axes {
-			q, _ := p.Param(a)
-			row = append(row, q.Text)
-		}
-		g := p.Goodput
-		row = append(row, p.Label, labNum.Num(g.Mean, 2), "± "+labNum.Num(g.CI95, 2), fmt.Sprint(g.N), fmtShares(p.PathShares))
-		if p.Error != "" {
-			row = append(row, "error: "+p.Error)
-		}
-		rows = append(rows, row)
-	}
-	table.WriteText(w, rows)
-	fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator, seed %d", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator, run.Seed)
-	if run.Shard != "" {
-		fmt.Fprintf(w, ", shard %s", run.Shard)
-	}
-	fmt.Fprintln(w)
-	for _, warn := range run.Warnings {
-		fmt.Fprintf(w, "WARNING: %s\n", warn)
-	}
-}
-
 func newLabMergeCmd() *cobra.Command {
-	var out string
-	var asJSON bool
+	var o labOut
 	cmd := &cobra.Command{
 		Use:   "merge RESULTS...",
 		Short: "Merge the shards of a campaign (lab run --shard I/N) into one report",
 		Long: `merge reads the results.json of every shard (a file or the --out directory of
-a lab run --shard I/N) and joins them into one run, as if it had been made in
-one go: the points in the scenario file's order, each shard's host, commit, load
-and command in a table. The shards must come from one campaign (scenario, seed,
-size, repetitions, emulator and --only alike) and measure different points;
-missing shards and shards of different commits are warnings in the report.`,
+a lab run --shard I/N) and joins them into one run, as if made in one go. See
+docs/lab.md ("Shards").`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*results.Run
@@ -393,25 +345,117 @@ missing shards and shards of different commits are warnings in the report.`,
 				return err
 			}
 			run.Command = labArgs()
-			return finishLab(cmd, out, asJSON, report.Document(run), func(w io.Writer) { printLabTable(w, run, false) })
+			return o.finish(cmd, report.Document(run), labTable(run))
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "directory for the merged results.json, samples.csv, summary.csv, report.md and plots")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged results as one JSON document on stdout")
+	o.register(cmd, "the merged results.json, samples.csv, summary.csv, report.md and plots", false)
 	return cmd
+}
+
+func newLabReportCmd() *cobra.Command {
+	var o labOut
+	var write bool
+	cmd := &cobra.Command{
+		Use:   "report RESULTS",
+		Short: "Write the report of a lab run, bench or mesh again from its results.json",
+		Long: `report reads the results.json of a lab run, merge, bench or mesh (a file or its
+directory) and prints its tables; with --write it writes the report again beside
+it, with --out DIR into DIR with a copy of the results. The stored results.json
+is never rewritten.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, text, err := readLabResults(args[0])
+			if err != nil {
+				return err
+			}
+			if write && o.out == "" {
+				o.out = args[0]
+				if fi, err := os.Stat(o.out); err != nil || !fi.IsDir() {
+					o.out = filepath.Dir(o.out)
+				}
+				doc.JSON = nil
+			}
+			return o.finish(cmd, doc, text)
+		},
+	}
+	cmd.Flags().BoolVar(&write, "write", false, "write the report files beside the results")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory for a copy of results.json and the report files")
+	return cmd
+}
+
+// readLabResults reads the results.json of a campaign, a bench or a mesh
+// run (a file or the directory holding it) as its report and, for a
+// campaign, its table. Each driver's schema has a key the others lack, so
+// no file says which.
+func readLabResults(path string) (*report.Doc, func(io.Writer), error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, report.FileJSON)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch {
+	case keys["points"] != nil:
+		run, err := results.Read(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return report.Document(run), labTable(run), nil
+	case keys["ratios"] != nil:
+		var r bench.Report
+		err := json.Unmarshal(data, &r)
+		return r.Document(), nil, err
+	case keys["runs"] != nil:
+		var r mesh.Result
+		err := json.Unmarshal(data, &r)
+		return r.Document(), nil, err
+	}
+	return nil, nil, fmt.Errorf("%s: not the results of lab run, bench or mesh", path)
+}
+
+// labTable writes a run's table: one row per point with its sweep
+// parameters, mean goodput with its 95% interval, the number of downloads
+// and the share of each path.
+func labTable(run *results.Run) func(io.Writer) {
+	return func(w io.Writer) {
+		axes := slices.DeleteFunc(slices.Clone(run.Axes), func(a string) bool { return a == string(scenario.AxisTransport) })
+		rows := [][]string{append(slices.Clone(axes), "transport", "goodput Mbit/s", "95% CI", "n", "path shares")}
+		for _, p := range run.Points {
+			var row []string
+			for _, a := range axes {
+				q, _ := p.Param(a)
+				row = append(row, q.Text)
+			}
+			g := p.Goodput
+			row = append(row, p.Label, labNum.Num(g.Mean, 2), "± "+labNum.Num(g.CI95, 2), fmt.Sprint(g.N), fmtShares(p.PathShares))
+			if p.Error != "" {
+				row = append(row, "error: "+p.Error)
+			}
+			rows = append(rows, row)
+		}
+		table.WriteText(w, rows)
+		fmt.Fprintf(w, "%s: %d downloads of %s per point, %s emulator, seed %d", run.Scenario, run.Reps, scenario.FormatSize(run.Size), run.Emulator, run.Seed)
+		if run.Shard != "" {
+			fmt.Fprintf(w, ", shard %s", run.Shard)
+		}
+		fmt.Fprintln(w)
+		for _, warn := range run.Warnings {
+			fmt.Fprintf(w, "WARNING: %s\n", warn)
+		}
+	}
 }
 
 // labNum is how the run's table writes a number it has not got.
 var labNum = table.Style{NaN: "—"}
 
 func fmtShares(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*m[k]))
 	}
 	return strings.Join(parts, " ")

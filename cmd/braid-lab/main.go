@@ -30,10 +30,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return cli.Run(ctx, "braid", newRootCmd(), args, stdin, stdout, stderr)
 }
 
-// extraCommands holds constructors of the subcommands defined in the other
-// files of this package (lab.go appends newLabCmd from its init).
-var extraCommands []func() *cobra.Command
-
 // newRootCmd builds a fresh command tree; tests build one per run so that
 // flag values never leak from one invocation to the next.
 func newRootCmd() *cobra.Command {
@@ -46,9 +42,6 @@ Its up command is braid's: the lab starts this executable as the braid daemons
 it measures.`, version)
 	up := upcmd.NewUpCmd()
 	up.Hidden = true
-	root.AddCommand(up)
-	for _, f := range extraCommands {
-		root.AddCommand(f())
-	}
+	root.AddCommand(up, newLabCmd(), newRoutesCmd())
 	return root
 }

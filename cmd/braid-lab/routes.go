@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,6 @@ import (
 	"github.com/braid-vpn/braid/route/study"
 )
 
-func init() { extraCommands = append(extraCommands, newRoutesCmd) }
-
 // newRoutesCmd is the disjoint multipath routing toolbox: the seed's
 // random-topology study (stats), the algorithms on a user's own topology
 // (paths) and a drawing of one topology with its paths (show).
@@ -39,29 +38,22 @@ disjoint paths of least total cost (opt-link, opt-node). See docs/routes.md.`,
 
 func newRoutesStatsCmd() *cobra.Command {
 	cfg := study.DefaultConfig()
-	var routesRuns int
 	var asJSON, markdown bool
 	var out string
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "The seed's Figs 7–9 on random topologies: how many disjoint paths each algorithm finds",
-		Long: `Draw random meshes (nodes uniform in a square, a link when two nodes are at
-most --radius apart, only connected layouts, source and destination the nodes
-nearest (20%, 50%) and (80%, 50%) of the square) and run every algorithm on them:
-
-  Fig 7  share of topologies with ≥ 2 disjoint paths, per node count (--runs each)
-  Fig 8  distribution of the number of paths at --routes-nodes nodes, over
-         --routes-runs topologies where ld, nd and zd all find ≥ 2
-  Fig 9  hop counts of the two preferred paths on those topologies
-
-Prints tables (or --json, --markdown); --out DIR also writes routes.json,
-tables.md and the figures as PNG and SVG. Results depend only on the flags.`,
+		Long: `Draw random meshes and run every algorithm on them: Fig 7, the share of
+topologies with ≥ 2 disjoint paths per node count (--runs each); Fig 8, the number
+of paths at --routes-nodes nodes over --routes-runs topologies where ld, nd and zd
+all find ≥ 2; Fig 9, the hop counts of the two preferred paths on those. Prints
+tables (or --json, --markdown); --out DIR also writes routes.json, tables.md and
+the figures as PNG and SVG. Results depend only on the flags. See docs/routes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON && markdown {
 				return errors.New("--json and --markdown exclude each other")
 			}
-			cfg.RoutesRuns = routesRuns
 			if !cmd.Flags().Changed("routes-runs") {
 				cfg.RoutesRuns = cfg.Runs
 			}
@@ -85,16 +77,14 @@ tables.md and the figures as PNG and SVG. Results depend only on the flags.`,
 				}
 				fmt.Fprintf(stderr, "routes.json, tables.md and figures written to %s\n", out)
 			}
-			stdout := cmd.OutOrStdout()
-			switch {
+			switch stdout := cmd.OutOrStdout(); {
 			case asJSON:
-				enc := json.NewEncoder(stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(stdout, res)
 			case markdown:
 				return study.WriteMarkdown(stdout, res)
+			default:
+				return study.WriteText(stdout, res)
 			}
-			return study.WriteText(stdout, res)
 		},
 	}
 	f := cmd.Flags()
@@ -102,7 +92,7 @@ tables.md and the figures as PNG and SVG. Results depend only on the flags.`,
 	f.IntVar(&cfg.Runs, "runs", cfg.Runs, "connected topologies per node count (Fig 7)")
 	f.IntSliceVar(&cfg.Nodes, "nodes", cfg.Nodes, "node counts of Fig 7")
 	f.IntVar(&cfg.RoutesNodes, "routes-nodes", cfg.RoutesNodes, "node count of Figs 8 and 9")
-	f.IntVar(&routesRuns, "routes-runs", cfg.RoutesRuns, "topologies of Figs 8 and 9 (default: --runs)")
+	f.IntVar(&cfg.RoutesRuns, "routes-runs", cfg.RoutesRuns, "topologies of Figs 8 and 9 (default: --runs)")
 	f.Float64Var(&cfg.Side, "side", cfg.Side, "side of the square in metres")
 	f.Float64Var(&cfg.Radius, "radius", cfg.Radius, "radio range in metres")
 	f.IntVar(&cfg.Workers, "workers", 0, "parallel workers (default: all CPUs); results do not depend on it")
@@ -113,11 +103,7 @@ tables.md and the figures as PNG and SVG. Results depend only on the flags.`,
 }
 
 func writeStudy(res *study.Result, dir string) error {
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "routes.json"), append(data, '\n'), 0o644); err != nil {
+	if err := writeJSONFile(filepath.Join(dir, "routes.json"), res); err != nil {
 		return err
 	}
 	var md strings.Builder
@@ -127,8 +113,17 @@ func writeStudy(res *study.Result, dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "tables.md"), []byte(md.String()), 0o644); err != nil {
 		return err
 	}
-	_, err = figures.WriteStudy(res, dir)
+	_, err := figures.WriteStudy(res, dir)
 	return err
+}
+
+// writeJSONFile writes v to the file name as writeJSON does.
+func writeJSONFile(name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, append(data, '\n'), 0o644)
 }
 
 // algoFlags are the flags paths and show share.
@@ -159,32 +154,30 @@ func (a *algoFlags) parse(cmd *cobra.Command) (route.Algorithm, route.Metric, er
 	return algo, m, nil
 }
 
-// readGraphFile reads a graph file and resolves the two end nodes.
-func readGraphFile(file, from, to string) (*route.Graph, int, int, error) {
+// readGraphFile reads a graph file as a topology between the nodes from and to.
+func readGraphFile(file, from, to string) (*route.Topology, error) {
 	if file == "" {
-		return nil, 0, 0, errors.New("--graph FILE is required")
+		return nil, errors.New("--graph FILE is required")
 	}
 	if from == "" || to == "" {
-		return nil, 0, 0, errors.New("--from and --to are required")
+		return nil, errors.New("--from and --to are required")
 	}
 	fh, err := os.Open(file)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	defer fh.Close()
-	g, err := route.ReadGraph(fh)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s: %w", file, err)
+	t := &route.Topology{}
+	if t.Graph, err = route.ReadGraph(fh); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	src, err := g.Index(from)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("--from: %w", err)
+	if t.Src, err = t.Graph.Index(from); err != nil {
+		return nil, fmt.Errorf("--from: %w", err)
 	}
-	dst, err := g.Index(to)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("--to: %w", err)
+	if t.Dst, err = t.Graph.Index(to); err != nil {
+		return nil, fmt.Errorf("--to: %w", err)
 	}
-	return g, src, dst, nil
+	return t, nil
 }
 
 // pathsReport is `braid routes paths --json`.
@@ -204,20 +197,23 @@ type pathReport struct {
 	Cost  float64  `json:"cost"`
 }
 
-func newPathsReport(g *route.Graph, src, dst int, a route.Algorithm, k int, m route.Metric, ps []route.Path) pathsReport {
-	r := pathsReport{Algo: a, Disjointness: a.Disjointness().String(), Metric: m.String(), From: g.ID(src), To: g.ID(dst), Paths: []pathReport{}}
+// findPaths finds the paths of algorithm a (k of them, where it takes k)
+// on t, as their report.
+func findPaths(t *route.Topology, a route.Algorithm, k int, m route.Metric) (pathsReport, []route.Path, error) {
+	g := t.Graph
+	ps, err := route.Find(g, t.Src, t.Dst, a, k, m)
+	r := pathsReport{Algo: a, Disjointness: a.Disjointness().String(), Metric: m.String(), From: g.ID(t.Src), To: g.ID(t.Dst), Paths: []pathReport{}}
 	if a.UsesK() {
 		r.K = k
 	}
 	for _, p := range ps {
 		r.Paths = append(r.Paths, pathReport{Nodes: g.IDs(p), Hops: p.Hops(), Cost: g.PathCost(p, m)})
 	}
-	return r
+	return r, ps, err
 }
 
 func printPaths(w io.Writer, r pathsReport) error {
-	kind := r.Disjointness + "-disjoint"
-	fmt.Fprintf(w, "%s: %d %s path(s) from %s to %s (cost: %s)\n", r.Algo, len(r.Paths), kind, r.From, r.To, r.Metric)
+	fmt.Fprintf(w, "%s: %d %s-disjoint path(s) from %s to %s (cost: %s)\n", r.Algo, len(r.Paths), r.Disjointness, r.From, r.To, r.Metric)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, p := range r.Paths {
 		fmt.Fprintf(tw, "  %d\t%s\t%d hops\tcost %g\n", i+1, strings.Join(p.Nodes, " → "), p.Hops, p.Cost)
@@ -241,19 +237,16 @@ found (the first is the shortest path); the others cheapest first.`,
 			if err != nil {
 				return err
 			}
-			g, src, dst, err := readGraphFile(file, from, to)
+			t, err := readGraphFile(file, from, to)
 			if err != nil {
 				return err
 			}
-			ps, err := route.Find(g, src, dst, algo, af.k, m)
-			if err != nil {
+			r, _, err := findPaths(t, algo, af.k, m)
+			switch {
+			case err != nil:
 				return err
-			}
-			r := newPathsReport(g, src, dst, algo, af.k, m, ps)
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+			case asJSON:
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
 			return printPaths(cmd.OutOrStdout(), r)
 		},
@@ -275,13 +268,10 @@ func newRoutesShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show --out FILE.png|FILE.svg [--graph FILE --from S --to D | --nodes N --seed S --index I]",
 		Short: "Draw one topology with the paths an algorithm finds (the seed's Fig 6)",
-		Long: `Draw a topology and the paths --algo finds on it, and print the paths.
-
-With --graph, the topology is your file (nodes without positions go on a
-circle). Otherwise it is a random one as 'braid routes stats' draws them:
---index I of the Fig 7 topologies with --nodes nodes and --seed, or with
---feasible the I-th (from 0) topology in which ld, nd and zd all find two paths,
-as Figs 8–9 count them.`,
+		Long: `Draw a topology and the paths --algo finds on it, and print the paths. The
+topology is your --graph file (nodes without positions go on a circle) or a
+random one as 'braid routes stats' draws them: --index I (from 0) of its Fig 7
+stream, or with --feasible of its Figs 8–9 stream. See docs/routes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -294,20 +284,17 @@ as Figs 8–9 count them.`,
 			if err != nil {
 				return err
 			}
-			var g *route.Graph
-			var src, dst int
+			var t *route.Topology
 			if file != "" {
 				for _, fl := range []string{"nodes", "seed", "index", "feasible"} {
 					if cmd.Flags().Changed(fl) {
 						return fmt.Errorf("--%s draws a random topology; it cannot go with --graph", fl)
 					}
 				}
-				if g, src, dst, err = readGraphFile(file, from, to); err != nil {
+				if t, err = readGraphFile(file, from, to); err != nil {
 					return err
 				}
-				if title == "" {
-					title = fmt.Sprintf("%s: %s", filepath.Base(file), algo)
-				}
+				title = cmp.Or(title, fmt.Sprintf("%s: %s", filepath.Base(file), algo))
 			} else {
 				if from != "" || to != "" {
 					return errors.New("--from and --to go with --graph; a random topology's ends are the nodes nearest (20%, 50%) and (80%, 50%)")
@@ -317,29 +304,20 @@ as Figs 8–9 count them.`,
 				}
 				cfg := study.DefaultConfig()
 				cfg.Seed = seed
-				var t *route.Topology
+				pick, kind := study.Topology, "topology"
 				if feasible {
-					t, err = study.RoutesTopology(cfg, nodes, index)
-				} else {
-					t, err = study.Topology(cfg, nodes, index)
+					pick, kind = study.RoutesTopology, "multipath topology"
 				}
-				if err != nil {
+				if t, err = pick(cfg, nodes, index); err != nil {
 					return err
 				}
-				g, src, dst = t.Graph, t.Src, t.Dst
-				if title == "" {
-					kind := "topology"
-					if feasible {
-						kind = "multipath topology"
-					}
-					title = fmt.Sprintf("%d nodes, seed %d, %s %d: %s", nodes, seed, kind, index, algo)
-				}
+				title = cmp.Or(title, fmt.Sprintf("%d nodes, seed %d, %s %d: %s", nodes, seed, kind, index, algo))
 			}
-			ps, err := route.Find(g, src, dst, algo, af.k, m)
+			r, ps, err := findPaths(t, algo, af.k, m)
 			if err != nil {
 				return err
 			}
-			p, err := figures.Topology(g, src, dst, ps, title)
+			p, err := figures.Topology(t.Graph, t.Src, t.Dst, ps, title)
 			if err != nil {
 				return err
 			}
@@ -347,20 +325,17 @@ as Figs 8–9 count them.`,
 			if err := figures.Save(p, out, side, side); err != nil {
 				return err
 			}
-			if err := printPaths(cmd.OutOrStdout(), newPathsReport(g, src, dst, algo, af.k, m, ps)); err != nil {
+			if err := printPaths(cmd.OutOrStdout(), r); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "drawn to %s\n", out)
-			if graphOut != "" {
-				data, err := json.MarshalIndent(g, "", "  ")
-				if err != nil {
-					return err
-				}
-				if err := os.WriteFile(graphOut, append(data, '\n'), 0o644); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "topology written to %s (source %s, destination %s)\n", graphOut, g.ID(src), g.ID(dst))
+			if graphOut == "" {
+				return nil
 			}
+			if err := writeJSONFile(graphOut, t.Graph); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "topology written to %s (source %s, destination %s)\n", graphOut, t.Graph.ID(t.Src), t.Graph.ID(t.Dst))
 			return nil
 		},
 	}
