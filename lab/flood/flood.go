@@ -23,17 +23,13 @@ import (
 
 // Config says what to send.
 type Config struct {
-	// Target is where every datagram goes.
-	Target netip.AddrPort
+	Target netip.AddrPort // where every datagram goes
 	// Sources is the IPv4 prefix the source addresses are drawn from (uniformly,
 	// with random ports 1024-65535).
 	Sources netip.Prefix
-	// Payload is the UDP payload of every datagram.
-	Payload []byte
-	// Rate is datagrams per second; 0 sends as fast as the machine can.
-	Rate int
-	// Seed makes the sequence of sources reproducible.
-	Seed uint64
+	Payload []byte // the UDP payload of every datagram
+	Rate    int    // datagrams per second; 0 sends as fast as the machine can
+	Seed    uint64 // makes the sequence of sources reproducible
 }
 
 // Result says what was sent.

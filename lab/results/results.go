@@ -20,10 +20,8 @@ type Run struct {
 	Reps        int       `json:"reps"`
 	Emulator    string    `json:"emulator"` // "userspace" or "netem"
 	Host        string    `json:"host,omitempty"`
-	Axes        []string  `json:"axes"` // sweep axes, in the order of Point.Params
-	// Only lists the --only selections when the run covered part of the
-	// scenario's points (empty: all of them).
-	Only []string `json:"only,omitempty"`
+	Axes        []string  `json:"axes"`           // sweep axes, in the order of Point.Params
+	Only        []string  `json:"only,omitempty"` // the --only selections (empty: all points)
 	// Workload is "download" (also when empty, in files written before
 	// workloads existed) or "realtime", whose flow Realtime sets.
 	Workload string         `json:"workload,omitempty"`
@@ -33,10 +31,8 @@ type Run struct {
 	LatencyIdleMs     float64 `json:"latency_idle_ms,omitempty"`
 	ECN               bool    `json:"ecn,omitempty"` // the TCP endpoints requested ECN
 	Provenance                // its fields are written at this level of the JSON
-	// Parts are the shard runs a merged run was made from (`braid lab
-	// merge`), in shard order; empty for a run made in one go.
-	Parts  []Part  `json:"parts,omitempty"`
-	Points []Point `json:"points"`
+	Parts             []Part  `json:"parts,omitempty"` // the shards a merged run was made from, in shard order
+	Points            []Point `json:"points"`
 }
 
 // Provenance records what is needed to repeat a run and to judge its
@@ -53,11 +49,9 @@ type Provenance struct {
 	CPUs       int      `json:"cpus,omitempty"`
 	// The 1-minute load average when the run started and the highest
 	// sampled while it ran (the run's own processes count in it).
-	LoadStart float64 `json:"load_start"`
-	LoadMax   float64 `json:"load_max"`
-	// Warnings are what may have spoilt the measurements; the report shows
-	// them first.
-	Warnings []string `json:"warnings,omitempty"`
+	LoadStart float64  `json:"load_start"`
+	LoadMax   float64  `json:"load_max"`
+	Warnings  []string `json:"warnings,omitempty"` // what may have spoilt the measurements
 }
 
 // Part is one shard of a merged run.
@@ -160,9 +154,7 @@ type Sample struct {
 	Seconds     float64             `json:"seconds"`
 	Bytes       int64               `json:"bytes"`
 	MaxStallMs  float64             `json:"max_stall_ms"`
-	// Retransmits is the inner TCP's retransmitted segments (TCP_INFO of the
-	// sending socket); -1 when unknown.
-	Retransmits int64 `json:"retransmits"`
+	Retransmits int64               `json:"retransmits"` // the inner TCP's (TCP_INFO at the sender); -1: unknown
 	// The braid client's reorder-buffer counters (0 for other transports).
 	Reordered       uint64            `json:"reordered"`
 	ReorderTimeouts uint64            `json:"reorder_timeouts"`
@@ -209,9 +201,7 @@ type Phase struct {
 type EventsSummary struct {
 	MaxStallMs stats.Summary  `json:"max_stall_ms"` // the downloads' longest stalls
 	Events     []EventSummary `json:"events"`
-	// Phases has one entry per phase: "before cut secondary at 3s",
-	// "after cut secondary at 3s", ….
-	Phases []PhaseSummary `json:"phases"`
+	Phases     []PhaseSummary `json:"phases"` // "before cut secondary at 3s", "after cut secondary at 3s", …
 }
 
 // EventSummary is one event's reaction times over the downloads where it
