@@ -232,10 +232,9 @@ type BulkRecovery struct {
 	Bound        float64 `json:"bound"`          // 2 × PathLossRate + 0.05
 }
 
-// Latency is one download's UDP echo probes through the transport. Added
-// delay is a probe's RTT minus IdleMedianMs, the median RTT of the probes
-// sent on the idle transport just before; the percentiles are over the
-// probes sent while the download ran that were answered.
+// Latency is one download's UDP echo probes through the transport: the
+// idle baseline and the delay the download added (docs/lab.md, "Latency
+// under load").
 type Latency struct {
 	IdleMedianMs float64 `json:"idle_median_ms"`
 	IdleProbes   int     `json:"idle_probes"`
@@ -256,9 +255,8 @@ func (l *Latency) LossPct() float64 {
 	return 100 * float64(l.Lost) / float64(l.Probes)
 }
 
-// Realtime is one repetition of the real-time flow. One-way delay is the
-// arrival time minus the send time carried in the packet (both namespaces
-// read the same host clock).
+// Realtime is one repetition of the real-time flow; docs/lab.md ("Real-time
+// flows") defines its figures.
 type Realtime struct {
 	Sent      int     `json:"sent"`
 	Delivered int     `json:"delivered"` // distinct sequence numbers received
@@ -267,14 +265,10 @@ type Realtime struct {
 	OWDP50Ms  float64 `json:"owd_p50_ms"`
 	OWDP99Ms  float64 `json:"owd_p99_ms"`
 	OWDMaxMs  float64 `json:"owd_max_ms"`
-	// LatePct is Late of Delivered; MissPct is lost or late of Sent: the
-	// packets a real-time application could not play.
-	LatePct float64 `json:"late_pct"`
-	MissPct float64 `json:"miss_pct"`
-	// PayloadBytes is the delivered UDP payload; OuterBytes the frames on
-	// the paths' links (both directions, Ethernet headers included) while
-	// the flow ran, per path in OuterPathBytes; OuterPerPayload their
-	// ratio (0 when the emulator does not count, as with netem).
+	LatePct   float64 `json:"late_pct"` // Late of Delivered
+	MissPct   float64 `json:"miss_pct"` // lost or late, of Sent
+	// OuterBytes (per path OuterPathBytes) and OuterPerPayload are 0 when
+	// the emulator does not count, as with netem.
 	PayloadBytes    int64             `json:"payload_bytes"`
 	OuterBytes      uint64            `json:"outer_bytes"`
 	OuterPathBytes  map[string]uint64 `json:"outer_path_bytes,omitempty"`
