@@ -113,32 +113,37 @@ func (p *Point) Param(axis string) (Param, bool) {
 	return Param{}, false
 }
 
-// The summaries of a point are the mean and 95% interval over its samples
-// of each sample's figure.
-type (
-	BulkRecoverySummary struct {
-		Overhead     stats.Summary `json:"overhead"`
-		PathLossRate stats.Summary `json:"path_loss_rate"`
-		Bound        stats.Summary `json:"bound"`
-		WithinBound  int           `json:"within_bound"` // downloads whose Overhead ≤ Bound
-	}
-	LatencySummary struct {
-		IdleMs     stats.Summary `json:"idle_median_ms"`
-		AddedP50Ms stats.Summary `json:"added_p50_ms"`
-		AddedP95Ms stats.Summary `json:"added_p95_ms"`
-		AddedP99Ms stats.Summary `json:"added_p99_ms"`
-		LossPct    stats.Summary `json:"probe_loss_pct"`
-	}
-	RealtimeSummary struct {
-		LossPct         stats.Summary `json:"loss_pct"`
-		OWDP50Ms        stats.Summary `json:"owd_p50_ms"`
-		OWDP99Ms        stats.Summary `json:"owd_p99_ms"`
-		OWDMaxMs        stats.Summary `json:"owd_max_ms"`
-		LatePct         stats.Summary `json:"late_pct"`
-		MissPct         stats.Summary `json:"miss_pct"`
-		OuterPerPayload stats.Summary `json:"outer_per_payload"`
-	}
-)
+// BulkRecoverySummary is the mean and 95% interval over a point's downloads
+// of each download's BulkRecovery figures, and how many met the target.
+type BulkRecoverySummary struct {
+	Overhead     stats.Summary `json:"overhead"`
+	PathLossRate stats.Summary `json:"path_loss_rate"`
+	Bound        stats.Summary `json:"bound"`
+	// WithinBound counts the downloads whose Overhead ≤ Bound.
+	WithinBound int `json:"within_bound"`
+}
+
+// LatencySummary is the mean and 95% interval over a point's downloads of
+// each download's figure.
+type LatencySummary struct {
+	IdleMs     stats.Summary `json:"idle_median_ms"`
+	AddedP50Ms stats.Summary `json:"added_p50_ms"`
+	AddedP95Ms stats.Summary `json:"added_p95_ms"`
+	AddedP99Ms stats.Summary `json:"added_p99_ms"`
+	LossPct    stats.Summary `json:"probe_loss_pct"`
+}
+
+// RealtimeSummary is the mean and 95% interval over a point's repetitions
+// of each repetition's figure.
+type RealtimeSummary struct {
+	LossPct         stats.Summary `json:"loss_pct"`
+	OWDP50Ms        stats.Summary `json:"owd_p50_ms"`
+	OWDP99Ms        stats.Summary `json:"owd_p99_ms"`
+	OWDMaxMs        stats.Summary `json:"owd_max_ms"`
+	LatePct         stats.Summary `json:"late_pct"`
+	MissPct         stats.Summary `json:"miss_pct"`
+	OuterPerPayload stats.Summary `json:"outer_per_payload"`
+}
 
 // Sample is one download, or one repetition of the real-time flow (its
 // goodput, seconds and bytes are then the flow's delivered payload).
