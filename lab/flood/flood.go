@@ -8,26 +8,28 @@
 package flood
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/braid-vpn/braid/netns"
 )
 
 // Config says what to send.
 type Config struct {
-	// Target is where every datagram goes.
-	Target netip.AddrPort
+	Target netip.AddrPort // where every datagram goes
 	// Sources is the IPv4 prefix the source addresses are drawn from (uniformly,
 	// with random ports 1024-65535).
 	Sources netip.Prefix
-	// Payload is the UDP payload of every datagram.
-	Payload []byte
-	// Rate is datagrams per second; 0 sends as fast as the machine can.
-	Rate int
-	// Seed makes the sequence of sources reproducible.
-	Seed uint64
+	Payload []byte // the UDP payload of every datagram
+	Rate    int    // datagrams per second; 0 sends as fast as the machine can
+	Seed    uint64 // makes the sequence of sources reproducible
 }
 
 // Result says what was sent.
@@ -55,6 +57,44 @@ func (c Config) check() error {
 	return nil
 }
 
+// Run sends from inside ns until ctx ends. The raw socket is opened in ns (on a
+// locked thread) and keeps to it afterwards, whatever thread writes.
+func Run(ctx context.Context, ns *netns.Namespace, cfg Config) (Result, error) {
+	if err := cfg.check(); err != nil {
+		return Result{}, err
+	}
+	var fd int
+	if err := ns.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+		return err
+	}); err != nil {
+		return Result{}, fmt.Errorf("flood: raw socket in %s (needs CAP_NET_RAW): %w", ns, err)
+	}
+	defer unix.Close(fd)
+	dst := &unix.SockaddrInet4{Addr: cfg.Target.Addr().As4()}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x666c6f6f64))
+	buf := make([]byte, 28+len(cfg.Payload))
+	var res Result
+	start := time.Now()
+	// Paced in slices of 1 ms: sleep when ahead of the rate.
+	for ctx.Err() == nil {
+		if cfg.Rate > 0 && res.Sent+res.Errors >= int64(time.Since(start).Seconds()*float64(cfg.Rate)) {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		for range 64 {
+			p := packet(buf, source(rng, cfg.Sources), cfg.Target, cfg.Payload)
+			if err := unix.Sendto(fd, p, 0, dst); err != nil {
+				res.Errors++
+			} else {
+				res.Sent++
+			}
+		}
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
 // packet builds the IPv4/UDP packet for one source into b (len ≥ 28+payload) and
 // returns it. The UDP checksum is left zero (allowed for IPv4); the kernel fills in
 // the IP checksum and length for IP_HDRINCL sockets.
@@ -79,12 +119,10 @@ func packet(b []byte, src netip.AddrPort, dst netip.AddrPort, payload []byte) []
 // source draws a random source address and port in p.
 func source(r *rand.Rand, p netip.Prefix) netip.AddrPort {
 	base := p.Masked().Addr().As4()
-	host := uint32(0)
+	a := binary.BigEndian.Uint32(base[:])
 	if bits := 32 - p.Bits(); bits > 0 {
-		host = r.Uint32() & (1<<bits - 1)
+		a |= r.Uint32() & (1<<bits - 1)
 	}
-	a := binary.BigEndian.Uint32(base[:]) | host
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], a)
-	return netip.AddrPortFrom(netip.AddrFrom4(b), uint16(1024+r.IntN(65535-1024)))
+	port := uint16(1024 + r.IntN(65535-1024))
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, a))), port)
 }

@@ -5,6 +5,7 @@ package proc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -101,13 +102,7 @@ func (c *Child) Output() string { return c.out.String() }
 // LastLine is the child's last line of output, "(no output)" if none.
 func (c *Child) LastLine() string {
 	s := strings.TrimSpace(c.out.String())
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if s == "" {
-		return "(no output)"
-	}
-	return s
+	return cmp.Or(s[strings.LastIndexByte(s, '\n')+1:], "(no output)")
 }
 
 // tail keeps the last TailBytes written to it.
@@ -120,9 +115,7 @@ func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b.Write(p)
-	if over := t.b.Len() - TailBytes; over > 0 {
-		t.b.Next(over)
-	}
+	t.b.Next(max(t.b.Len()-TailBytes, 0))
 	return len(p), nil
 }
 

@@ -21,14 +21,12 @@ import (
 // Bar writes progress lines to one writer. Its methods are safe for
 // concurrent use.
 type Bar struct {
-	mu       sync.Mutex
-	w        io.Writer
-	total    int
-	done     int
-	terminal bool
-	start    time.Time
-	// now is time.Now outside tests.
-	now func() time.Time
+	mu          sync.Mutex
+	w           io.Writer
+	total, done int
+	terminal    bool
+	start       time.Time
+	now         func() time.Time // time.Now outside tests
 	// width is the length of the last line drawn on a terminal, so that
 	// a shorter one can blank out what it does not cover.
 	width    int
@@ -57,8 +55,8 @@ func (b *Bar) Step(label string) {
 		return
 	}
 	b.done++
-	if b.total > 0 && b.done > b.total {
-		b.total = b.done
+	if b.total > 0 {
+		b.total = max(b.total, b.done)
 	}
 	b.draw(b.line(label))
 }
@@ -73,10 +71,10 @@ func (b *Bar) Done() {
 		return
 	}
 	b.finished = true
-	elapsed := b.now().Sub(b.start)
-	line := fmt.Sprintf("done: %d steps in %s", b.done, clock(elapsed))
+	elapsed := clock(b.now().Sub(b.start))
+	line := fmt.Sprintf("done: %d steps in %s", b.done, elapsed)
 	if b.total > 0 && b.done < b.total {
-		line = fmt.Sprintf("stopped: %d/%d steps in %s", b.done, b.total, clock(elapsed))
+		line = fmt.Sprintf("stopped: %d/%d steps in %s", b.done, b.total, elapsed)
 	}
 	b.draw(line)
 	if b.terminal {
@@ -84,30 +82,20 @@ func (b *Bar) Done() {
 	}
 }
 
-// line is "[  3/10]  30%  elapsed 0:45  ETA 1:45  label".
+// line is "[  3/10]  30%  elapsed 0:45  ETA 1:45  label", after a step.
 func (b *Bar) line(label string) string {
 	elapsed := b.now().Sub(b.start)
-	var s strings.Builder
+	s := fmt.Sprintf("[%d] elapsed %s", b.done, clock(elapsed))
 	if b.total > 0 {
-		digits := len(fmt.Sprint(b.total))
-		fmt.Fprintf(&s, "[%*d/%d] %3d%%  elapsed %s  ETA %s",
-			digits, b.done, b.total, 100*b.done/b.total, clock(elapsed), clock(b.eta(elapsed)))
-	} else {
-		fmt.Fprintf(&s, "[%d] elapsed %s", b.done, clock(elapsed))
+		// The mean time per finished step times the steps left.
+		eta := elapsed / time.Duration(b.done) * time.Duration(b.total-b.done)
+		s = fmt.Sprintf("[%*d/%d] %3d%%  elapsed %s  ETA %s",
+			len(fmt.Sprint(b.total)), b.done, b.total, 100*b.done/b.total, clock(elapsed), clock(eta))
 	}
 	if label != "" {
-		s.WriteString("  ")
-		s.WriteString(label)
+		s += "  " + label
 	}
-	return s.String()
-}
-
-// eta is the mean time per finished step times the steps left.
-func (b *Bar) eta(elapsed time.Duration) time.Duration {
-	if b.done == 0 {
-		return 0
-	}
-	return elapsed / time.Duration(b.done) * time.Duration(b.total-b.done)
+	return s
 }
 
 // draw writes line: in place on a terminal (carriage return, the line,
@@ -119,12 +107,8 @@ func (b *Bar) draw(line string) {
 		return
 	}
 	n := utf8.RuneCountInString(line)
-	pad := ""
-	if n < b.width {
-		pad = strings.Repeat(" ", b.width-n)
-	}
+	io.WriteString(b.w, "\r"+line+strings.Repeat(" ", max(b.width-n, 0)))
 	b.width = n
-	io.WriteString(b.w, "\r"+line+pad)
 }
 
 // clock formats a duration as m:ss or h:mm:ss, rounded to the second.

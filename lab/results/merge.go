@@ -29,12 +29,11 @@ func Read(path string) (*Run, error) {
 	return &run, nil
 }
 
-// Merge joins the shard runs of one campaign (`--shard I/N` with the same
-// scenario, seed, size, repetitions, emulator, workload and selection) into
-// one run, as if it had been made in one go: its points in the scenario's
-// order, its Parts the shards' provenance. Shards that ran different code
-// or were left out are Warnings of the merged run; runs that cannot belong
-// to one campaign, or that measured the same point, are an error.
+// Merge joins the shard runs of one campaign (`--shard I/N`) into one run,
+// as if it had been made in one go: its points in the scenario's order,
+// its Parts the shards' provenance. Shards that ran different code or were
+// left out are Warnings of the merged run; runs that cannot belong to one
+// campaign (sameCampaign), or that measured the same point, are an error.
 func Merge(runs []*Run) (*Run, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("merge: no run")
@@ -46,17 +45,13 @@ func Merge(runs []*Run) (*Run, error) {
 		return slices.Compare(ia, ib)
 	})
 	first := runs[0]
-	m := &Run{
-		Scenario: first.Scenario, File: first.File, Description: first.Description,
-		Size: first.Size, Reps: first.Reps, Emulator: first.Emulator,
-		Axes: slices.Clone(first.Axes), Only: slices.Clone(first.Only),
-		Workload: first.Workload, Realtime: first.Realtime,
-		LatencyIntervalMs: first.LatencyIntervalMs, LatencyIdleMs: first.LatencyIdleMs, ECN: first.ECN,
-		Points: []Point{},
-	}
-	m.Seed = first.Seed
+	_, total := parseShards(first.Shard)
+	// The setup is the first shard's, which sameCampaign holds the others
+	// to; the provenance is made from the parts below.
+	m := *first
+	m.Axes, m.Only = slices.Clone(first.Axes), slices.Clone(first.Only)
+	m.Provenance, m.Host, m.Parts, m.Points = Provenance{Seed: first.Seed}, "", nil, []Point{}
 	shards := map[int]bool{}
-	total := 0
 	owner := map[int]string{}
 	for _, r := range runs {
 		name := cmp.Or(r.Shard, "whole")
@@ -64,10 +59,9 @@ func Merge(runs []*Run) (*Run, error) {
 			return nil, fmt.Errorf("merge: shard %s: %w", name, err)
 		}
 		is, n := parseShards(r.Shard)
-		if _, n0 := parseShards(first.Shard); n != n0 {
+		if n != total {
 			return nil, fmt.Errorf("merge: shard %s and shard %s split the campaign differently", name, cmp.Or(first.Shard, "whole"))
 		}
-		total = n
 		for _, i := range is {
 			if shards[i] {
 				return nil, fmt.Errorf("merge: shard %d/%d given twice", i, n)
@@ -94,15 +88,11 @@ func Merge(runs []*Run) (*Run, error) {
 	// The merged provenance is the parts': every host, the widest dates,
 	// the highest loads, every warning; one commit and CPU count if they
 	// agree.
+	m.Started = slices.MinFunc(m.Parts, func(a, b Part) int { return a.Started.Compare(b.Started) }).Started
+	m.Finished = slices.MaxFunc(m.Parts, func(a, b Part) int { return a.Finished.Compare(b.Finished) }).Finished
 	var hosts, commits []string
-	cpus := m.Parts[0].CPUs
+	m.CPUs = m.Parts[0].CPUs // 0 when the machines differ: see Parts
 	for _, p := range m.Parts {
-		if m.Started.IsZero() || p.Started.Before(m.Started) {
-			m.Started = p.Started
-		}
-		if p.Finished.After(m.Finished) {
-			m.Finished = p.Finished
-		}
 		if p.Host != "" && !slices.Contains(hosts, p.Host) {
 			hosts = append(hosts, p.Host)
 		}
@@ -113,8 +103,8 @@ func Merge(runs []*Run) (*Run, error) {
 		if !slices.Contains(commits, commit) {
 			commits = append(commits, commit)
 		}
-		if p.CPUs != cpus {
-			cpus = 0
+		if p.CPUs != m.CPUs {
+			m.CPUs = 0
 		}
 		m.LoadStart = max(m.LoadStart, p.LoadStart)
 		m.LoadMax = max(m.LoadMax, p.LoadMax)
@@ -124,23 +114,24 @@ func Merge(runs []*Run) (*Run, error) {
 		}
 	}
 	m.Host = strings.Join(hosts, ", ")
-	m.CPUs = cpus // 0 when the machines differ: see Parts
 	if len(commits) == 1 {
 		m.Commit, m.CommitFrom = m.Parts[0].Commit, m.Parts[0].CommitFrom
 	} else {
 		m.Warnings = append(m.Warnings, "the shards ran different code: "+strings.Join(commits, ", "))
 	}
-	var missing []string
-	for i := 0; i < total; i++ {
-		if !shards[i] {
+	var have, missing []string
+	for i := range total {
+		if shards[i] {
+			have = append(have, strconv.Itoa(i))
+		} else {
 			missing = append(missing, fmt.Sprintf("%d/%d", i, total))
 		}
 	}
 	if len(missing) > 0 {
 		m.Warnings = append(m.Warnings, "shards not merged (their points are missing): "+strings.Join(missing, ", "))
-		m.Shard = mergedShards(shards, total)
+		m.Shard = strings.Join(have, ",") + "/" + strconv.Itoa(total) // "0,1,3/4"
 	}
-	return m, nil
+	return &m, nil
 }
 
 // sameCampaign reports how b differs from a in what makes a campaign.
@@ -187,15 +178,4 @@ func parseShards(s string) (is []int, n int) {
 		is = append(is, i)
 	}
 	return is, n
-}
-
-// mergedShards names the shards of an incomplete merge: "0,1,3/4".
-func mergedShards(have map[int]bool, n int) string {
-	var is []string
-	for i := 0; i < n; i++ {
-		if have[i] {
-			is = append(is, strconv.Itoa(i))
-		}
-	}
-	return strings.Join(is, ",") + "/" + strconv.Itoa(n)
 }

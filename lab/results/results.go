@@ -1,5 +1,6 @@
 // Package results holds what a lab run measured, in the form every output (JSON,
-// CSV, plots, the Markdown report) is made from.
+// CSV, plots, the Markdown report) is made from: results.json, whose fields
+// docs/lab.md describes.
 package results
 
 import (
@@ -19,59 +20,38 @@ type Run struct {
 	Reps        int       `json:"reps"`
 	Emulator    string    `json:"emulator"` // "userspace" or "netem"
 	Host        string    `json:"host,omitempty"`
-	Axes        []string  `json:"axes"` // sweep axes, in the order of Point.Params
-	// Only lists the --only selections when the run covered part of the
-	// scenario's points (empty: all of them).
-	Only []string `json:"only,omitempty"`
-	// Workload is what each repetition measured: "download" (also when
-	// empty, in files written before workloads existed) or "realtime".
-	Workload string `json:"workload,omitempty"`
-	// Realtime is the real-time flow's setting (workload "realtime").
+	Axes        []string  `json:"axes"`           // sweep axes, in the order of Point.Params
+	Only        []string  `json:"only,omitempty"` // the --only selections (empty: all points)
+	// Workload is "download" (also when empty, in files written before
+	// workloads existed) or "realtime", whose flow Realtime sets.
+	Workload string         `json:"workload,omitempty"`
 	Realtime *RealtimeSetup `json:"realtime,omitempty"`
-	// LatencyIntervalMs and LatencyIdleMs are the latency probes' spacing
-	// and idle baseline (0: no probes).
+	// The latency probes' spacing and idle baseline (0: no probes).
 	LatencyIntervalMs float64 `json:"latency_interval_ms,omitempty"`
 	LatencyIdleMs     float64 `json:"latency_idle_ms,omitempty"`
-	// ECN tells whether the TCP endpoints requested ECN (net.ipv4.tcp_ecn = 1).
-	ECN bool `json:"ecn,omitempty"`
-	// Provenance is how to repeat the run and what the machine was doing
-	// (its fields are written at this level of the JSON).
-	Provenance
-	// Parts are the shard runs a merged run was made from (`braid lab
-	// merge`), in shard order; empty for a run made in one go.
-	Parts  []Part  `json:"parts,omitempty"`
-	Points []Point `json:"points"`
+	ECN               bool    `json:"ecn,omitempty"` // the TCP endpoints requested ECN
+	Provenance                // its fields are written at this level of the JSON
+	Parts             []Part  `json:"parts,omitempty"` // the shards a merged run was made from, in shard order
+	Points            []Point `json:"points"`
 }
 
 // Provenance records what is needed to repeat a run and to judge its
-// numbers: the seed, the command, the code and the machine's load.
+// numbers (docs/lab.md, "Reproducible campaigns"). Seed is 0 in files
+// written before seeds were recorded; Shard is "I/N" for `--shard`, a
+// merge's "I,J,…/N" when shards are missing, empty for the whole campaign.
 type Provenance struct {
-	// Seed is the campaign seed. The userspace emulator's loss and jitter
-	// in repetition r of network k draw from testbed.RepSeed(Seed, k, r),
-	// whatever the transport (Sample.Seed); 0 in files written before seeds
-	// were recorded.
-	Seed uint64 `json:"seed,omitempty"`
-	// Shard is "I/N" when the run measured only the points whose index is
-	// I mod N (`--shard`); empty for the whole campaign.
-	Shard string `json:"shard,omitempty"`
-	// Command is the command line as the process got it (os.Args); a
-	// merged run has the merge's.
-	Command []string `json:"command,omitempty"`
-	// Commit is the git commit of the code that ran (from the binary's
-	// build information, else `git rev-parse HEAD` in the working
-	// directory; CommitFrom says which); Dirty that the tree had changes.
-	Commit     string `json:"commit,omitempty"`
-	CommitFrom string `json:"commit_from,omitempty"` // "build" or "git"
-	Dirty      bool   `json:"dirty,omitempty"`
-	// CPUs is the machine's logical CPUs; LoadStart the 1-minute load
-	// average (/proc/loadavg) when the run started and LoadMax the highest
+	Seed       uint64   `json:"seed,omitempty"`
+	Shard      string   `json:"shard,omitempty"`
+	Command    []string `json:"command,omitempty"` // os.Args; a merged run has the merge's
+	Commit     string   `json:"commit,omitempty"`
+	CommitFrom string   `json:"commit_from,omitempty"` // "build" or "git"
+	Dirty      bool     `json:"dirty,omitempty"`
+	CPUs       int      `json:"cpus,omitempty"`
+	// The 1-minute load average when the run started and the highest
 	// sampled while it ran (the run's own processes count in it).
-	CPUs      int     `json:"cpus,omitempty"`
-	LoadStart float64 `json:"load_start"`
-	LoadMax   float64 `json:"load_max"`
-	// Warnings are what may have spoilt the measurements (a busy machine,
-	// another lab run forced alongside); the report shows them first.
-	Warnings []string `json:"warnings,omitempty"`
+	LoadStart float64  `json:"load_start"`
+	LoadMax   float64  `json:"load_max"`
+	Warnings  []string `json:"warnings,omitempty"` // what may have spoilt the measurements
 }
 
 // Part is one shard of a merged run.
@@ -112,21 +92,14 @@ type Point struct {
 	// (braid: from the tunnel's per-path counters; mptcp: from subflow counters
 	// where available), keyed by path name.
 	PathShares map[string]float64 `json:"path_shares,omitempty"`
-	// Competing summarizes Samples[].CompetingMbps (nil without competing
-	// flows).
-	Competing *stats.Summary `json:"competing_mbps,omitempty"`
-	// Latency summarizes Samples[].Latency (nil without latency probes).
-	Latency *LatencySummary `json:"latency,omitempty"`
-	// Realtime summarizes Samples[].Realtime (nil without the real-time
-	// workload).
-	Realtime *RealtimeSummary `json:"realtime,omitempty"`
-	// BulkRecovery summarizes Samples[].BulkRecovery (nil when no sample
-	// has it: not braid, or braid with recovery off).
+	// Competing, Latency, Realtime, BulkRecovery and Events summarize the
+	// samples' fields of those names; nil when the samples do not have them.
+	Competing    *stats.Summary       `json:"competing_mbps,omitempty"`
+	Latency      *LatencySummary      `json:"latency,omitempty"`
+	Realtime     *RealtimeSummary     `json:"realtime,omitempty"`
 	BulkRecovery *BulkRecoverySummary `json:"bulk_recovery,omitempty"`
-	// Events summarizes the path events over the downloads (scenarios
-	// with [[events]] only).
-	Events *EventsSummary `json:"events,omitempty"`
-	Error  string         `json:"error,omitempty"` // the point could not be measured
+	Events       *EventsSummary       `json:"events,omitempty"`
+	Error        string               `json:"error,omitempty"` // the point could not be measured
 }
 
 // Param returns the point's value on axis, false when the axis does not
@@ -172,63 +145,46 @@ type RealtimeSummary struct {
 	OuterPerPayload stats.Summary `json:"outer_per_payload"`
 }
 
-// Sample is one download.
+// Sample is one download, or one repetition of the real-time flow (its
+// goodput, seconds and bytes are then the flow's delivered payload).
 type Sample struct {
 	Rep int `json:"rep"`
 	// Seed is what the emulators were reseeded with before this repetition
-	// (testbed.RepSeed): equal for every transport of one network in one
-	// repetition; 0 with netem, which cannot be seeded.
-	Seed uint64 `json:"seed,omitempty"`
-	// FirstLosses is, per emulated link direction that lost frames during
-	// the repetition ("LINK A→B"), the places of its first losses among the
-	// frames it judged since the reseed (linkemu.Link.FirstLosses): a run
-	// repeated with the same seed shows the same, whatever it carried.
+	// (0 with netem, which cannot be seeded); FirstLosses, per emulated link
+	// direction that lost frames ("LINK A→B"), the places of its first
+	// losses since the reseed (docs/lab.md, "Reproducible campaigns").
+	Seed        uint64              `json:"seed,omitempty"`
 	FirstLosses map[string][]uint64 `json:"first_losses,omitempty"`
 	GoodputMbps float64             `json:"goodput_mbps"`
 	Seconds     float64             `json:"seconds"`
 	Bytes       int64               `json:"bytes"`
 	MaxStallMs  float64             `json:"max_stall_ms"`
-	// Retransmits is the inner TCP's retransmitted segments (TCP_INFO of the
-	// sending socket); -1 when unknown.
-	Retransmits int64 `json:"retransmits"`
-	// Reordered and ReorderTimeouts are the braid client's reorder-buffer counters
-	// during this download (0 for other transports).
+	Retransmits int64               `json:"retransmits"` // the inner TCP's (TCP_INFO at the sender); -1: unknown
+	// The braid client's reorder-buffer counters (0 for other transports).
 	Reordered       uint64            `json:"reordered"`
 	ReorderTimeouts uint64            `json:"reorder_timeouts"`
 	PathBytes       map[string]uint64 `json:"path_bytes,omitempty"`
-	// CompetingMbps is the goodput the competing TCP downloads got together
-	// while this download ran (absent without competing flows).
-	CompetingMbps *float64 `json:"competing_mbps,omitempty"`
-	// Latency is the latency probes of this download (absent without them).
-	Latency *Latency `json:"latency,omitempty"`
-	// Realtime is this repetition's real-time flow (workload "realtime";
-	// the sample's goodput, seconds and bytes are then the flow's delivered
-	// payload).
-	Realtime *Realtime `json:"realtime,omitempty"`
-	// BulkRecovery is what the sending braid daemon's loss recovery cost
-	// during this download (absent for other transports and with recovery
-	// off).
-	BulkRecovery *BulkRecovery `json:"bulk_recovery,omitempty"`
-	// Events is what the scenario's path events did during this download,
-	// in the scenario's order; Phases the paths' rates between them
-	// (len(Events)+1: before the first, after each).
-	Events []EventOutcome `json:"events,omitempty"`
-	Phases []Phase        `json:"phases,omitempty"`
+	// The fields below are absent without competing flows, latency probes,
+	// the real-time workload, braid's loss recovery or [[events]].
+	// CompetingMbps is the competing TCP downloads' goodput together;
+	// Events are in the scenario's order, Phases the paths' rates between
+	// them (len(Events)+1: before the first, after each).
+	CompetingMbps *float64       `json:"competing_mbps,omitempty"`
+	Latency       *Latency       `json:"latency,omitempty"`
+	Realtime      *Realtime      `json:"realtime,omitempty"`
+	BulkRecovery  *BulkRecovery  `json:"bulk_recovery,omitempty"`
+	Events        []EventOutcome `json:"events,omitempty"`
+	Phases        []Phase        `json:"phases,omitempty"`
 }
 
 // EventOutcome is one path event during one download.
 type EventOutcome struct {
-	// Event says what and when, as the scenario has it: "cut secondary at 3s".
-	Event string `json:"event"`
-	// Fired is false when the download ended first.
-	Fired bool `json:"fired"`
-	// AtMs is when it fired, since the download started.
-	AtMs float64 `json:"at_ms"`
+	Event string  `json:"event"` // as the scenario has it: "cut secondary at 3s"
+	Fired bool    `json:"fired"` // false when the download ended first
+	AtMs  float64 `json:"at_ms"` // since the download started
 	// ReactMs is how long after the event the paths it concerns had
-	// carried ReactBytes towards the client: the event's own path after
-	// restore, up and readdress (back in service), the other paths after
-	// cut and down (traffic moved). Absent when that did not happen before
-	// the download ended.
+	// carried ReactBytes towards the client (docs/lab.md, "[[events]]");
+	// absent when they had not before the download ended.
 	ReactMs *float64 `json:"react_ms,omitempty"`
 }
 
@@ -248,12 +204,9 @@ type Phase struct {
 
 // EventsSummary is a point's path events over its downloads.
 type EventsSummary struct {
-	// MaxStallMs is the downloads' longest stalls.
-	MaxStallMs stats.Summary  `json:"max_stall_ms"`
+	MaxStallMs stats.Summary  `json:"max_stall_ms"` // the downloads' longest stalls
 	Events     []EventSummary `json:"events"`
-	// Phases has one entry per phase: "before cut secondary at 3s",
-	// "after cut secondary at 3s", ….
-	Phases []PhaseSummary `json:"phases"`
+	Phases     []PhaseSummary `json:"phases"` // "before cut secondary at 3s", "after cut secondary at 3s", …
 }
 
 // EventSummary is one event's reaction times over the downloads where it
@@ -271,31 +224,22 @@ type PhaseSummary struct {
 	PathKBps map[string]stats.Summary `json:"path_kbps"`
 }
 
-// BulkRecovery is the loss recovery of one download, from the sender's
-// (the braid server's) control status read just before and just after the
-// download, summed over its paths. It checks the target "retransmitted +
-// repair bytes ≤ (2 × path loss rate + 5 %) of the payload".
+// BulkRecovery is the loss recovery of one download, from the sending braid
+// daemon's counters summed over its paths; docs/lab.md ("Bulk recovery
+// overhead") gives each field's formula and the target Overhead ≤ Bound.
 type BulkRecovery struct {
-	// ResentBytes is Σ retransmitted_bytes (resent payload), RepairBytes
-	// Σ repair_sent_bytes (repair frames), each less what was spent on
-	// latency-sensitive flows (the latency probes): *_latency_bytes.
-	ResentBytes uint64 `json:"resent_bytes"`
-	RepairBytes uint64 `json:"repair_bytes"`
-	// TxPackets and LostPackets are Σ tx_packets and Σ lost_packets;
-	// PathLossRate = LostPackets / TxPackets (0 when nothing was sent).
+	ResentBytes  uint64  `json:"resent_bytes"`
+	RepairBytes  uint64  `json:"repair_bytes"`
 	TxPackets    uint64  `json:"tx_packets"`
 	LostPackets  uint64  `json:"lost_packets"`
-	PathLossRate float64 `json:"path_loss_rate"`
-	// Overhead = (ResentBytes + RepairBytes) / the download's bytes
-	// (Sample.Bytes); Bound = 2 × PathLossRate + 0.05.
-	Overhead float64 `json:"overhead"`
-	Bound    float64 `json:"bound"`
+	PathLossRate float64 `json:"path_loss_rate"` // LostPackets / TxPackets (0 when nothing was sent)
+	Overhead     float64 `json:"overhead"`       // (ResentBytes + RepairBytes) / Sample.Bytes
+	Bound        float64 `json:"bound"`          // 2 × PathLossRate + 0.05
 }
 
-// Latency is one download's UDP echo probes through the transport. Added
-// delay is a probe's RTT minus IdleMedianMs, the median RTT of the probes
-// sent on the idle transport just before; the percentiles are over the
-// probes sent while the download ran that were answered.
+// Latency is one download's UDP echo probes through the transport: the
+// idle baseline and the delay the download added (docs/lab.md, "Latency
+// under load").
 type Latency struct {
 	IdleMedianMs float64 `json:"idle_median_ms"`
 	IdleProbes   int     `json:"idle_probes"`
@@ -316,26 +260,20 @@ func (l *Latency) LossPct() float64 {
 	return 100 * float64(l.Lost) / float64(l.Probes)
 }
 
-// Realtime is one repetition of the real-time flow. One-way delay is the
-// arrival time minus the send time carried in the packet (both namespaces
-// read the same host clock).
+// Realtime is one repetition of the real-time flow; docs/lab.md ("Real-time
+// flows") defines its figures.
 type Realtime struct {
-	Sent      int `json:"sent"`
-	Delivered int `json:"delivered"` // distinct sequence numbers received
-	// Late were delivered more than the deadline after they were sent.
-	Late     int     `json:"late"`
-	LossPct  float64 `json:"loss_pct"`
-	OWDP50Ms float64 `json:"owd_p50_ms"`
-	OWDP99Ms float64 `json:"owd_p99_ms"`
-	OWDMaxMs float64 `json:"owd_max_ms"`
-	// LatePct is Late of Delivered; MissPct is lost or late of Sent: the
-	// packets a real-time application could not play.
-	LatePct float64 `json:"late_pct"`
-	MissPct float64 `json:"miss_pct"`
-	// PayloadBytes is the delivered UDP payload; OuterBytes the frames on
-	// the paths' links (both directions, Ethernet headers included) while
-	// the flow ran, per path in OuterPathBytes; OuterPerPayload their
-	// ratio (0 when the emulator does not count, as with netem).
+	Sent      int     `json:"sent"`
+	Delivered int     `json:"delivered"` // distinct sequence numbers received
+	Late      int     `json:"late"`      // delivered more than the deadline after they were sent
+	LossPct   float64 `json:"loss_pct"`
+	OWDP50Ms  float64 `json:"owd_p50_ms"`
+	OWDP99Ms  float64 `json:"owd_p99_ms"`
+	OWDMaxMs  float64 `json:"owd_max_ms"`
+	LatePct   float64 `json:"late_pct"` // Late of Delivered
+	MissPct   float64 `json:"miss_pct"` // lost or late, of Sent
+	// OuterBytes (per path OuterPathBytes) and OuterPerPayload are 0 when
+	// the emulator does not count, as with netem.
 	PayloadBytes    int64             `json:"payload_bytes"`
 	OuterBytes      uint64            `json:"outer_bytes"`
 	OuterPathBytes  map[string]uint64 `json:"outer_path_bytes,omitempty"`

@@ -17,9 +17,6 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// DefaultLevel is the confidence level of Summarize's interval: the paper's.
-const DefaultLevel = 0.95
-
 // Mean is the arithmetic mean; NaN for no samples.
 func Mean(xs []float64) float64 {
 	if len(xs) == 0 {
@@ -43,21 +40,16 @@ func TQuantile(p, df float64) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(p)
 }
 
-// CIHalfWidth is the half-width of the two-sided Student-t confidence
-// interval for the mean at the given level (0.95 for 95%):
-// t((1+level)/2, n-1) · s / √n. NaN for fewer than two samples or a level
-// outside (0, 1).
-func CIHalfWidth(xs []float64, level float64) float64 {
-	n := len(xs)
-	if n < 2 || !(level > 0 && level < 1) {
+// CI95 is the half-width of the two-sided 95% Student-t confidence
+// interval for the mean: t(0.975, n-1) · s / √n; NaN for fewer than two
+// samples.
+func CI95(xs []float64) float64 {
+	n := float64(len(xs))
+	if n < 2 {
 		return math.NaN()
 	}
-	t := TQuantile((1+level)/2, float64(n-1))
-	return t * StdDev(xs) / math.Sqrt(float64(n))
+	return TQuantile(0.975, n-1) * StdDev(xs) / math.Sqrt(n)
 }
-
-// CI95 is CIHalfWidth at 95%.
-func CI95(xs []float64) float64 { return CIHalfWidth(xs, 0.95) }
 
 // Median is the middle sample, or the mean of the two middle ones; NaN for
 // no samples. xs is not reordered.
@@ -113,7 +105,7 @@ func Summarize(xs []float64) Summary {
 		N:      len(xs),
 		Mean:   Mean(xs),
 		StdDev: StdDev(xs),
-		CI95:   CIHalfWidth(xs, DefaultLevel),
+		CI95:   CI95(xs),
 		Median: Median(xs),
 		Min:    math.NaN(),
 		Max:    math.NaN(),
@@ -143,11 +135,7 @@ func (n Num) MarshalJSON() ([]byte, error) {
 }
 
 func (n *Num) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*n = NaN()
-		return nil
-	}
-	var f float64
+	f := math.NaN() // what null leaves
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
 	}

@@ -1,16 +1,15 @@
-// Package table writes the lab's report tables and their numbers: aligned
-// text for a terminal, Markdown for the committed reports, and the cells
-// that go in both and in CSV. The campaign report (lab/report), the bench
-// (lab/bench) and the mesh lab (lab/mesh) write through it so that a table
-// or a number reads the same in all three; where their published files
-// have always differed (how a missing number is spelt, the delimiter row),
-// the difference is a parameter, so that no committed result changes.
+// Package table writes the lab's report tables and their numbers (aligned
+// text, Markdown, CSV cells) for lab/report, lab/bench and lab/mesh alike;
+// where their published files have always differed (how a missing number
+// is spelt, the delimiter row), the difference is a parameter, so that no
+// committed result changes.
 package table
 
 import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,9 +17,8 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// WriteText writes rows (the header first) as columns two spaces apart:
-// tabwriter pads every cell, so a column of numbers lines up whatever
-// their widths.
+// WriteText writes rows (the header first) as aligned columns two spaces
+// apart.
 func WriteText(w io.Writer, rows [][]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range rows {
@@ -32,13 +30,11 @@ func WriteText(w io.Writer, rows [][]string) {
 // Markdown is one report's way of writing a Markdown table.
 type Markdown struct {
 	// First and Others are the delimiter row's cell under the first column
-	// and under every other: "---" leaves a column left-aligned, "---:"
-	// or "--:" (which render alike) right-align numbers. Each report keeps
-	// the cells its committed tables have.
+	// and under every other ("---", or "---:" and "--:", which render alike,
+	// to right-align): each report keeps its committed tables' cells.
 	First, Others string
 	// Escaped says the caller has escaped the cells itself (the campaign
-	// report escapes markup too, not only "|"), so that Write must not
-	// escape them again.
+	// report escapes markup too, not only "|").
 	Escaped bool
 }
 
@@ -54,11 +50,8 @@ func (m Markdown) Write(w io.Writer, rows [][]string) {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 		if i == 0 {
-			delims := make([]string, len(row))
-			for j := range delims {
-				delims[j] = m.Others
-			}
-			if len(delims) > 0 {
+			delims := slices.Repeat([]string{m.Others}, len(row))
+			if len(row) > 0 {
 				delims[0] = m.First
 			}
 			fmt.Fprintf(w, "|%s|\n", strings.Join(delims, "|"))
@@ -70,12 +63,11 @@ func (m Markdown) Write(w io.Writer, rows [][]string) {
 // end the cell and shift every cell after it into the wrong column.
 func Escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// Style is how one output spells a number it has not got. A NaN or ±Inf
-// has no decimals to write; CSV leaves the field empty (which spreadsheets
-// and pandas read as missing) and each report's tables have their own mark.
+// Style is how one output spells a number it has not got. CSV leaves the
+// field empty (which spreadsheets and pandas read as missing); each
+// report's tables have their own mark.
 type Style struct {
-	// NaN stands for a NaN or ±Inf.
-	NaN string
+	NaN string // for a NaN or ±Inf
 	// None stands for a summary that is nil or, unless None is "", has no
 	// samples.
 	None string
@@ -97,10 +89,9 @@ func (st Style) Num(x float64, prec int) string {
 	return strconv.FormatFloat(x, 'f', prec, 64)
 }
 
-// MeanCI writes a summary as "mean ± ci", ci being the half-width of its
-// 95% interval, both with prec decimals: the one figure the reports give
-// for a repeated measurement, since a mean without its spread cannot be
-// compared with another.
+// MeanCI writes a summary as "mean ± ci95", both with prec decimals: the
+// one figure the reports give for a repeated measurement, since a mean
+// without its spread cannot be compared with another.
 func (st Style) MeanCI(s *stats.Summary, prec int) string {
 	if s == nil || s.N == 0 && st.None != "" {
 		return st.None
