@@ -1,17 +1,23 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/runner"
+	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
@@ -40,7 +46,8 @@ type lab struct {
 	web      *proc.Child
 }
 
-// newLab builds the first veths of benchPaths.
+// newLab builds the first veths of benchPaths and starts the HTTP server,
+// a child process so that its CPU time is its own.
 func newLab(cfg Config, veths int) (_ *lab, err error) {
 	if _, err := netns.Cleanup(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("removing stale namespaces: %w", err)
@@ -75,16 +82,13 @@ func newLab(cfg Config, veths int) (_ *lab, err error) {
 		return nil, err
 	}
 	target := netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String()
-	dial := runner.Dialer{NS: l.cli}.Dial
-	err = proc.Await(context.Background(), readyTimeout, 20*time.Millisecond, func() error {
-		c, err := dial(context.Background(), "tcp4", target)
+	if err := proc.Await(context.Background(), readyTimeout, 20*time.Millisecond, func() error {
+		c, err := runner.Dialer{NS: l.cli}.Dial(context.Background(), "tcp4", target)
 		if err != nil {
 			return fmt.Errorf("HTTP server not reachable at %s after %v: %v", target, readyTimeout, err)
 		}
-		c.Close()
-		return nil
-	}, l.web)
-	if err != nil {
+		return c.Close()
+	}, l.web); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -111,15 +115,41 @@ func (l *lab) progress(format string, args ...any) {
 }
 
 func (l *lab) start(ctx context.Context, name string) (runner.Session, error) {
-	switch name {
-	case CaseKernel:
-		return runner.DirectSession(l.cli, benchPaths[0], netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort), l.cfg.CC), nil
-	case CaseBraid1, CaseBraid2, CaseBraid4:
-		return startBraid(ctx, l, braidPaths[name])
-	case CaseWireGuardGo:
+	if n := cases[name].paths; n > 0 {
+		dir, err := os.MkdirTemp(l.dir, "braid-")
+		if err != nil {
+			return nil, err
+		}
+		paths := l.paths[:n]
+		return runner.StartBraid(ctx, runner.BraidSpec{
+			Command: l.cfg.Braid, Dir: dir, Server: l.srv, Client: l.cli, Configs: braidConfigs(l.cfg, paths),
+			Want: n, Usable: func(st control.Status) int { return runner.UsablePaths(st, paths) },
+			Target: netip.AddrPortFrom(runner.BraidServerAddr.Addr(), WebPort).String(), CC: l.cfg.CC,
+		})
+	}
+	if name == CaseWireGuardGo {
 		return startWireGuard(ctx, l)
 	}
-	return nil, fmt.Errorf("unknown case %q", name)
+	return runner.DirectSession(l.cli, benchPaths[0], netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort), l.cfg.CC), nil
+}
+
+// braidConfigs makes the daemons' files for braid on paths: braid's
+// defaults but for cfg's congestion, recovery and crypto workers, nothing
+// routed into the tunnel but its own subnet. With more than one path the
+// client lists every server address, as a real client does, so the daemon
+// paths are the full mesh; the crossing ones still leave through their own
+// veth (a socket pinned to a device with no route to the address treats it
+// as on-link).
+func braidConfigs(cfg Config, paths []testbed.Path) func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+	return func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+		srv := runner.BraidServerConfig("bench", cliKey, srvSock)
+		tr := scenario.Transport{Congestion: cfg.Congestion, Recovery: cfg.Recovery}
+		cli := runner.BraidClientConfig(tr, paths, netip.Prefix{}, srvKey, cliSock)
+		if cfg.CryptoWorkers != nil {
+			srv.CryptoWorkers, cli.CryptoWorkers = new(int64(*cfg.CryptoWorkers)), new(int64(*cfg.CryptoWorkers))
+		}
+		return srv, cli
+	}
 }
 
 // runCase sets a case up, warms it up, measures one download and tears
@@ -143,22 +173,19 @@ type snap struct {
 	rx  []uint64
 }
 
-func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
+// snapshot reads the CPU time of the tunnel daemons cli and srv (0: none),
+// of this process, the HTTP server and the machine, and the veths' RX bytes.
+func (l *lab) snapshot(cli, srv int) (snap, error) {
 	var s snap
-	cpuOf := func(pid int, who string) (Num, error) { return perProcess(pid, who, "CPU time", ProcessCPU) }
-	var err error
-	var errs []error
-	s.cpu.TunnelClient, err = cpuOf(cliPID, "client daemon")
-	errs = append(errs, err)
-	s.cpu.TunnelServer, err = cpuOf(srvPID, "server daemon")
-	errs = append(errs, err)
-	s.cpu.AppClient, err = cpuOf(0, "bench process")
-	errs = append(errs, err)
-	s.cpu.AppServer, err = cpuOf(l.web.PID(), "HTTP server")
-	errs = append(errs, err)
+	errs := make([]error, 5)
+	for i, p := range []struct {
+		pid int
+		who string
+	}{{cli, "client daemon"}, {srv, "server daemon"}, {os.Getpid(), "bench process"}, {l.web.PID(), "HTTP server"}} {
+		*s.cpu.figures()[i], errs[i] = perProcess(p.pid, p.who, "CPU time", ProcessCPU)
+	}
 	sys, err := ReadSystemCPU()
-	errs = append(errs, err)
-	s.cpu.System = Num(sys.Busy)
+	s.cpu.System, errs[4] = Num(sys.Busy), err
 	for _, p := range l.paths {
 		lk, err := l.cli.Netlink().LinkByName(p.ClientIf)
 		if err != nil || lk.Attrs().Statistics == nil {
@@ -170,10 +197,10 @@ func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
 	return s, errors.Join(errs...)
 }
 
-// perProcess reads what of process pid (0: this one, < 0: none, giving
-// NaN), naming who in an error.
+// perProcess reads what of process pid (0: none, giving NaN), naming who
+// in an error.
 func perProcess(pid int, who, what string, read func(pid int) (float64, error)) (Num, error) {
-	if pid < 0 {
+	if pid == 0 {
 		return stats.NaN(), nil
 	}
 	v, err := read(pid)
@@ -211,12 +238,7 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 		return Sample{}, err
 	}
 	cli, srv := t.PIDs()
-	if cli == 0 {
-		cli = -1
-	}
-	if srv == 0 {
-		srv = -1
-	}
+	// The status queries stay outside the snapshots: they cost the daemons CPU.
 	cBefore, err := t.Counters(ctx)
 	if err != nil {
 		return Sample{}, err
@@ -239,23 +261,18 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	bat := batchingOf(cBefore, cAfter)
 	// VmHWM is the peak since the daemon started, so reading it now, while
 	// the daemons still run, covers the warm-up and the timed download.
-	rssOf := func(pid int, who string) (Num, error) {
-		b, err := perProcess(pid, who, "peak RSS", ProcessPeakRSS)
-		return b / 1e6, err
-	}
 	var rss PeakRSS
 	var errC, errS error
-	rss.Client, errC = rssOf(cli, "client daemon")
-	rss.Server, errS = rssOf(srv, "server daemon")
+	rss.Client, errC = perProcess(cli, "client daemon", "peak RSS", ProcessPeakRSS)
+	rss.Server, errS = perProcess(srv, "server daemon", "peak RSS", ProcessPeakRSS)
 	if err := errors.Join(errC, errS); err != nil {
 		return Sample{}, err
 	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg, TunnelRSSMB: rss, Batching: bat,
+		CPU: after.cpu.plus(-1, before.cpu), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rss.Client / 1e6, rss.Server / 1e6}, Batching: batchingOf(cBefore, cAfter),
 	}
 	for i := range after.rx {
 		s.PathBytes = append(s.PathBytes, after.rx[i]-before.rx[i])
@@ -272,53 +289,39 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 func download(ctx context.Context, t runner.Session, size int64, k int) (httpbench.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type part struct {
-		start time.Time
-		res   httpbench.Result
-		err   error
-	}
-	parts := make([]part, k)
+	starts, res, errs := make([]time.Time, k), make([]httpbench.Result, k), make([]error, k)
 	var wg sync.WaitGroup
-	for i := range parts {
+	for i := range k {
 		n := size / int64(k)
 		if int64(i) < size%int64(k) {
 			n++
 		}
 		wg.Go(func() {
-			p := &parts[i]
-			p.start = time.Now()
-			if p.res, p.err = httpbench.Fetch(ctx, httpbench.URL(t.Target(), n), httpbench.Options{Dial: t.Dial}); p.err != nil {
+			starts[i] = time.Now()
+			if res[i], errs[i] = httpbench.Fetch(ctx, httpbench.URL(t.Target(), n), httpbench.Options{Dial: t.Dial}); errs[i] != nil {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
+	var failed []error
 	var sum httpbench.Result
-	var first, last time.Time
-	var errs []error
-	canceled := false
-	for i, p := range parts {
-		if errors.Is(p.err, context.Canceled) {
-			// Cut short by another's failure (or by Ctrl-C): nothing new.
-			canceled = true
-		} else if p.err != nil {
-			errs = append(errs, fmt.Errorf("download %d of %d: %w", i+1, k, p.err))
+	var last time.Time
+	for i, err := range errs {
+		// One cut short by another's failure (or by Ctrl-C) says nothing new.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			failed = append(failed, fmt.Errorf("download %d of %d: %w", i+1, k, err))
 		}
-		sum.Bytes += p.res.Bytes
-		sum.MaxStall = max(sum.MaxStall, p.res.MaxStall)
-		if first.IsZero() || p.start.Before(first) {
-			first = p.start
-		}
-		if end := p.start.Add(p.res.Duration); end.After(last) {
+		sum.Bytes += res[i].Bytes
+		sum.MaxStall = max(sum.MaxStall, res[i].MaxStall)
+		if end := starts[i].Add(res[i].Duration); end.After(last) {
 			last = end
 		}
 	}
-	if len(errs) > 0 {
-		return httpbench.Result{}, errors.Join(errs...)
+	// Without a failure of its own, ctx is canceled only from above.
+	if err := cmp.Or(errors.Join(failed...), ctx.Err()); err != nil {
+		return httpbench.Result{}, err
 	}
-	if canceled {
-		return httpbench.Result{}, context.Canceled
-	}
-	sum.Duration = last.Sub(first)
+	sum.Duration = last.Sub(slices.MinFunc(starts, time.Time.Compare))
 	return sum, nil
 }
