@@ -135,6 +135,9 @@ func (c Config) withDefaults() Config {
 		c.Timeout = max(MinTimeout, time.Duration(float64(c.Size)*8/MinTimeoutRate*float64(time.Second)))
 	}
 	c.Prefix = cmp.Or(c.Prefix, testbed.Prefix)
+	if c.Progress == nil {
+		c.Progress = func(string) {}
+	}
 	return c
 }
 
@@ -171,27 +174,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	sys, _ := ReadSystemCPU()
+	_, cpus, _ := ReadSystemCPU()
 	rep := &Report{
-		Started: time.Now(), Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: sys.CPUs,
+		Started: time.Now(), Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: cpus,
 		Size: cfg.Size, Parallel: cfg.Parallel, Reps: cfg.Reps, CC: cfg.CC, IdleSeconds: max(cfg.Idle, 0).Seconds(),
 	}
-	var run []string
 	for _, n := range AllCases {
 		switch {
 		case !slices.Contains(cfg.Cases, n):
 		case n == CaseWireGuardGo && (cfg.WireGuardGo.Path == "" || cfg.Wg.Path == ""):
 			rep.Notes = append(rep.Notes, "wireguard-go left out: wireguard-go or wg is not installed")
 		default:
-			run = append(run, n)
 			rep.Cases = append(rep.Cases, CaseResult{Name: n, Label: cases[n].label, Samples: []Sample{}})
 		}
 	}
-	if slices.Contains(run, CaseWireGuardGo) {
+	if rep.Case(CaseWireGuardGo) != nil {
 		rep.Tools = map[string]Tool{"wireguard-go": cfg.WireGuardGo, "wg": cfg.Wg}
 	}
-
-	l, err := newLab(cfg, vethsFor(run))
+	l, err := newLab(cfg, vethsFor(cfg.Cases))
 	if err != nil {
 		return nil, err
 	}
@@ -199,23 +199,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var runErr error
 reps:
 	for r := range cfg.Reps {
-		for i, name := range run {
+		for i := range rep.Cases {
 			if runErr = ctx.Err(); runErr != nil {
 				break reps
 			}
 			c := &rep.Cases[i]
-			s, detail, err := l.runCase(ctx, name, r)
+			s, detail, err := l.runCase(ctx, c.Name, r)
 			if runErr = ctx.Err(); runErr != nil {
 				break reps
 			}
 			if err != nil {
 				c.Errors = append(c.Errors, fmt.Sprintf("rep %d: %v", r+1, err))
-				l.progress("rep %d/%d %s: error: %v", r+1, cfg.Reps, c.Label, err)
+				cfg.Progress(fmt.Sprintf("rep %d/%d %s: error: %v", r+1, cfg.Reps, c.Label, err))
 				continue
 			}
 			c.Detail = cmp.Or(c.Detail, detail)
 			c.Samples = append(c.Samples, s)
-			l.progress("rep %d/%d %s: %.0f Mbit/s, system %.2f CPU-s, background %.2f cores", r+1, cfg.Reps, c.Label, s.Mbps, float64(s.CPU.System), s.BackgroundCores)
+			cfg.Progress(fmt.Sprintf("rep %d/%d %s: %.0f Mbit/s, system %.2f CPU-s, background %.2f cores", r+1, cfg.Reps, c.Label, s.Mbps, float64(s.CPU.System), s.BackgroundCores))
 		}
 	}
 	rep.Finished = time.Now()

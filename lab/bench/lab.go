@@ -18,7 +18,6 @@ import (
 	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
-	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -108,12 +107,6 @@ func (l *lab) close() {
 	}
 }
 
-func (l *lab) progress(format string, args ...any) {
-	if l.cfg.Progress != nil {
-		l.cfg.Progress(fmt.Sprintf(format, args...))
-	}
-}
-
 func (l *lab) start(ctx context.Context, name string) (runner.Session, error) {
 	if n := cases[name].paths; n > 0 {
 		dir, err := os.MkdirTemp(l.dir, "braid-")
@@ -167,47 +160,28 @@ func (l *lab) runCase(ctx context.Context, name string, rep int) (Sample, string
 	return s, t.Detail(), err
 }
 
-// snap is the cumulative counters bracketing a download.
-type snap struct {
-	cpu CPU
-	rx  []uint64
-}
-
-// snapshot reads the CPU time of the tunnel daemons cli and srv (0: none),
-// of this process, the HTTP server and the machine, and the veths' RX bytes.
-func (l *lab) snapshot(cli, srv int) (snap, error) {
-	var s snap
+// snapshot reads the cumulative counters that bracket a download: the CPU
+// time of the tunnel daemons cli and srv (0: none), of this process, the
+// HTTP server and the machine, and the veths' RX bytes.
+func (l *lab) snapshot(cli, srv int) (cpu CPU, rx []uint64, _ error) {
 	errs := make([]error, 5)
 	for i, p := range []struct {
 		pid int
 		who string
 	}{{cli, "client daemon"}, {srv, "server daemon"}, {os.Getpid(), "bench process"}, {l.web.PID(), "HTTP server"}} {
-		*s.cpu.figures()[i], errs[i] = perProcess(p.pid, p.who, "CPU time", ProcessCPU)
+		*cpu.figures()[i], errs[i] = perProcess(p.pid, p.who, "CPU time", "stat", ParsePidStat)
 	}
-	sys, err := ReadSystemCPU()
-	s.cpu.System, errs[4] = Num(sys.Busy), err
+	busy, _, err := ReadSystemCPU()
+	cpu.System, errs[4] = Num(busy), err
 	for _, p := range l.paths {
 		lk, err := l.cli.Netlink().LinkByName(p.ClientIf)
 		if err != nil || lk.Attrs().Statistics == nil {
 			errs = append(errs, fmt.Errorf("RX bytes of %s: %v", p.ClientIf, err))
 			continue
 		}
-		s.rx = append(s.rx, lk.Attrs().Statistics.RxBytes)
+		rx = append(rx, lk.Attrs().Statistics.RxBytes)
 	}
-	return s, errors.Join(errs...)
-}
-
-// perProcess reads what of process pid (0: none, giving NaN), naming who
-// in an error.
-func perProcess(pid int, who, what string, read func(pid int) (float64, error)) (Num, error) {
-	if pid == 0 {
-		return stats.NaN(), nil
-	}
-	v, err := read(pid)
-	if err != nil {
-		return stats.NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
-	}
-	return Num(v), nil
+	return cpu, rx, errors.Join(errs...)
 }
 
 // idleLoad returns the CPUs busy on average over the idle window.
@@ -215,7 +189,7 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 	if l.cfg.Idle <= 0 {
 		return 0, nil
 	}
-	s0, err := ReadSystemCPU()
+	busy0, _, err := ReadSystemCPU()
 	if err != nil {
 		return 0, err
 	}
@@ -225,11 +199,11 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 		return 0, ctx.Err()
 	case <-time.After(l.cfg.Idle):
 	}
-	s1, err := ReadSystemCPU()
+	busy1, _, err := ReadSystemCPU()
 	if err != nil {
 		return 0, err
 	}
-	return (s1.Busy - s0.Busy) / time.Since(t0).Seconds(), nil
+	return (busy1 - busy0) / time.Since(t0).Seconds(), nil
 }
 
 func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, error) {
@@ -243,7 +217,7 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	before, err := l.snapshot(cli, srv)
+	cpu0, rx0, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -253,7 +227,7 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	after, err := l.snapshot(cli, srv)
+	cpu1, rx1, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -265,17 +239,17 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	// the daemons still run, covers the warm-up and the timed download.
 	var rss PeakRSS
 	var errC, errS error
-	rss.Client, errC = perProcess(cli, "client daemon", "peak RSS", ProcessPeakRSS)
-	rss.Server, errS = perProcess(srv, "server daemon", "peak RSS", ProcessPeakRSS)
+	rss.Client, errC = perProcess(cli, "client daemon", "peak RSS", "status", ParseVmHWM)
+	rss.Server, errS = perProcess(srv, "server daemon", "peak RSS", "status", ParseVmHWM)
 	if err := errors.Join(errC, errS); err != nil {
 		return Sample{}, err
 	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: after.cpu.plus(-1, before.cpu), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rss.Client / 1e6, rss.Server / 1e6}, Batching: batchingOf(cBefore, cAfter),
+		CPU: cpu1.plus(-1, cpu0), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rss.Client / 1e6, rss.Server / 1e6}, Batching: batchingOf(cBefore, cAfter),
 	}
-	for i := range after.rx {
-		s.PathBytes = append(s.PathBytes, after.rx[i]-before.rx[i])
+	for i := range rx1 {
+		s.PathBytes = append(s.PathBytes, rx1[i]-rx0[i])
 	}
 	return s, nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/braid-vpn/braid/lab/stats"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/stat and
@@ -13,44 +15,36 @@ import (
 // fixes it for user space; only alpha and ia64 had another).
 const clockTicks = 100
 
-// SystemCPU is the machine-wide CPU time from /proc/stat.
-type SystemCPU struct {
-	// Busy is user + nice + system + irq + softirq in seconds summed over
-	// all CPUs: every kind of work, including the kernel's softirq packet
-	// processing that no process is charged for. guest and guest_nice are
-	// already inside user and nice; idle, iowait and steal (time a
-	// hypervisor gave to someone else) are no work done here.
-	Busy float64
-	CPUs int // the per-CPU lines
-}
-
-// ParseProcStat reads /proc/stat's aggregate "cpu" line and counts the
-// per-CPU ones.
-func ParseProcStat(data []byte) (SystemCPU, error) {
-	var out SystemCPU
+// ParseProcStat returns the busy time of /proc/stat's aggregate "cpu" line
+// in seconds summed over all CPUs, and the number of per-CPU lines. Busy
+// is user + nice + system + irq + softirq: every kind of work, including
+// the kernel's softirq packet processing that no process is charged for.
+// guest and guest_nice are already inside user and nice; idle, iowait and
+// steal (time a hypervisor gave to someone else) are no work done here.
+func ParseProcStat(data []byte) (busy float64, cpus int, _ error) {
 	found := false
 	for _, line := range strings.Split(string(data), "\n") {
 		if name, _, _ := strings.Cut(line, " "); name == "cpu" {
 			var t [7]uint64 // user nice system idle iowait irq softirq
 			if _, err := fmt.Sscanf(line, "cpu %d %d %d %d %d %d %d", &t[0], &t[1], &t[2], &t[3], &t[4], &t[5], &t[6]); err != nil {
-				return SystemCPU{}, fmt.Errorf("/proc/stat: cpu line %q: %w", line, err)
+				return 0, 0, fmt.Errorf("/proc/stat: cpu line %q: %w", line, err)
 			}
-			out.Busy, found = float64(t[0]+t[1]+t[2]+t[5]+t[6])/clockTicks, true
+			busy, found = float64(t[0]+t[1]+t[2]+t[5]+t[6])/clockTicks, true
 		} else if strings.HasPrefix(name, "cpu") {
-			out.CPUs++
+			cpus++
 		}
 	}
 	if !found {
-		return SystemCPU{}, fmt.Errorf("/proc/stat: no aggregate cpu line")
+		return 0, 0, fmt.Errorf("/proc/stat: no aggregate cpu line")
 	}
-	return out, nil
+	return busy, cpus, nil
 }
 
-// ReadSystemCPU snapshots /proc/stat.
-func ReadSystemCPU() (SystemCPU, error) {
+// ReadSystemCPU parses /proc/stat.
+func ReadSystemCPU() (busy float64, cpus int, _ error) {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return SystemCPU{}, err
+		return 0, 0, err
 	}
 	return ParseProcStat(data)
 }
@@ -101,17 +95,19 @@ func ParseVmHWM(data []byte) (float64, error) {
 	return 0, fmt.Errorf("status: no VmHWM line")
 }
 
-// ProcessCPU returns the CPU seconds process pid has used so far.
-func ProcessCPU(pid int) (float64, error) { return readProc(pid, "stat", ParsePidStat) }
-
-// ProcessPeakRSS returns the largest resident set size process pid has had
-// so far, in bytes. It is gone once the process exits.
-func ProcessPeakRSS(pid int) (float64, error) { return readProc(pid, "status", ParseVmHWM) }
-
-func readProc(pid int, name string, parse func([]byte) (float64, error)) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
-	if err != nil {
-		return 0, err
+// perProcess parses /proc/PID/file of process pid (0: none, giving NaN)
+// for what, naming who in an error.
+func perProcess(pid int, who, what, file string, parse func([]byte) (float64, error)) (Num, error) {
+	if pid == 0 {
+		return stats.NaN(), nil
 	}
-	return parse(data)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	var v float64
+	if err == nil {
+		v, err = parse(data)
+	}
+	if err != nil {
+		return stats.NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
+	}
+	return Num(v), nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -24,21 +25,21 @@ func TestParseProcStat(t *testing.T) {
 		"cpu0 50 10 15 200 25 3 3 4 4 5\n" +
 		"cpu1 50 10 15 200 25 3 4 4 5 5\n" +
 		"intr 12345 0 0\nctxt 999\n")
-	got, err := ParseProcStat(data)
+	busy, cpus, err := ParseProcStat(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// busy = user+nice+system+irq+softirq = 100+20+30+6+7 = 163 ticks;
 	// idle, iowait, steal and guest do not count.
-	if !near(got.Busy, 1.63) || got.CPUs != 2 {
-		t.Errorf("got %+v, want busy 1.63 cpus 2", got)
+	if !near(busy, 1.63) || cpus != 2 {
+		t.Errorf("got busy %v cpus %d, want busy 1.63 cpus 2", busy, cpus)
 	}
 	// Old kernels have no steal/guest columns: seven fields suffice.
-	got, err = ParseProcStat([]byte("cpu 1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n"))
-	if err != nil || !near(got.Busy, 0.19) {
-		t.Errorf("7-field line: %+v, %v; want busy 0.19", got, err)
+	busy, _, err = ParseProcStat([]byte("cpu 1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n"))
+	if err != nil || !near(busy, 0.19) {
+		t.Errorf("7-field line: %v, %v; want busy 0.19", busy, err)
 	}
-	rejects(t, func(b []byte) error { _, err := ParseProcStat(b); return err }, map[string]string{
+	rejects(t, func(b []byte) error { _, _, err := ParseProcStat(b); return err }, map[string]string{
 		"no aggregate": "cpu0 1 2 3 4 5 6 7\n",
 		"short":        "cpu 1 2 3 4 5 6\n",
 		"not a number": "cpu 1 2 x 4 5 6 7\n",
@@ -83,21 +84,24 @@ func TestReadLiveProc(t *testing.T) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc here")
 	}
-	sys, err := ReadSystemCPU()
+	busy, cpus, err := ReadSystemCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sys.CPUs < 1 || sys.Busy <= 0 {
-		t.Errorf("system %+v", sys)
+	if cpus < 1 || busy <= 0 {
+		t.Errorf("system busy %v, %d CPUs", busy, cpus)
 	}
-	self, err := ProcessCPU(os.Getpid())
+	self, err := perProcess(os.Getpid(), "bench process", "CPU time", "stat", ParsePidStat)
 	if err != nil || self < 0 {
 		t.Errorf("own CPU %v, %v", self, err)
 	}
-	if _, err := ProcessCPU(1 << 30); err == nil {
-		t.Error("CPU of a nonexistent process")
+	if _, err := perProcess(1<<30, "nothing", "CPU time", "stat", ParsePidStat); err == nil || !strings.Contains(err.Error(), "CPU time of the nothing") {
+		t.Errorf("CPU of a nonexistent process: %v", err)
 	}
-	if rss, err := ProcessPeakRSS(os.Getpid()); err != nil || rss < 1<<20 {
+	if rss, err := perProcess(os.Getpid(), "bench process", "peak RSS", "status", ParseVmHWM); err != nil || rss < 1<<20 {
 		t.Errorf("own peak RSS %v bytes, %v", rss, err)
+	}
+	if v, err := perProcess(0, "client daemon", "peak RSS", "status", ParseVmHWM); err != nil || v.Valid() {
+		t.Errorf("no process: %v, %v; want NaN", v, err)
 	}
 }

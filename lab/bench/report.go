@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/stats"
@@ -86,29 +85,20 @@ func (b *Batching) figures() []*float64 {
 	return []*float64{&b.ServerReadPackets, &b.ServerGSO, &b.ClientGRO, &b.ClientWritePackets, &b.ClientRunPackets}
 }
 
-// batchingCounts are the counters that Batching's figures divide, in
-// order: (how many, in how many) of the server, the download's sender,
-// and the client, its receiver.
-func batchingCounts(srv, cli control.Status) [5][2]uint64 {
-	st, so, ct, co := deref(srv.TUN), deref(srv.Offload), deref(cli.TUN), deref(cli.Offload)
-	return [5][2]uint64{{st.ReadPackets, st.Reads}, {so.GSODatagrams, so.GSORuns},
-		{co.GRODatagrams, co.GRORuns}, {ct.WritePackets, ct.Writes}, {ct.WriteRunPackets, ct.WriteRuns}}
-}
-
-func deref[T any](p *T) (v T) {
-	if p != nil {
-		v = *p
-	}
-	return v
-}
-
 // batchingOf is Batching over the growth of the braid daemons' counters
 // from before to after; nil for a tunnel without them.
 func batchingOf(before, after runner.Counters) *Batching {
 	if before.Receiver == nil || before.Sender == nil || after.Receiver == nil || after.Sender == nil {
 		return nil
 	}
-	c0, c1 := batchingCounts(*before.Sender, *before.Receiver), batchingCounts(*after.Sender, *after.Receiver)
+	// The counters that Batching's figures divide, in order, as (how many,
+	// in how many): the server's, the download's sender, then the client's.
+	counts := func(c runner.Counters) [5][2]uint64 {
+		st, so, ct, co := deref(c.Sender.TUN), deref(c.Sender.Offload), deref(c.Receiver.TUN), deref(c.Receiver.Offload)
+		return [5][2]uint64{{st.ReadPackets, st.Reads}, {so.GSODatagrams, so.GSORuns},
+			{co.GRODatagrams, co.GRORuns}, {ct.WritePackets, ct.Writes}, {ct.WriteRunPackets, ct.WriteRuns}}
+	}
+	c0, c1 := counts(before), counts(after)
 	var b Batching
 	for i, p := range b.figures() {
 		if d := c1[i][1] - c0[i][1]; d > 0 {
@@ -116,6 +106,13 @@ func batchingOf(before, after runner.Counters) *Batching {
 		}
 	}
 	return &b
+}
+
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // Sample is one timed download: Report.Parallel concurrent HTTP downloads
@@ -207,13 +204,13 @@ func (r *Report) Summarize() {
 		r.Cases[i].summarize()
 	}
 	r.Ratios = nil
-	for _, rr := range ratioRefs {
-		ref := r.Case(rr.ref)
+	for _, name := range ratioRefs {
+		ref := r.Case(name)
 		if ref == nil || len(ref.Samples) == 0 {
 			continue
 		}
 		for _, c := range r.Cases {
-			if c.Name != rr.ref && len(c.Samples) > 0 && (!rr.braidOnly || cases[c.Name].paths > 0) {
+			if c.Name != name && len(c.Samples) > 0 && (name == CaseKernel || cases[c.Name].paths > 0) {
 				r.Ratios = append(r.Ratios, Ratio{Case: c.Name, Ref: ref.Name,
 					Throughput: div(Num(c.Mbps.Mean), Num(ref.Mbps.Mean)),
 					TunnelCPU:  div(c.CPUPerGB.Tunnel(), ref.CPUPerGB.Tunnel()),
@@ -224,13 +221,10 @@ func (r *Report) Summarize() {
 	}
 }
 
-// ratioRefs are the references of the ratios, each with the cases
-// compared with it: every case with kernel TCP, the braid cases with
-// wireguard-go and, to show what more paths bring, with braid on one path.
-var ratioRefs = []struct {
-	ref       string
-	braidOnly bool
-}{{CaseKernel, false}, {CaseWireGuardGo, true}, {CaseBraid1, true}}
+// ratioRefs are the references of the ratios: every case is compared with
+// kernel TCP, the braid cases also with wireguard-go and, to show what more
+// paths bring, with braid on one path.
+var ratioRefs = []string{CaseKernel, CaseWireGuardGo, CaseBraid1}
 
 func div(a, b Num) Num {
 	if !a.Valid() || !b.Valid() || b == 0 {
