@@ -15,12 +15,10 @@ import (
 // fixes it for user space; only alpha and ia64 had another).
 const clockTicks = 100
 
-// ParseProcStat returns the busy time of /proc/stat's aggregate "cpu" line
-// in seconds summed over all CPUs, and the number of per-CPU lines. Busy
-// is user + nice + system + irq + softirq: every kind of work, including
-// the kernel's softirq packet processing that no process is charged for.
-// guest and guest_nice are already inside user and nice; idle, iowait and
-// steal (time a hypervisor gave to someone else) are no work done here.
+// ParseProcStat returns the busy time of /proc/stat's aggregate "cpu" line,
+// user + nice + system + irq + softirq in seconds summed over all CPUs
+// (guest and guest_nice are inside user and nice), and the number of
+// per-CPU lines.
 func ParseProcStat(data []byte) (busy float64, cpus int, _ error) {
 	found := false
 	for _, line := range strings.Split(string(data), "\n") {
@@ -50,13 +48,9 @@ func ReadSystemCPU() (busy float64, cpus int, _ error) {
 }
 
 // ParsePidStat returns utime + stime of a /proc/PID/stat line in seconds:
-// the CPU time of every thread of the process, user and kernel. The kernel
-// scales the two so that they add up to the threads' scheduler run time,
-// which on kernels without CONFIG_IRQ_TIME_ACCOUNTING includes softirq work
-// that ran while the process was on the CPU (with veth, much of the
-// receiver's stack runs on the sender's time); softirq work in ksoftirqd
-// is never in it. The command name may contain spaces and parentheses, so
-// the fields are counted from the last ')'.
+// the CPU time of all the process's threads, user and kernel (docs/lab.md
+// says which softirq work that holds). The command name may contain spaces
+// and parentheses, so the fields are counted from the last ')'.
 func ParsePidStat(data []byte) (float64, error) {
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
