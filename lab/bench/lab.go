@@ -1,18 +1,23 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/runner"
-	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -40,7 +45,8 @@ type lab struct {
 	web      *proc.Child
 }
 
-// newLab builds the first veths of benchPaths.
+// newLab builds the first veths of benchPaths and starts the HTTP server,
+// a child process so that its CPU time is its own.
 func newLab(cfg Config, veths int) (_ *lab, err error) {
 	if _, err := netns.Cleanup(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("removing stale namespaces: %w", err)
@@ -75,16 +81,13 @@ func newLab(cfg Config, veths int) (_ *lab, err error) {
 		return nil, err
 	}
 	target := netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort).String()
-	dial := runner.Dialer{NS: l.cli}.Dial
-	err = proc.Await(context.Background(), readyTimeout, 20*time.Millisecond, func() error {
-		c, err := dial(context.Background(), "tcp4", target)
+	if err := proc.Await(context.Background(), readyTimeout, 20*time.Millisecond, func() error {
+		c, err := runner.Dialer{NS: l.cli}.Dial(context.Background(), "tcp4", target)
 		if err != nil {
 			return fmt.Errorf("HTTP server not reachable at %s after %v: %v", target, readyTimeout, err)
 		}
-		c.Close()
-		return nil
-	}, l.web)
-	if err != nil {
+		return c.Close()
+	}, l.web); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -104,22 +107,42 @@ func (l *lab) close() {
 	}
 }
 
-func (l *lab) progress(format string, args ...any) {
-	if l.cfg.Progress != nil {
-		l.cfg.Progress(fmt.Sprintf(format, args...))
-	}
-}
-
 func (l *lab) start(ctx context.Context, name string) (runner.Session, error) {
-	switch name {
-	case CaseKernel:
-		return runner.DirectSession(l.cli, benchPaths[0], netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort), l.cfg.CC), nil
-	case CaseBraid1, CaseBraid2, CaseBraid4:
-		return startBraid(ctx, l, braidPaths[name])
-	case CaseWireGuardGo:
+	if n := cases[name].paths; n > 0 {
+		dir, err := os.MkdirTemp(l.dir, "braid-")
+		if err != nil {
+			return nil, err
+		}
+		paths := l.paths[:n]
+		return runner.StartBraid(ctx, runner.BraidSpec{
+			Command: l.cfg.Braid, Dir: dir, Server: l.srv, Client: l.cli, Configs: braidConfigs(l.cfg, paths),
+			Want: n, Usable: func(st control.Status) int { return runner.UsablePaths(st, paths) },
+			Target: netip.AddrPortFrom(runner.BraidServerAddr.Addr(), WebPort).String(), CC: l.cfg.CC,
+		})
+	}
+	if name == CaseWireGuardGo {
 		return startWireGuard(ctx, l)
 	}
-	return nil, fmt.Errorf("unknown case %q", name)
+	return runner.DirectSession(l.cli, benchPaths[0], netip.AddrPortFrom(benchPaths[0].ServerAddr, WebPort), l.cfg.CC), nil
+}
+
+// braidConfigs makes the daemons' files for braid on paths: braid's
+// defaults but for cfg's congestion, recovery and crypto workers, nothing
+// routed into the tunnel but its own subnet. With more than one path the
+// client lists every server address, as a real client does, so the daemon
+// paths are the full mesh; the crossing ones still leave through their own
+// veth (a socket pinned to a device with no route to the address treats it
+// as on-link).
+func braidConfigs(cfg Config, paths []testbed.Path) func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+	return func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+		srv := runner.BraidServerConfig("bench", cliKey, srvSock)
+		tr := scenario.Transport{Congestion: cfg.Congestion, Recovery: cfg.Recovery}
+		cli := runner.BraidClientConfig(tr, paths, netip.Prefix{}, srvKey, cliSock)
+		if cfg.CryptoWorkers != nil {
+			srv.CryptoWorkers, cli.CryptoWorkers = new(int64(*cfg.CryptoWorkers)), new(int64(*cfg.CryptoWorkers))
+		}
+		return srv, cli
+	}
 }
 
 // runCase sets a case up, warms it up, measures one download and tears
@@ -137,50 +160,28 @@ func (l *lab) runCase(ctx context.Context, name string, rep int) (Sample, string
 	return s, t.Detail(), err
 }
 
-// snap is the cumulative counters bracketing a download.
-type snap struct {
-	cpu CPU
-	rx  []uint64
-}
-
-func (l *lab) snapshot(cliPID, srvPID int) (snap, error) {
-	var s snap
-	cpuOf := func(pid int, who string) (Num, error) { return perProcess(pid, who, "CPU time", ProcessCPU) }
-	var err error
-	var errs []error
-	s.cpu.TunnelClient, err = cpuOf(cliPID, "client daemon")
-	errs = append(errs, err)
-	s.cpu.TunnelServer, err = cpuOf(srvPID, "server daemon")
-	errs = append(errs, err)
-	s.cpu.AppClient, err = cpuOf(0, "bench process")
-	errs = append(errs, err)
-	s.cpu.AppServer, err = cpuOf(l.web.PID(), "HTTP server")
-	errs = append(errs, err)
-	sys, err := ReadSystemCPU()
-	errs = append(errs, err)
-	s.cpu.System = Num(sys.Busy)
+// snapshot reads the cumulative counters that bracket a download: the CPU
+// time of the tunnel daemons cli and srv (0: none), of this process, the
+// HTTP server and the machine, and the veths' RX bytes.
+func (l *lab) snapshot(cli, srv int) (cpu CPU, rx []uint64, _ error) {
+	errs := make([]error, 5)
+	for i, p := range []struct {
+		pid int
+		who string
+	}{{cli, "client daemon"}, {srv, "server daemon"}, {os.Getpid(), "bench process"}, {l.web.PID(), "HTTP server"}} {
+		*cpu.figures()[i], errs[i] = perProcess(p.pid, p.who, "CPU time", "stat", ParsePidStat)
+	}
+	busy, _, err := ReadSystemCPU()
+	cpu.System, errs[4] = Num(busy), err
 	for _, p := range l.paths {
 		lk, err := l.cli.Netlink().LinkByName(p.ClientIf)
 		if err != nil || lk.Attrs().Statistics == nil {
 			errs = append(errs, fmt.Errorf("RX bytes of %s: %v", p.ClientIf, err))
 			continue
 		}
-		s.rx = append(s.rx, lk.Attrs().Statistics.RxBytes)
+		rx = append(rx, lk.Attrs().Statistics.RxBytes)
 	}
-	return s, errors.Join(errs...)
-}
-
-// perProcess reads what of process pid (0: this one, < 0: none, giving
-// NaN), naming who in an error.
-func perProcess(pid int, who, what string, read func(pid int) (float64, error)) (Num, error) {
-	if pid < 0 {
-		return stats.NaN(), nil
-	}
-	v, err := read(pid)
-	if err != nil {
-		return stats.NaN(), fmt.Errorf("%s of the %s: %w", what, who, err)
-	}
-	return Num(v), nil
+	return cpu, rx, errors.Join(errs...)
 }
 
 // idleLoad returns the CPUs busy on average over the idle window.
@@ -188,7 +189,7 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 	if l.cfg.Idle <= 0 {
 		return 0, nil
 	}
-	s0, err := ReadSystemCPU()
+	busy0, _, err := ReadSystemCPU()
 	if err != nil {
 		return 0, err
 	}
@@ -198,11 +199,11 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 		return 0, ctx.Err()
 	case <-time.After(l.cfg.Idle):
 	}
-	s1, err := ReadSystemCPU()
+	busy1, _, err := ReadSystemCPU()
 	if err != nil {
 		return 0, err
 	}
-	return (s1.Busy - s0.Busy) / time.Since(t0).Seconds(), nil
+	return (busy1 - busy0) / time.Since(t0).Seconds(), nil
 }
 
 func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, error) {
@@ -211,17 +212,12 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 		return Sample{}, err
 	}
 	cli, srv := t.PIDs()
-	if cli == 0 {
-		cli = -1
-	}
-	if srv == 0 {
-		srv = -1
-	}
+	// The status queries stay outside the snapshots: they cost the daemons CPU.
 	cBefore, err := t.Counters(ctx)
 	if err != nil {
 		return Sample{}, err
 	}
-	before, err := l.snapshot(cli, srv)
+	cpu0, rx0, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -231,7 +227,7 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	after, err := l.snapshot(cli, srv)
+	cpu1, rx1, err := l.snapshot(cli, srv)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -239,26 +235,21 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	bat := batchingOf(cBefore, cAfter)
 	// VmHWM is the peak since the daemon started, so reading it now, while
 	// the daemons still run, covers the warm-up and the timed download.
-	rssOf := func(pid int, who string) (Num, error) {
-		b, err := perProcess(pid, who, "peak RSS", ProcessPeakRSS)
-		return b / 1e6, err
-	}
 	var rss PeakRSS
 	var errC, errS error
-	rss.Client, errC = rssOf(cli, "client daemon")
-	rss.Server, errS = rssOf(srv, "server daemon")
+	rss.Client, errC = perProcess(cli, "client daemon", "peak RSS", "status", ParseVmHWM)
+	rss.Server, errS = perProcess(srv, "server daemon", "peak RSS", "status", ParseVmHWM)
 	if err := errors.Join(errC, errS); err != nil {
 		return Sample{}, err
 	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: after.cpu.add(before.cpu.scale(-1)), BackgroundCores: bg, TunnelRSSMB: rss, Batching: bat,
+		CPU: cpu1.plus(-1, cpu0), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rss.Client / 1e6, rss.Server / 1e6}, Batching: batchingOf(cBefore, cAfter),
 	}
-	for i := range after.rx {
-		s.PathBytes = append(s.PathBytes, after.rx[i]-before.rx[i])
+	for i := range rx1 {
+		s.PathBytes = append(s.PathBytes, rx1[i]-rx0[i])
 	}
 	return s, nil
 }
@@ -272,53 +263,39 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 func download(ctx context.Context, t runner.Session, size int64, k int) (httpbench.Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type part struct {
-		start time.Time
-		res   httpbench.Result
-		err   error
-	}
-	parts := make([]part, k)
+	starts, res, errs := make([]time.Time, k), make([]httpbench.Result, k), make([]error, k)
 	var wg sync.WaitGroup
-	for i := range parts {
+	for i := range k {
 		n := size / int64(k)
 		if int64(i) < size%int64(k) {
 			n++
 		}
 		wg.Go(func() {
-			p := &parts[i]
-			p.start = time.Now()
-			if p.res, p.err = httpbench.Fetch(ctx, httpbench.URL(t.Target(), n), httpbench.Options{Dial: t.Dial}); p.err != nil {
+			starts[i] = time.Now()
+			if res[i], errs[i] = httpbench.Fetch(ctx, httpbench.URL(t.Target(), n), httpbench.Options{Dial: t.Dial}); errs[i] != nil {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
+	var failed []error
 	var sum httpbench.Result
-	var first, last time.Time
-	var errs []error
-	canceled := false
-	for i, p := range parts {
-		if errors.Is(p.err, context.Canceled) {
-			// Cut short by another's failure (or by Ctrl-C): nothing new.
-			canceled = true
-		} else if p.err != nil {
-			errs = append(errs, fmt.Errorf("download %d of %d: %w", i+1, k, p.err))
+	var last time.Time
+	for i, err := range errs {
+		// One cut short by another's failure (or by Ctrl-C) says nothing new.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			failed = append(failed, fmt.Errorf("download %d of %d: %w", i+1, k, err))
 		}
-		sum.Bytes += p.res.Bytes
-		sum.MaxStall = max(sum.MaxStall, p.res.MaxStall)
-		if first.IsZero() || p.start.Before(first) {
-			first = p.start
-		}
-		if end := p.start.Add(p.res.Duration); end.After(last) {
+		sum.Bytes += res[i].Bytes
+		sum.MaxStall = max(sum.MaxStall, res[i].MaxStall)
+		if end := starts[i].Add(res[i].Duration); end.After(last) {
 			last = end
 		}
 	}
-	if len(errs) > 0 {
-		return httpbench.Result{}, errors.Join(errs...)
+	// Without a failure of its own, ctx is canceled only from above.
+	if err := cmp.Or(errors.Join(failed...), ctx.Err()); err != nil {
+		return httpbench.Result{}, err
 	}
-	if canceled {
-		return httpbench.Result{}, context.Canceled
-	}
-	sum.Duration = last.Sub(first)
+	sum.Duration = last.Sub(slices.MinFunc(starts, time.Time.Compare))
 	return sum, nil
 }

@@ -6,11 +6,16 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/runner"
 )
 
@@ -82,5 +87,91 @@ func TestDownloadParallel(t *testing.T) {
 	tn = &loopTunnel{BaseSession: runner.BaseSession{To: target}, failAt: 2}
 	if _, err := download(context.Background(), tn, 3<<20, 4); err == nil || !strings.Contains(err.Error(), "wrong address") {
 		t.Errorf("a refused connection: %v", err)
+	}
+}
+
+// parseFile is what braid reads from f written at path.
+func parseFile(path string, f *config.File) (*config.Config, error) {
+	data, err := f.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return config.Parse(path, data)
+}
+
+// The generated files pass braid's own strict parser: one path is one
+// subflow to the address on that path; two and four paths mesh with all
+// the addresses.
+func TestBraidConfigs(t *testing.T) {
+	dir := t.TempDir()
+	sk, _ := keys.Generate()
+	ck, _ := keys.Generate()
+	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
+	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
+	for _, c := range []struct {
+		n        int
+		servers  []string
+		ifs      []string
+		subflows int
+	}{
+		{1, []string{"198.18.1.2:7000"}, []string{"a-p1"}, 1},
+		{2, []string{"198.18.1.2:7000", "198.18.2.2:7000"}, []string{"a-p1", "a-p2"}, 4},
+		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
+	} {
+		_, cf := braidConfigs(Config{}, benchPaths[:c.n])(sk, ck, filepath.Join(dir, "s.sock"), filepath.Join(dir, "c.sock"))
+		cfg, err := parseFile(filepath.Join(dir, "client.toml"), cf)
+		if err != nil {
+			t.Fatalf("%d paths: %v", c.n, err)
+		}
+		cl := cfg.Client
+		var servers, ifs []string
+		for _, s := range cl.Servers {
+			servers = append(servers, s.String())
+		}
+		for _, p := range cl.Paths {
+			ifs = append(ifs, p.Interface)
+		}
+		if !slices.Equal(servers, c.servers) || !slices.Equal(ifs, c.ifs) || cl.SubflowCount() != c.subflows || cl.ServerPublicKey != sk.Public() {
+			t.Errorf("%d paths: servers %v paths %v subflows %d", c.n, servers, ifs, cl.SubflowCount())
+		}
+		if cfg.Tun.Address[0].String() != "100.64.0.2/24" {
+			t.Errorf("client address %v", cfg.Tun.Address)
+		}
+		if cl.Congestion != config.DefaultCongestion || cl.Recovery != config.DefaultRecovery {
+			t.Errorf("%d paths: congestion %q recovery %q, want braid's defaults", c.n, cl.Congestion, cl.Recovery)
+		}
+	}
+	// The bench's --congestion and --recovery reach the client's file,
+	// --crypto-workers both files.
+	workers := 3
+	sf, cf := braidConfigs(Config{Congestion: "none", Recovery: "off", CryptoWorkers: &workers}, benchPaths[:1])(sk, ck, filepath.Join(dir, "s.sock"), filepath.Join(dir, "c.sock"))
+	cfg, err := parseFile(filepath.Join(dir, "client.toml"), cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Client.Congestion != "none" || cfg.Client.Recovery != "off" || cfg.CryptoWorkers != 3 {
+		t.Errorf("congestion %q recovery %q workers %d, want none, off and 3", cfg.Client.Congestion, cfg.Client.Recovery, cfg.CryptoWorkers)
+	}
+	sc, err := parseFile(filepath.Join(dir, "server.toml"), sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.CryptoWorkers != 3 {
+		t.Errorf("server crypto_workers %d, want 3", sc.CryptoWorkers)
+	}
+	if len(sc.Server.Clients) != 1 || sc.Server.Clients[0].PublicKey != ck.Public() || sc.Server.Clients[0].AllowedIPs[0].String() != "100.64.0.2/32" {
+		t.Errorf("server clients %+v", sc.Server.Clients)
+	}
+	if sc.Server.Listen[0].String() != "0.0.0.0:7000" {
+		t.Errorf("server listens on %v", sc.Server.Listen)
+	}
+}
+
+func TestCheckCases(t *testing.T) {
+	if err := CheckCases(AllCases); err != nil {
+		t.Error(err)
+	}
+	if err := CheckCases([]string{"kernel", "braid-3paths"}); err == nil || !strings.Contains(err.Error(), `"braid-3paths"`) {
+		t.Errorf("unknown case: %v", err)
 	}
 }

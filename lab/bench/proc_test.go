@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"encoding/binary"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -25,29 +25,25 @@ func TestParseProcStat(t *testing.T) {
 		"cpu0 50 10 15 200 25 3 3 4 4 5\n" +
 		"cpu1 50 10 15 200 25 3 4 4 5 5\n" +
 		"intr 12345 0 0\nctxt 999\n")
-	got, err := ParseProcStat(data, 100)
+	busy, cpus, err := ParseProcStat(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// busy = user+nice+system+irq+softirq = 100+20+30+6+7 = 163 ticks;
-	// idle = idle+iowait = 450 ticks; steal and guest count in neither.
-	if !near(got.Busy, 1.63) || !near(got.Idle, 4.5) || got.CPUs != 2 {
-		t.Errorf("got %+v, want busy 1.63 idle 4.5 cpus 2", got)
-	}
-	// At USER_HZ 250 the same ticks are fewer seconds.
-	got, _ = ParseProcStat(data, 250)
-	if !near(got.Busy, 0.652) {
-		t.Errorf("busy at 250 Hz %v, want 0.652", got.Busy)
+	// idle, iowait, steal and guest do not count.
+	if !near(busy, 1.63) || cpus != 2 {
+		t.Errorf("got busy %v cpus %d, want busy 1.63 cpus 2", busy, cpus)
 	}
 	// Old kernels have no steal/guest columns: seven fields suffice.
-	got, err = ParseProcStat([]byte("cpu 1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n"), 100)
-	if err != nil || !near(got.Busy, 0.19) || !near(got.Idle, 0.09) {
-		t.Errorf("7-field line: %+v, %v; want busy 0.19 idle 0.09", got, err)
+	busy, _, err = ParseProcStat([]byte("cpu 1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n"))
+	if err != nil || !near(busy, 0.19) {
+		t.Errorf("7-field line: %v, %v; want busy 0.19", busy, err)
 	}
-	rejects(t, func(b []byte) error { _, err := ParseProcStat(b, 100); return err }, map[string]string{
+	rejects(t, func(b []byte) error { _, _, err := ParseProcStat(b); return err }, map[string]string{
 		"no aggregate": "cpu0 1 2 3 4 5 6 7\n",
 		"short":        "cpu 1 2 3 4 5 6\n",
 		"not a number": "cpu 1 2 x 4 5 6 7\n",
+		"bad idle":     "cpu 1 2 3 x 5 6 7\n",
 	})
 }
 
@@ -55,17 +51,18 @@ func TestParsePidStat(t *testing.T) {
 	// A command name with spaces and parentheses; utime (field 14) = 250,
 	// stime (15) = 125, cutime/cstime (16, 17) = 99 must not count.
 	line := "1234 (braid up) (x) S 1 2 3 4 5 6 7 8 9 10 250 125 99 99 20 0 8 0 100 1000 10\n"
-	got, err := ParsePidStat([]byte(line), 100)
+	got, err := ParsePidStat([]byte(line))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !near(got, 3.75) {
 		t.Errorf("got %v s, want 3.75", got)
 	}
-	rejects(t, func(b []byte) error { _, err := ParsePidStat(b, 100); return err }, map[string]string{
+	rejects(t, func(b []byte) error { _, err := ParsePidStat(b); return err }, map[string]string{
 		"no paren":  "1234 braid S 1 2 3 4 5 6 7 8 9 10 250 125",
 		"truncated": "1234 (braid) S 1 2 3 4 5 6 7 8 9 10 250",
 		"garbage":   "1234 (braid) S 1 2 3 4 5 6 7 8 9 10 x 125",
+		"bad stime": "1234 (braid) S 1 2 3 4 5 6 7 8 9 10 250 x",
 	})
 }
 
@@ -77,36 +74,9 @@ func TestParseVmHWM(t *testing.T) {
 	rejects(t, func(b []byte) error { _, err := ParseVmHWM(b); return err }, map[string]string{
 		"kernel thread": "Name:\tkthreadd\nState:\tS (sleeping)\n",
 		"no unit":       "VmHWM:\t20480\n",
+		"other unit":    "VmHWM:\t20480 MB\n",
 		"garbage":       "VmHWM:\tx kB\n",
 	})
-}
-
-func TestParseAuxvClockTicks(t *testing.T) {
-	vec := func(size int, order binary.AppendByteOrder, kv ...uint64) []byte {
-		var b []byte
-		for _, x := range kv {
-			if size == 4 {
-				b = order.AppendUint32(b, uint32(x))
-			} else {
-				b = order.AppendUint64(b, x)
-			}
-		}
-		return b
-	}
-	// AT_PAGESZ (6) = 4096, AT_CLKTCK (17) = 250, AT_NULL.
-	if v, ok := ParseAuxvClockTicks(vec(8, binary.LittleEndian, 6, 4096, 17, 250, 0, 0), 8, binary.LittleEndian); !ok || v != 250 {
-		t.Errorf("64-bit LE: %d %v, want 250", v, ok)
-	}
-	if v, ok := ParseAuxvClockTicks(vec(4, binary.BigEndian, 6, 4096, 17, 100, 0, 0), 4, binary.BigEndian); !ok || v != 100 {
-		t.Errorf("32-bit BE: %d %v, want 100", v, ok)
-	}
-	// AT_CLKTCK after AT_NULL is not part of the vector.
-	if _, ok := ParseAuxvClockTicks(vec(8, binary.LittleEndian, 6, 4096, 0, 0, 17, 100), 8, binary.LittleEndian); ok {
-		t.Error("found AT_CLKTCK after AT_NULL")
-	}
-	if _, ok := ParseAuxvClockTicks(vec(8, binary.LittleEndian, 6, 4096), 8, binary.LittleEndian); ok {
-		t.Error("found AT_CLKTCK in a vector without it")
-	}
 }
 
 // The live files parse: this is Linux and the bench reads them as above.
@@ -114,24 +84,24 @@ func TestReadLiveProc(t *testing.T) {
 	if _, err := os.Stat("/proc/stat"); err != nil {
 		t.Skip("no /proc here")
 	}
-	if tck := ClockTicks(); tck < 1 {
-		t.Errorf("ClockTicks %v", tck)
-	}
-	sys, err := ReadSystemCPU()
+	busy, cpus, err := ReadSystemCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sys.CPUs < 1 || sys.Busy <= 0 || sys.Idle < 0 {
-		t.Errorf("system %+v", sys)
+	if cpus < 1 || busy <= 0 {
+		t.Errorf("system busy %v, %d CPUs", busy, cpus)
 	}
-	self, err := ProcessCPU(0)
+	self, err := perProcess(os.Getpid(), "bench process", "CPU time", "stat", ParsePidStat)
 	if err != nil || self < 0 {
 		t.Errorf("own CPU %v, %v", self, err)
 	}
-	if _, err := ProcessCPU(1 << 30); err == nil {
-		t.Error("CPU of a nonexistent process")
+	if _, err := perProcess(1<<30, "nothing", "CPU time", "stat", ParsePidStat); err == nil || !strings.Contains(err.Error(), "CPU time of the nothing") {
+		t.Errorf("CPU of a nonexistent process: %v", err)
 	}
-	if rss, err := ProcessPeakRSS(0); err != nil || rss < 1<<20 {
+	if rss, err := perProcess(os.Getpid(), "bench process", "peak RSS", "status", ParseVmHWM); err != nil || rss < 1<<20 {
 		t.Errorf("own peak RSS %v bytes, %v", rss, err)
+	}
+	if v, err := perProcess(0, "client daemon", "peak RSS", "status", ParseVmHWM); err != nil || v.Valid() {
+		t.Errorf("no process: %v, %v; want NaN", v, err)
 	}
 }

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/report"
+	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/table"
 )
@@ -19,22 +21,16 @@ const GB = 1e9
 // was not measured.
 type Num = stats.Num
 
-// CPU is CPU time of one download (seconds) or its per-GB rate.
+// CPU is CPU time of one download (seconds) or its per-GB rate; Legend and
+// docs/lab.md say what each figure counts.
 type CPU struct {
-	// TunnelClient and TunnelServer are the tunnel daemons' own processes
-	// (utime + stime); NaN for kernel TCP, which has none.
+	// TunnelClient and TunnelServer are NaN for kernel TCP, which has no
+	// tunnel daemons.
 	TunnelClient Num `json:"tunnel_client"`
 	TunnelServer Num `json:"tunnel_server"`
-	// AppClient is the HTTP client (the bench process itself), AppServer
-	// the HTTP server process: the workload, identical in every case, whose
-	// system calls include the kernel's TCP work done in process context.
-	AppClient Num `json:"app_client"`
-	AppServer Num `json:"app_server"`
-	// System is every CPU's busy time machine-wide (/proc/stat): all of the
-	// above, the kernel's softirq packet processing that no process was
-	// charged for (in ksoftirqd, or everywhere on kernels with
-	// CONFIG_IRQ_TIME_ACCOUNTING), and anything else that ran meanwhile.
-	System Num `json:"system"`
+	AppClient    Num `json:"app_client"`
+	AppServer    Num `json:"app_server"`
+	System       Num `json:"system"`
 }
 
 // Tunnel is the tunnel's total, both sides.
@@ -50,92 +46,126 @@ func (c CPU) Processes() Num {
 	return p
 }
 
-func (c CPU) add(o CPU) CPU {
-	return CPU{c.TunnelClient + o.TunnelClient, c.TunnelServer + o.TunnelServer, c.AppClient + o.AppClient, c.AppServer + o.AppServer, c.System + o.System}
+// plus is c + k·o, figure by figure.
+func (c CPU) plus(k float64, o CPU) CPU {
+	addFigures(c.figures(), Num(k), o.figures())
+	return c
 }
 
-func (c CPU) scale(k float64) CPU {
-	f := Num(k)
-	return CPU{c.TunnelClient * f, c.TunnelServer * f, c.AppClient * f, c.AppServer * f, c.System * f}
+// addFigures adds k times each of xs to the figure of ys in its place.
+func addFigures[F ~float64](ys []*F, k F, xs []*F) {
+	for i, y := range ys {
+		*y += k * *xs[i]
+	}
 }
 
-// PeakRSS is the tunnel daemons' peak resident set size (VmHWM from
-// /proc/PID/status) in MB (10^6 bytes); NaN for kernel TCP.
+func (c *CPU) figures() []*Num {
+	return []*Num{&c.TunnelClient, &c.TunnelServer, &c.AppClient, &c.AppServer, &c.System}
+}
+
+// PeakRSS is the tunnel daemons' peak resident set size (VmHWM) in MB
+// (10^6 bytes); NaN for kernel TCP.
 type PeakRSS struct {
 	Client Num `json:"client"`
 	Server Num `json:"server"`
 }
 
-// maxNum is the larger of two numbers, ignoring an invalid one.
-func maxNum(a, b Num) Num {
-	if !a.Valid() || b > a {
-		return b
+// Batching is how a braid download crossed the kernel, from the daemons'
+// status counters over the timed download (docs/architecture.md, "Data-path
+// speed"; batchingLegend). 0: none happened.
+type Batching struct {
+	ServerReadPackets  float64 `json:"server_tun_packets_per_read"`
+	ServerGSO          float64 `json:"server_datagrams_per_gso_send"`
+	ClientGRO          float64 `json:"client_datagrams_per_gro_run"`
+	ClientWritePackets float64 `json:"client_tun_packets_per_write"`
+	ClientRunPackets   float64 `json:"client_tun_packets_per_run"`
+}
+
+func (b *Batching) figures() []*float64 {
+	return []*float64{&b.ServerReadPackets, &b.ServerGSO, &b.ClientGRO, &b.ClientWritePackets, &b.ClientRunPackets}
+}
+
+// batchingOf is Batching over the growth of the braid daemons' counters
+// from before to after; nil for a tunnel without them.
+func batchingOf(before, after runner.Counters) *Batching {
+	if before.Receiver == nil || before.Sender == nil || after.Receiver == nil || after.Sender == nil {
+		return nil
 	}
-	return a
+	// The counters that Batching's figures divide, in order, as (how many,
+	// in how many): the server's, the download's sender, then the client's.
+	counts := func(c runner.Counters) [5][2]uint64 {
+		st, so, ct, co := deref(c.Sender.TUN), deref(c.Sender.Offload), deref(c.Receiver.TUN), deref(c.Receiver.Offload)
+		return [5][2]uint64{{st.ReadPackets, st.Reads}, {so.GSODatagrams, so.GSORuns},
+			{co.GRODatagrams, co.GRORuns}, {ct.WritePackets, ct.Writes}, {ct.WriteRunPackets, ct.WriteRuns}}
+	}
+	c0, c1 := counts(before), counts(after)
+	var b Batching
+	for i, p := range b.figures() {
+		if d := c1[i][1] - c0[i][1]; d > 0 {
+			*p = float64(c1[i][0]-c0[i][0]) / float64(d)
+		}
+	}
+	return &b
+}
+
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // Sample is one timed download: Report.Parallel concurrent HTTP downloads
 // that add up to Report.Size bytes.
 type Sample struct {
-	// Rep counts from 1.
-	Rep int `json:"rep"`
+	Rep int `json:"rep"` // from 1
 	// Bytes, Seconds and Mbps are all the downloads' together: their bytes,
 	// the time from the first request to the last byte, and the two's rate.
 	Bytes   int64   `json:"bytes"`
 	Seconds float64 `json:"seconds"`
 	Mbps    float64 `json:"mbps"`
-	// CPU is the CPU seconds spent between just before the request and just
-	// after the last byte.
+	// CPU is the CPU seconds from just before the request to just after the
+	// last byte.
 	CPU CPU `json:"cpu_seconds"`
-	// BackgroundCores is how many CPUs were busy on average during the idle
-	// window just before the download, with the tunnel up and idle: the
-	// share of System that this machine's other work may account for.
+	// BackgroundCores is how many CPUs were busy on average in the idle
+	// window just before the download, with the tunnel up and idle.
 	BackgroundCores float64 `json:"background_cores"`
-	// TunnelRSSMB is the daemons' peak RSS, read just after the download
-	// (the peak of their life so far: start, warm-up and download).
+	// TunnelRSSMB is read just after the download: the daemons' peak so
+	// far (start, warm-up and download).
 	TunnelRSSMB PeakRSS `json:"tunnel_peak_rss_mb"`
 	// PathBytes is what each veth delivered to the client during the
 	// download (its RX bytes, headers included), in path order.
-	PathBytes []uint64 `json:"path_rx_bytes"`
-	// Batching is how the download crossed the kernel (braid cases only).
-	Batching *Batching `json:"batching,omitempty"`
+	PathBytes []uint64  `json:"path_rx_bytes"`
+	Batching  *Batching `json:"batching,omitempty"` // braid cases only
 }
 
 // CaseResult is one case's samples and their summary.
 type CaseResult struct {
-	Name   string `json:"name"`
-	Label  string `json:"label"`
-	Detail string `json:"detail,omitempty"`
-	// Mbps summarizes the samples' goodput (size ÷ time, 10^6 bit/s).
-	Mbps stats.Summary `json:"mbps"`
+	Name   string        `json:"name"`
+	Label  string        `json:"label"`
+	Detail string        `json:"detail,omitempty"`
+	Mbps   stats.Summary `json:"mbps"`
 	// CPUPerGB is the summed CPU seconds of all samples divided by their
 	// summed bytes in GB (a ratio of sums, so that a short sample does not
 	// weigh as much as a long one).
-	CPUPerGB CPU `json:"cpu_s_per_gb"`
-	// BackgroundCores is the samples' mean.
-	BackgroundCores Num `json:"background_cores"`
-	// TunnelRSSMB is the samples' largest, each side on its own.
-	TunnelRSSMB PeakRSS `json:"tunnel_peak_rss_mb"`
-	// Batching is the samples' mean (braid cases only).
-	Batching *Batching `json:"batching,omitempty"`
-	Samples  []Sample  `json:"samples"`
-	Errors   []string  `json:"errors,omitempty"`
+	CPUPerGB        CPU       `json:"cpu_s_per_gb"`
+	BackgroundCores Num       `json:"background_cores"`   // the samples' mean
+	TunnelRSSMB     PeakRSS   `json:"tunnel_peak_rss_mb"` // the samples' largest, each side on its own
+	Batching        *Batching `json:"batching,omitempty"` // the samples' mean
+	Samples         []Sample  `json:"samples"`
+	Errors          []string  `json:"errors,omitempty"`
 }
 
-// Ratio compares a case with a reference case of the same run: case ÷ ref.
+// Ratio compares a case with a reference case of the same run: case ÷ ref,
+// of mean Mbit/s and of CPU s/GB: the tunnel's (NaN unless both have one),
+// the processes' and the system's.
 type Ratio struct {
-	Case string `json:"case"`
-	Ref  string `json:"ref"`
-	// Throughput is the ratio of mean Mbit/s.
-	Throughput Num `json:"throughput"`
-	// TunnelCPU is the ratio of tunnel CPU s/GB (both sides); NaN unless
-	// both have a tunnel.
-	TunnelCPU Num `json:"tunnel_cpu_per_gb"`
-	// ProcessCPU is the ratio of everything charged to processes per GB
-	// (tunnel and workload, both sides).
-	ProcessCPU Num `json:"process_cpu_per_gb"`
-	// SystemCPU is the ratio of machine-wide busy CPU per GB.
-	SystemCPU Num `json:"system_cpu_per_gb"`
+	Case       string `json:"case"`
+	Ref        string `json:"ref"`
+	Throughput Num    `json:"throughput"`
+	TunnelCPU  Num    `json:"tunnel_cpu_per_gb"`
+	ProcessCPU Num    `json:"process_cpu_per_gb"`
+	SystemCPU  Num    `json:"system_cpu_per_gb"`
 }
 
 // Report is the JSON document of one bench run.
@@ -147,18 +177,15 @@ type Report struct {
 	CPUs     int       `json:"cpus"`
 	// Size is the bytes of every sample, split over Parallel concurrent
 	// downloads of Size/Parallel bytes each.
-	Size     int64 `json:"size_bytes"`
-	Parallel int   `json:"parallel"`
-	Reps     int   `json:"reps"`
-	// CC is the congestion control of the download's TCP sockets.
-	CC string `json:"congestion_control"`
-	// IdleSeconds is the background window before every download.
+	Size        int64           `json:"size_bytes"`
+	Parallel    int             `json:"parallel"`
+	Reps        int             `json:"reps"`
+	CC          string          `json:"congestion_control"`
 	IdleSeconds float64         `json:"idle_window_seconds"`
 	Tools       map[string]Tool `json:"tools,omitempty"`
-	// Notes are cases left out and why.
-	Notes  []string     `json:"notes,omitempty"`
-	Cases  []CaseResult `json:"cases"`
-	Ratios []Ratio      `json:"ratios"`
+	Notes       []string        `json:"notes,omitempty"` // cases left out and why
+	Cases       []CaseResult    `json:"cases"`
+	Ratios      []Ratio         `json:"ratios"`
 }
 
 // Case returns the result named name, or nil.
@@ -171,57 +198,19 @@ func (r *Report) Case(name string) *CaseResult {
 	return nil
 }
 
-// Summarize fills Mbps, CPUPerGB and BackgroundCores from the samples.
-func (c *CaseResult) Summarize() {
-	var mbps []float64
-	var cpu CPU
-	var bytes int64
-	var bg float64
-	c.TunnelRSSMB = PeakRSS{stats.NaN(), stats.NaN()}
-	for _, s := range c.Samples {
-		c.TunnelRSSMB = PeakRSS{maxNum(c.TunnelRSSMB.Client, s.TunnelRSSMB.Client), maxNum(c.TunnelRSSMB.Server, s.TunnelRSSMB.Server)}
-		mbps = append(mbps, s.Mbps)
-		cpu = cpu.add(s.CPU)
-		bytes += s.Bytes
-		bg += s.BackgroundCores
+// Summarize fills every case's summary from its samples, then the ratios.
+func (r *Report) Summarize() {
+	for i := range r.Cases {
+		r.Cases[i].summarize()
 	}
-	c.Mbps = stats.Summarize(mbps)
-	c.Batching = meanBatching(c.Samples)
-	if bytes == 0 {
-		c.CPUPerGB = CPU{stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN(), stats.NaN()}
-		c.BackgroundCores = stats.NaN()
-		return
-	}
-	c.CPUPerGB = cpu.scale(GB / float64(bytes))
-	c.BackgroundCores = Num(bg / float64(len(c.Samples)))
-}
-
-func div(a, b Num) Num {
-	if !a.Valid() || !b.Valid() || b == 0 {
-		return stats.NaN()
-	}
-	return a / b
-}
-
-// ratioRefs are the references of the ratios, each with the cases
-// compared with it: every case with kernel TCP, the braid cases with
-// wireguard-go and, to show what more paths bring, with braid on one path.
-var ratioRefs = []struct {
-	ref       string
-	braidOnly bool
-}{{CaseKernel, false}, {CaseWireGuardGo, true}, {CaseBraid1, true}}
-
-// ComputeRatios compares the cases with each reference of ratioRefs that
-// has samples: case ÷ reference.
-func (r *Report) ComputeRatios() {
 	r.Ratios = nil
-	for _, rr := range ratioRefs {
-		ref := r.Case(rr.ref)
+	for _, name := range ratioRefs {
+		ref := r.Case(name)
 		if ref == nil || len(ref.Samples) == 0 {
 			continue
 		}
 		for _, c := range r.Cases {
-			if c.Name != rr.ref && len(c.Samples) > 0 && (!rr.braidOnly || braidPaths[c.Name] > 0) {
+			if c.Name != name && len(c.Samples) > 0 && (name == CaseKernel || cases[c.Name].paths > 0) {
 				r.Ratios = append(r.Ratios, Ratio{Case: c.Name, Ref: ref.Name,
 					Throughput: div(Num(c.Mbps.Mean), Num(ref.Mbps.Mean)),
 					TunnelCPU:  div(c.CPUPerGB.Tunnel(), ref.CPUPerGB.Tunnel()),
@@ -230,6 +219,55 @@ func (r *Report) ComputeRatios() {
 			}
 		}
 	}
+}
+
+// ratioRefs are the references of the ratios: every case is compared with
+// kernel TCP, the braid cases also with wireguard-go and, to show what more
+// paths bring, with braid on one path.
+var ratioRefs = []string{CaseKernel, CaseWireGuardGo, CaseBraid1}
+
+func div(a, b Num) Num {
+	if !a.Valid() || !b.Valid() || b == 0 {
+		return stats.NaN()
+	}
+	return a / b
+}
+
+func (c *CaseResult) summarize() {
+	var mbps []float64
+	var cpu CPU
+	var bytes int64
+	var bg, batched float64
+	var bat Batching
+	c.TunnelRSSMB = PeakRSS{stats.NaN(), stats.NaN()}
+	for _, s := range c.Samples {
+		c.TunnelRSSMB = PeakRSS{maxNum(c.TunnelRSSMB.Client, s.TunnelRSSMB.Client), maxNum(c.TunnelRSSMB.Server, s.TunnelRSSMB.Server)}
+		mbps = append(mbps, s.Mbps)
+		cpu = cpu.plus(1, s.CPU)
+		bytes += s.Bytes
+		bg += s.BackgroundCores
+		if s.Batching != nil {
+			addFigures(bat.figures(), 1, s.Batching.figures())
+			batched++
+		}
+	}
+	c.Mbps = stats.Summarize(mbps)
+	c.CPUPerGB, c.BackgroundCores, c.Batching = CPU{}.plus(math.NaN(), cpu), stats.NaN(), nil
+	if bytes > 0 {
+		c.CPUPerGB, c.BackgroundCores = CPU{}.plus(GB/float64(bytes), cpu), Num(bg/float64(len(c.Samples)))
+	}
+	if batched > 0 {
+		c.Batching = &Batching{}
+		addFigures(c.Batching.figures(), 1/batched, bat.figures())
+	}
+}
+
+// maxNum is the larger of two numbers, ignoring an invalid one.
+func maxNum(a, b Num) Num {
+	if !a.Valid() || b > a {
+		return b
+	}
+	return a
 }
 
 // format is how the bench's tables write numbers: "—" for a figure that
@@ -297,6 +335,24 @@ func (r *Report) ratioRows() [][]string {
 	return rows
 }
 
+// batchingRows is the batching table, header first; nil when no case has it.
+func (r *Report) batchingRows() [][]string {
+	rows := [][]string{{"batching (braid)", "srv TUN pkts/read", "srv dgrams/GSO send", "cli dgrams/GRO run", "cli TUN pkts/write", "cli pkts/run to coalesce"}}
+	for _, c := range r.Cases {
+		if c.Batching != nil {
+			row := []string{c.Label}
+			for _, x := range c.Batching.figures() {
+				row = append(row, fnum(Num(*x), 1))
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 1 {
+		return nil
+	}
+	return rows
+}
+
 // Legend explains the columns; the text and Markdown outputs both end
 // with it.
 var Legend = []string{
@@ -310,6 +366,9 @@ var Legend = []string{
 	"RSS MB: the tunnel daemons' peak resident set size (VmHWM from /proc/PID/status, in 10^6 bytes) in the client and the server namespace, read just after each download and the largest over the repetitions.",
 	"Ratios: case ÷ reference, against kernel TCP, against wireguard-go (braid only) and against braid on one path (braid on more paths); a throughput ratio above 1 and a CPU ratio below 1 favour the case.",
 }
+
+// batchingLegend explains the batching table.
+const batchingLegend = "batching: braid's daemons' status counters over each timed download, averaged over the repetitions: the server's packets per TUN read (super-packets split) and datagrams per UDP GSO send, the client's datagrams per UDP GRO run, packets per TUN write and per run laid out for the TUN to coalesce (tundev.Stager). 0: none happened; near 1 at speed: the offload is not in effect."
 
 // Document is the report in the lab's one shape: the results, ratio and
 // batching tables, the cases' details and errors, the notes and the legend.

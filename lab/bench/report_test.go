@@ -48,10 +48,7 @@ func testReport() *Report {
 			}},
 		},
 	}
-	for i := range r.Cases {
-		r.Cases[i].Summarize()
-	}
-	r.ComputeRatios()
+	r.Summarize()
 	return r
 }
 
@@ -133,7 +130,7 @@ func TestRatios(t *testing.T) {
 	// Without a kernel reference there is nothing to compare with it.
 	r2 := testReport()
 	r2.Cases = r2.Cases[1:]
-	r2.ComputeRatios()
+	r2.Summarize()
 	if len(r2.Ratios) != 3 || slices.ContainsFunc(r2.Ratios, func(q Ratio) bool { return q.Ref == CaseKernel }) {
 		t.Errorf("ratios without kernel: %+v", r2.Ratios)
 	}
@@ -141,7 +138,7 @@ func TestRatios(t *testing.T) {
 	// other references only.
 	r3 := testReport()
 	r3.Case(CaseBraid1).Samples = nil
-	r3.ComputeRatios()
+	r3.Summarize()
 	if slices.ContainsFunc(r3.Ratios, func(q Ratio) bool { return q.Ref == CaseBraid1 || q.Case == CaseBraid1 }) || len(r3.Ratios) != 3 {
 		t.Errorf("ratios without braid on one path: %+v", r3.Ratios)
 	}

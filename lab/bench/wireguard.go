@@ -1,20 +1,119 @@
 package bench
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/proc"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/netns"
 )
+
+// WireGuardModule is the module whose root package is the wireguard-go
+// program. braid already depends on it (for its TUN package), so the module
+// cache of anyone who built braid holds the exact source.
+const WireGuardModule = "golang.zx2c4.com/wireguard"
+
+// ErrToolMissing is wrapped by FindWireGuardGo and FindWg when the program
+// is not installed.
+var ErrToolMissing = errors.New("not installed")
+
+// Tool is an external program the bench runs.
+type Tool struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+}
+
+// WireGuardVersion is the version of WireGuardModule this binary was built
+// with ("" when the build information is missing).
+func WireGuardVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, d := range bi.Deps {
+		if d.Path == WireGuardModule {
+			return cmp.Or(d.Replace, d).Version
+		}
+	}
+	return ""
+}
+
+// WireGuardGoHint says, on one line, how to get wireguard-go.
+func WireGuardGoHint() string {
+	return fmt.Sprintf("wireguard-go not found, benching without it: `go install %s@%s` installs it as $(go env GOPATH)/bin/wireguard (put that directory on PATH or pass --wireguard-go PATH)", WireGuardModule, cmp.Or(WireGuardVersion(), "latest"))
+}
+
+// WgHint says, on one line, how to get wg.
+func WgHint() string {
+	return "wg not found, benching without wireguard-go: `apt-get install --no-install-recommends wireguard-tools` (Debian/Ubuntu) provides it"
+}
+
+// checkTool returns the program at path if the first line of its
+// --version starts with prefix, the name of what it must be.
+func checkTool(path, what, prefix string) (Tool, error) {
+	// A program that hangs on --version is not the one we want.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return Tool{}, fmt.Errorf("%s --version: %w", path, err)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	t := Tool{Path: path, Version: strings.TrimSpace(line)}
+	if !strings.HasPrefix(t.Version, prefix) {
+		return Tool{}, fmt.Errorf("%s is not %s (--version: %q)", path, what, t.Version)
+	}
+	return t, nil
+}
+
+// FindWireGuardGo returns the wireguard-go program: explicit if set (an
+// error if it is not wireguard-go), else "wireguard-go" on PATH, else
+// "wireguard" on PATH — the name `go install golang.zx2c4.com/wireguard@…`
+// gives it — provided its --version says it is wireguard-go.
+func FindWireGuardGo(explicit string) (Tool, error) {
+	if explicit != "" {
+		p, err := exec.LookPath(explicit)
+		if err != nil {
+			return Tool{}, fmt.Errorf("--wireguard-go %s: %w", explicit, err)
+		}
+		return checkTool(p, "wireguard-go", "wireguard-go ")
+	}
+	var errs []error
+	for _, n := range []string{"wireguard-go", "wireguard"} {
+		if p, err := exec.LookPath(n); err == nil {
+			t, err := checkTool(p, "wireguard-go", "wireguard-go ")
+			if err == nil {
+				return t, nil
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return Tool{}, fmt.Errorf("wireguard-go: %w (%w)", ErrToolMissing, errors.Join(errs...))
+	}
+	return Tool{}, fmt.Errorf("wireguard-go: %w", ErrToolMissing)
+}
+
+// FindWg returns wg from wireguard-tools on PATH.
+func FindWg() (Tool, error) {
+	p, err := exec.LookPath("wg")
+	if err != nil {
+		return Tool{}, fmt.Errorf("wg: %w", ErrToolMissing)
+	}
+	return checkTool(p, "wireguard-tools' wg", "wireguard-tools ")
+}
 
 // wireguard-go's inner addresses: a subnet of their own, so that a
 // connection's local address proves which tunnel it took.
@@ -46,26 +145,18 @@ func WgSetArgs(cliIf, srvIf, cliKeyFile, srvKeyFile, cliPub, srvPub string, endp
 	return cli, srv
 }
 
+// wgTunnel is wireguard-go at both ends of the first veth.
 type wgTunnel struct {
 	runner.BaseSession
-	cliIf, srvIf     string
-	cliProc, srvProc *proc.Child
+	cli, srv *proc.Child
+	socks    []string // the UAPI sockets
 }
 
-// wg runs wg with input on stdin, outside any namespace (key generation).
-func wg(ctx context.Context, path, input string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Stdin = strings.NewReader(input)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("wg %s: %w", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
+// startWireGuard starts wireguard-go in the server and then the client
+// namespace, each configured with `wg set` once its UAPI socket is there
+// (the sign that it has its TUN device and will take configuration).
 func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
 	t := &wgTunnel{}
-	t.cliIf, t.srvIf = WireGuardNames(os.Getpid())
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -75,47 +166,45 @@ func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
 	if err != nil {
 		return nil, err
 	}
-	wgPath := l.cfg.Wg.Path
-	keyFiles := map[string]string{}
-	pubs := map[string]string{}
-	for _, who := range []string{"client", "server"} {
-		priv, err := wg(ctx, wgPath, "", "genkey")
+	// Fresh keys in files, as `wg genkey` writes them.
+	var priv [2]keys.Key // the client's, the server's
+	files := [2]string{filepath.Join(dir, "client.key"), filepath.Join(dir, "server.key")}
+	for i := range priv {
+		if priv[i], err = keys.Generate(); err == nil {
+			err = os.WriteFile(files[i], []byte(priv[i].String()+"\n"), 0o600)
+		}
 		if err != nil {
 			return nil, err
 		}
-		if pubs[who], err = wg(ctx, wgPath, priv+"\n", "pubkey"); err != nil {
-			return nil, err
-		}
-		keyFiles[who] = filepath.Join(dir, who+".key")
-		if err := os.WriteFile(keyFiles[who], []byte(priv+"\n"), 0o600); err != nil {
-			return nil, err
-		}
 	}
-	for _, e := range []struct {
-		ns   *netns.Namespace
-		name string
-		into **proc.Child
-	}{{l.srv, t.srvIf, &t.srvProc}, {l.cli, t.cliIf, &t.cliProc}} {
-		cmd := exec.Command(l.cfg.WireGuardGo.Path, "-f", e.name)
-		cmd.Env = append(os.Environ(), "WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error")
-		if *e.into, err = proc.Start(e.ns, "wireguard-go "+e.name, cmd); err != nil {
-			return nil, err
-		}
-	}
-	for _, c := range []*proc.Child{t.srvProc, t.cliProc} {
-		if err := waitSocket(ctx, c, filepath.Join(WireGuardSocketDir, strings.TrimPrefix(c.Name, "wireguard-go ")+".sock")); err != nil {
-			return nil, err
-		}
-	}
-	endpoint := netip.AddrPortFrom(benchPaths[0].ServerAddr, WireGuardPort)
-	cliArgs, srvArgs := WgSetArgs(t.cliIf, t.srvIf, keyFiles["client"], keyFiles["server"], pubs["client"], pubs["server"], endpoint)
+	cliIf, srvIf := WireGuardNames(os.Getpid())
+	cliArgs, srvArgs := WgSetArgs(cliIf, srvIf, files[0], files[1], priv[0].Public().String(), priv[1].Public().String(),
+		netip.AddrPortFrom(benchPaths[0].ServerAddr, WireGuardPort))
 	for _, e := range []struct {
 		ns    *netns.Namespace
-		args  []string
 		ifc   string
+		args  []string
 		inner netip.Prefix
-	}{{l.srv, srvArgs, t.srvIf, wgServerInner}, {l.cli, cliArgs, t.cliIf, wgClientInner}} {
-		if _, err := e.ns.Exec(ctx, wgPath, e.args...); err != nil {
+		into  **proc.Child
+	}{{l.srv, srvIf, srvArgs, wgServerInner, &t.srv}, {l.cli, cliIf, cliArgs, wgClientInner, &t.cli}} {
+		cmd := exec.Command(l.cfg.WireGuardGo.Path, "-f", e.ifc)
+		cmd.Env = append(os.Environ(), "WG_PROCESS_FOREGROUND=1", "LOG_LEVEL=error")
+		c, err := proc.Start(e.ns, "wireguard-go "+e.ifc, cmd)
+		if err != nil {
+			return nil, err
+		}
+		*e.into = c
+		sock := filepath.Join(WireGuardSocketDir, e.ifc+".sock")
+		t.socks = append(t.socks, sock)
+		if err := proc.Await(ctx, readyTimeout, 20*time.Millisecond, func() error {
+			if _, err := os.Stat(sock); err != nil {
+				return fmt.Errorf("%s: no UAPI socket %s after %v", c.Name, sock, readyTimeout)
+			}
+			return nil
+		}, c); err != nil {
+			return nil, err
+		}
+		if _, err := e.ns.Exec(ctx, l.cfg.Wg.Path, e.args...); err != nil {
 			return nil, err
 		}
 		if err := e.ns.AddAddr(e.ifc, e.inner); err != nil {
@@ -126,7 +215,7 @@ func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
 		}
 	}
 	t.About = fmt.Sprintf("%s, one peer over veth %s", l.cfg.WireGuardGo.Version, benchPaths[0].ClientIf)
-	if mtu := runner.LinkMTU(l.cli, t.cliIf); mtu > 0 {
+	if mtu := runner.LinkMTU(l.cli, cliIf); mtu > 0 {
 		t.About += fmt.Sprintf(", inner MTU %d", mtu)
 	}
 	t.To = netip.AddrPortFrom(wgServerInner.Addr(), WebPort).String()
@@ -134,26 +223,15 @@ func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
 	return t, nil
 }
 
-// waitSocket waits for wireguard-go's UAPI socket, the sign that it has
-// its TUN device and will take configuration.
-func waitSocket(ctx context.Context, c *proc.Child, path string) error {
-	return proc.Await(ctx, readyTimeout, 20*time.Millisecond, func() error {
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("%s: no UAPI socket %s after %v", c.Name, path, readyTimeout)
-		}
-		return nil
-	}, c)
-}
-
-func (t *wgTunnel) PIDs() (cli, srv int) { return t.cliProc.PID(), t.srvProc.PID() }
+func (t *wgTunnel) PIDs() (cli, srv int) { return t.cli.PID(), t.srv.PID() }
 
 // Close stops both daemons; a killed one leaves its UAPI socket behind,
-// which is removed here (only this process's names).
+// which is removed here.
 func (t *wgTunnel) Close() error {
-	t.cliProc.Stop(stopTimeout)
-	t.srvProc.Stop(stopTimeout)
-	for _, n := range []string{t.cliIf, t.srvIf} {
-		os.Remove(filepath.Join(WireGuardSocketDir, n+".sock"))
+	t.cli.Stop(stopTimeout)
+	t.srv.Stop(stopTimeout)
+	for _, s := range t.socks {
+		os.Remove(s)
 	}
 	return nil
 }

@@ -8,10 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/braid-vpn/braid/config"
-	"github.com/braid-vpn/braid/keys"
-	"github.com/braid-vpn/braid/lab/runner"
 )
 
 // fakeTool writes an executable script name in dir that prints version.
@@ -115,84 +111,5 @@ func TestWireGuardNamesAndArgs(t *testing.T) {
 	}
 	if !slices.Equal(srv, wantSrv) {
 		t.Errorf("server\n got %q\nwant %q", srv, wantSrv)
-	}
-}
-
-// parseFile is what braid reads from f written at path.
-func parseFile(path string, f *config.File) (*config.Config, error) {
-	data, err := f.Encode()
-	if err != nil {
-		return nil, err
-	}
-	return config.Parse(path, data)
-}
-
-// The generated files pass braid's own strict parser: one path is one
-// subflow to the address on that path; two and four paths mesh with all
-// the addresses.
-func TestBraidConfigs(t *testing.T) {
-	dir := t.TempDir()
-	sk, _ := keys.Generate()
-	ck, _ := keys.Generate()
-	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
-	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
-	for _, c := range []struct {
-		n        int
-		servers  []string
-		ifs      []string
-		subflows int
-	}{
-		{1, []string{"198.18.1.2:7000"}, []string{"a-p1"}, 1},
-		{2, []string{"198.18.1.2:7000", "198.18.2.2:7000"}, []string{"a-p1", "a-p2"}, 4},
-		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
-	} {
-		cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(Config{}, benchPaths[:c.n], sk, filepath.Join(dir, "c.sock")))
-		if err != nil {
-			t.Fatalf("%d paths: %v", c.n, err)
-		}
-		cl := cfg.Client
-		var servers, ifs []string
-		for _, s := range cl.Servers {
-			servers = append(servers, s.String())
-		}
-		for _, p := range cl.Paths {
-			ifs = append(ifs, p.Interface)
-		}
-		if !slices.Equal(servers, c.servers) || !slices.Equal(ifs, c.ifs) || cl.SubflowCount() != c.subflows || cl.ServerPublicKey != sk.Public() {
-			t.Errorf("%d paths: servers %v paths %v subflows %d", c.n, servers, ifs, cl.SubflowCount())
-		}
-		if cfg.Tun.Address[0].String() != "100.64.0.2/24" {
-			t.Errorf("client address %v", cfg.Tun.Address)
-		}
-		if cl.Congestion != config.DefaultCongestion || cl.Recovery != config.DefaultRecovery {
-			t.Errorf("%d paths: congestion %q recovery %q, want braid's defaults", c.n, cl.Congestion, cl.Recovery)
-		}
-	}
-	// The bench's --congestion and --recovery reach the client's file.
-	cfg, err := parseFile(filepath.Join(dir, "client.toml"), BraidClientConfig(Config{Congestion: "none", Recovery: "off"}, benchPaths[:1], sk, filepath.Join(dir, "c.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Client.Congestion != "none" || cfg.Client.Recovery != "off" {
-		t.Errorf("congestion %q recovery %q, want none and off", cfg.Client.Congestion, cfg.Client.Recovery)
-	}
-	sc, err := parseFile(filepath.Join(dir, "server.toml"), runner.BraidServerConfig("bench", ck, filepath.Join(dir, "s.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sc.Server.Clients) != 1 || sc.Server.Clients[0].PublicKey != ck.Public() || sc.Server.Clients[0].AllowedIPs[0].String() != "100.64.0.2/32" {
-		t.Errorf("server clients %+v", sc.Server.Clients)
-	}
-	if sc.Server.Listen[0].String() != "0.0.0.0:7000" {
-		t.Errorf("server listens on %v", sc.Server.Listen)
-	}
-}
-
-func TestCheckCases(t *testing.T) {
-	if err := CheckCases(AllCases); err != nil {
-		t.Error(err)
-	}
-	if err := CheckCases([]string{"kernel", "braid-3paths"}); err == nil || !strings.Contains(err.Error(), `"braid-3paths"`) {
-		t.Errorf("unknown case: %v", err)
 	}
 }
