@@ -2,12 +2,15 @@ package mesh
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -32,10 +35,8 @@ type Mesh struct {
 	tb    *testbed.Testbed
 	links []*linkemu.Link
 
-	mu       sync.Mutex
-	channels Channels
-	groups   [][]int
-	media    []*linkemu.Medium
+	mu    sync.Mutex
+	media []*linkemu.Medium // one per contention group of the radio model
 }
 
 // Build creates one namespace per node of the plan and one link node per
@@ -43,11 +44,7 @@ type Mesh struct {
 // builder as the two-path testbed (testbed.Start). On error everything
 // already created is removed.
 func Build(plan *Plan, opt Options) (*Mesh, error) {
-	prefix := opt.Prefix
-	prefix = cmp.Or(prefix, Prefix)
-	ch := opt.Channels
-	ch = cmp.Or(ch, TwoChannels)
-	groups, err := plan.MediaGroups(ch)
+	groups, err := plan.MediaGroups(cmp.Or(opt.Channels, TwoChannels))
 	if err != nil {
 		return nil, err
 	}
@@ -55,11 +52,11 @@ func Build(plan *Plan, opt Options) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb, err := testbed.Start(tp, testbed.Options{Prefix: prefix})
+	tb, err := testbed.Start(tp, testbed.Options{Prefix: cmp.Or(opt.Prefix, Prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: %w", err)
 	}
-	m := &Mesh{Plan: plan, tb: tb, channels: ch, groups: groups}
+	m := &Mesh{Plan: plan, tb: tb}
 	for i := range groups {
 		m.media = append(m.media, tb.Medium(mediumName(i)))
 	}
@@ -69,8 +66,8 @@ func Build(plan *Plan, opt Options) (*Mesh, error) {
 	return m, nil
 }
 
-// The testbed names of the mesh's parts: a graph node by its ID, hop h's
-// link node and emulated link, contention group i's medium.
+// The testbed names of the mesh's parts: hop h's link node and emulated
+// link, contention group i's medium. Graph nodes go by their IDs.
 func linkNodeName(h int) string { return fmt.Sprintf("link node of hop %d", h) }
 func hopName(h int) string      { return fmt.Sprintf("hop %d", h) }
 func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
@@ -78,7 +75,8 @@ func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
 // testbedPlan is the plan as the testbed builder takes it: the graph nodes
 // and a link node per hop, a veth from each hop end to its link node (no
 // offloads: the emulator wants plain frames), the service address, an
-// emulated link per hop on its group's medium, the routes and rules.
+// emulated link per hop (its delay both ways) on its group's medium, the
+// routes and rules.
 func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
 	g := plan.Graph
 	tp := &testbed.Plan{Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{}}
@@ -93,58 +91,24 @@ func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
 		tp.Sysctls[id], tp.Routes[id], tp.Rules[id] = plan.Sysctls[v], plan.Routes[v], plan.Rules[v]
 	}
 	tp.Addrs = []testbed.Addr{{Node: g.ID(plan.Dst), If: "lo", Prefix: netip.PrefixFrom(plan.Service, 32)}}
-	for i := range groups {
-		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
-	}
 	for h, hop := range plan.Hops {
 		ln := linkNodeName(h)
 		tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
-		tp.Sysctls[ln] = LinkNodeSysctls
+		tp.Sysctls[ln] = noIPv6
 		tp.Veths = append(tp.Veths,
 			testbed.Veth{NodeA: g.ID(hop.From), IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
 			testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: g.ID(hop.To), IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
-		e := testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h}
-		if i := groupOf(groups, h); i >= 0 {
-			e.Medium = mediumName(i)
+		sh := linkemu.Shape{Delay: hop.Delay}
+		tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h, AtoB: sh, BtoA: sh})
+	}
+	// MediaGroups puts every hop in exactly one group.
+	for i, grp := range groups {
+		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
+		for _, h := range grp {
+			tp.Emulated[h].Medium = mediumName(i)
 		}
-		e.AtoB = hopShape(plan, h, groups, nil)
-		e.BtoA = e.AtoB
-		tp.Emulated = append(tp.Emulated, e)
 	}
 	return tp, nil
-}
-
-// groupOf is the index of the contention group hop h is in, -1 if none.
-func groupOf(groups [][]int, h int) int {
-	for i, grp := range groups {
-		if slices.Contains(grp, h) {
-			return i
-		}
-	}
-	return -1
-}
-
-func newMedia(plan *Plan, groups [][]int) []*linkemu.Medium {
-	media := make([]*linkemu.Medium, len(groups))
-	for i := range groups {
-		media[i] = linkemu.NewMedium(plan.Config.Rate, plan.Config.QueuePackets)
-	}
-	return media
-}
-
-// hopShape is each of hop h's two directions: the hop's delay, serialized on
-// its group's medium (media[group]; nil media: the medium is the caller's
-// to attach). A hop outside every group gets a channel of its own.
-func hopShape(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) linkemu.Shape {
-	s := linkemu.Shape{Delay: plan.Hops[h].Delay}
-	switch i := groupOf(groups, h); {
-	case i < 0:
-		// Not reachable for a plan's own groups (every hop is in one).
-		s.Rate, s.QueuePackets = plan.Config.Rate, plan.Config.QueuePackets
-	case media != nil:
-		s.Medium = media[i]
-	}
-	return s
 }
 
 // SetChannels switches the radio model while the mesh runs: fresh media
@@ -157,39 +121,18 @@ func (m *Mesh) SetChannels(ch Channels) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	media := newMedia(m.Plan, groups)
-	for h, l := range m.links {
-		sh := hopShape(m.Plan, h, groups, media)
-		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
-			if err := l.SetShape(d, sh); err != nil {
-				return err
+	m.media = nil
+	for _, grp := range groups {
+		med := linkemu.NewMedium(m.Plan.Config.Rate, m.Plan.Config.QueuePackets)
+		m.media = append(m.media, med)
+		for _, h := range grp {
+			sh := linkemu.Shape{Delay: m.Plan.Hops[h].Delay, Medium: med}
+			for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
+				if err := m.links[h].SetShape(d, sh); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	m.channels, m.groups, m.media = ch, groups, media
-	return nil
-}
-
-// Channels is the current radio model.
-func (m *Mesh) Channels() Channels {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.channels
-}
-
-// Groups returns the current media as hop indices (see MediaGroups).
-func (m *Mesh) Groups() [][]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.groups
-}
-
-// Medium returns the medium hop h serializes on now.
-func (m *Mesh) Medium(h int) *linkemu.Medium {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i := groupOf(m.groups, h); i >= 0 {
-		return m.media[i]
 	}
 	return nil
 }
@@ -200,12 +143,6 @@ func (m *Mesh) Node(v int) *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(v))
 // Source and Destination are the two ends' namespaces.
 func (m *Mesh) Source() *netns.Namespace      { return m.Node(m.Plan.Src) }
 func (m *Mesh) Destination() *netns.Namespace { return m.Node(m.Plan.Dst) }
-
-// LinkNode returns hop h's link node.
-func (m *Mesh) LinkNode(h int) *netns.Namespace { return m.tb.NS(linkNodeName(h)) }
-
-// Link returns hop h's emulator.
-func (m *Mesh) Link(h int) *linkemu.Link { return m.links[h] }
 
 // HopBytes is what hop h has forwarded since the mesh was built: towards
 // the destination (AtoB) and towards the source (BtoA).
@@ -255,6 +192,38 @@ func (m *Mesh) PathSession(k int, cc string) runner.Session {
 		Dialer: runner.Dialer{NS: m.Source(), From: m.Plan.Paths[k].ClientAddr, CC: cc},
 		To:     netip.AddrPortFrom(m.Plan.Service, runner.WebPort).String(),
 	}
+}
+
+// StartBraid starts a braid server in the destination, listening on every
+// address, and a braid client in the source, its keys and configs in dir,
+// and waits until the client has a usable daemon path on every mesh path
+// (told apart by local address). The client lists its paths as the mesh
+// paths' addresses and the server by the service address alone, so its
+// full mesh of paths × server addresses is one daemon path per mesh path
+// (docs/lab.md, "Mesh lab"). scheduler "" keeps braid's default. The mesh
+// counts each path's bytes itself (Delivered).
+func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler, cc string) (runner.Session, error) {
+	var paths []string
+	for _, pp := range m.Plan.Paths {
+		paths = append(paths, pp.ClientAddr.String())
+	}
+	server := []string{netip.AddrPortFrom(m.Plan.Service, runner.BraidPort).String()}
+	return runner.StartBraid(ctx, runner.BraidSpec{
+		Command: bc, Dir: dir, Server: m.Destination(), Client: m.Source(),
+		Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+			cli := runner.BraidClientFile(srvKey, cliSock, server, paths)
+			cli.Client.Scheduler = scheduler
+			return runner.BraidServerConfig("mesh", cliKey, srvSock), cli
+		},
+		Want: len(m.Plan.Paths),
+		Usable: func(st control.Status) int {
+			return runner.UsableOn(st, len(m.Plan.Paths), func(ps control.PathStatus, k int) bool {
+				ap, err := netip.ParseAddrPort(ps.Local)
+				return err == nil && ap.Addr().Unmap() == m.Plan.Paths[k].ClientAddr
+			})
+		},
+		Target: netip.AddrPortFrom(runner.BraidServerAddr.Addr(), runner.WebPort).String(), CC: cc,
+	})
 }
 
 // Close stops the emulators and removes every namespace with its links

@@ -126,7 +126,7 @@ func TestMeshPathsFollowTheirRoutes(t *testing.T) {
 		for _, e := range []struct {
 			ns   *netns.Namespace
 			name string
-		}{{m.Node(hop.From), hop.FromIf}, {m.LinkNode(h), hop.LinkA}, {m.LinkNode(h), hop.LinkB}, {m.Node(hop.To), hop.ToIf}} {
+		}{{m.Node(hop.From), hop.FromIf}, {m.tb.NS(linkNodeName(h)), hop.LinkA}, {m.tb.NS(linkNodeName(h)), hop.LinkB}, {m.Node(hop.To), hop.ToIf}} {
 			if on, err := linkemu.ActiveOffloads(e.ns, e.name); err != nil || len(on) > 0 {
 				t.Errorf("hop %d %s: offloads on: %v (%v)", h, e.name, on, err)
 			}

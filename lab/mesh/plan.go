@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -15,24 +14,18 @@ import (
 	"github.com/braid-vpn/braid/route"
 )
 
-// Defaults of Config and the lab's fixed conventions.
+// Defaults of Config (docs/lab.md, "Mesh lab", says why these) and the
+// lab's fixed conventions.
 const (
-	// DefaultRate is one channel's capacity: 11 Mbit/s, 802.11b's top PHY
-	// rate, the seed's radios. The emulator counts Ethernet frame bytes
-	// only, so this is an upper bound no real 802.11b MAC reaches (its
-	// overheads leave about half of it to TCP).
+	// DefaultRate is one channel's capacity: 802.11b's top PHY rate, the
+	// seed's radios.
 	DefaultRate = 11_000_000
-	// DefaultMinDelay and DefaultMaxDelay bound a hop's one-way delay. It
-	// stands for the per-hop MAC access and forwarding latency of a mesh
-	// relay, not propagation (20 m of air is 67 ns): the shortest link
-	// gets the minimum, a link as long as the radio range the maximum,
-	// since in the disk model the long links are the weak ones.
+	// DefaultMinDelay and DefaultMaxDelay bound a hop's one-way delay: a
+	// relay's MAC access and forwarding latency, not propagation.
 	DefaultMinDelay = time.Millisecond
 	DefaultMaxDelay = 2 * time.Millisecond
-	// DefaultQueuePackets is each medium's FIFO limit in frames: about
-	// 110 ms of a channel at 11 Mbit/s with full-size frames, several
-	// times the bandwidth-delay product of any path here, so a TCP flow
-	// keeps the channel busy without a bloated queue.
+	// DefaultQueuePackets is each medium's FIFO limit in frames (about
+	// 110 ms at 11 Mbit/s).
 	DefaultQueuePackets = 100
 	// DefaultInterferenceFactor times the graph's radio range is the
 	// interference range when Config.InterferenceRange is 0: 802.11
@@ -54,10 +47,10 @@ const (
 	MaxPaths = 16
 )
 
-// Addresses. Every hop gets a /30 of HopBase in plan order (its upstream
-// end .1, its downstream end .2 of the block); the destination holds the
-// service address on its loopback. Both are in 198.18.0.0/15, the
-// benchmarking block: nothing here can leak onto a real network.
+// Addresses: hop h gets HopSubnet(h) (its upstream end .1, its downstream
+// end .2); the destination holds Service on its loopback. Both are in
+// 198.18.0.0/15, the benchmarking block: nothing can leak onto a real
+// network.
 var (
 	HopBase = netip.MustParsePrefix("198.18.0.0/16")
 	Service = netip.MustParseAddr("198.19.0.1")
@@ -67,17 +60,12 @@ var (
 const maxHops = 1 << (32 - 16 - 2)
 
 // Channels is the radio model: how many orthogonal channels the mesh
-// has.
+// has (see MediaGroups).
 type Channels int
 
 const (
-	// SingleChannel: every hop of both paths that interferes with another
-	// (route.ContentionGroups over the paths together) shares one
-	// capacity budget.
 	SingleChannel Channels = 1
-	// TwoChannels: each path has a channel of its own, so the paths do
-	// not contend with each other; hops of one path still do.
-	TwoChannels Channels = 2
+	TwoChannels   Channels = 2
 )
 
 func (c Channels) String() string {
@@ -130,9 +118,6 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// Sysctl is one setting written in a namespace.
-type Sysctl = scenario.Sysctl
-
 // Hop is one link of a path, emulated as From —veth— link node —veth— To.
 // From is the end nearer the source; the link node's A side faces it, so
 // the emulator's AtoB direction carries traffic towards the destination.
@@ -156,12 +141,10 @@ func (h Hop) Link() route.Link { return route.Link{A: min(h.From, h.To), B: max(
 // PathPlan is one path through the mesh.
 type PathPlan struct {
 	Nodes route.Path
-	// Hops are indices into Plan.Hops, from the source.
-	Hops []int
-	// ClientAddr is the source's address on the path's first hop. It is
-	// the path's identity: as a source address it selects Table on every
-	// node of the path, and as a destination every node routes it back
-	// along the path.
+	Hops  []int // indices into Plan.Hops, from the source
+	// ClientAddr is the source's address on the path's first hop, the
+	// path's identity: from it, every node of the path looks up Table;
+	// to it, every node routes back along the path.
 	ClientAddr netip.Addr
 	Table      int
 	Priority   int
@@ -181,44 +164,34 @@ type Plan struct {
 	// Nodes are the graph nodes to instantiate (every node on a path), in
 	// index order.
 	Nodes   []int
-	Sysctls map[int][]Sysctl
+	Sysctls map[int][]scenario.Sysctl
 	Routes  map[int][]netns.Route
 	Rules   map[int][]netns.Rule
 	// Service is the destination's address, on its loopback.
 	Service netip.Addr
 }
 
-// LinkNodeSysctls are written in every link node: no IPv6, so that the
-// node's own stack sends nothing (router solicitations, MLD reports)
-// onto the wire the emulator owns.
-var LinkNodeSysctls = []Sysctl{
+// noIPv6 is written in every node and link node, so that no stack sends
+// anything (router solicitations, MLD reports) onto an emulated link: it
+// carries only what the experiment sends (IPv4).
+var noIPv6 = []scenario.Sysctl{
 	{Key: "net.ipv6.conf.all.disable_ipv6", Value: "1"},
 	{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
 }
 
 // nodeSysctls are a mesh node's settings. Reverse-path filtering is off
 // because under policy routing a node may receive a path's packets on an
-// interface its main table would not choose; IPv6 is off so that the
-// emulated links carry only what the experiment sends (IPv4).
-func nodeSysctls(relay bool) []Sysctl {
+// interface its main table would not choose.
+func nodeSysctls(relay bool) []scenario.Sysctl {
 	fwd := "0"
 	if relay {
 		fwd = "1"
 	}
-	return []Sysctl{
+	return slices.Concat([]scenario.Sysctl{
 		{Key: "net.ipv4.conf.all.rp_filter", Value: "0"},
 		{Key: "net.ipv4.conf.default.rp_filter", Value: "0"},
-		{Key: "net.ipv6.conf.all.disable_ipv6", Value: "1"},
-		{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
-		{Key: "net.ipv4.ip_forward", Value: fwd},
-	}
+	}, noIPv6, []scenario.Sysctl{{Key: "net.ipv4.ip_forward", Value: fwd}})
 }
-
-// NodeIf is the interface hop h has in its From and To nodes.
-func NodeIf(h int) string { return fmt.Sprintf("hop%d", h) }
-
-// LinkIfs are the link node's interfaces of hop h, facing From and To.
-func LinkIfs(h int) (a, b string) { return fmt.Sprintf("hop%d-a", h), fmt.Sprintf("hop%d-b", h) }
 
 // NewPlan lays paths from src to dst of g out as a mesh. The paths must
 // be valid simple paths of g between the two, pairwise link-disjoint
@@ -248,7 +221,7 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	p := &Plan{
 		Graph: g, Src: src, Dst: dst, Config: cfg,
 		Nodes:   route.PathNodes(paths),
-		Sysctls: map[int][]Sysctl{},
+		Sysctls: map[int][]scenario.Sysctl{},
 		Routes:  map[int][]netns.Route{},
 		Rules:   map[int][]netns.Rule{},
 		Service: Service,
@@ -262,53 +235,50 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	if nhops > maxHops {
 		return nil, fmt.Errorf("mesh: %d hops, but %v holds only %d /30 subnets", nhops, HopBase, maxHops)
 	}
+	for _, v := range p.Nodes {
+		p.Sysctls[v] = nodeSysctls(v != src && v != dst)
+	}
+	svc := netip.PrefixFrom(p.Service, 32)
 	for k, path := range paths {
 		pp := PathPlan{Nodes: route.ClonePath(path), Table: PathTableBase + k, Priority: RulePriorityBase + k}
 		for i := 1; i < len(path); i++ {
 			h := len(p.Hops)
-			sub := HopSubnet(h)
-			la, lb := LinkIfs(h)
+			sub, ifname := HopSubnet(h), fmt.Sprintf("hop%d", h)
 			hop := Hop{
 				Path: k, Index: i - 1,
 				From: path[i-1], To: path[i],
 				Subnet:   sub,
 				FromAddr: sub.Addr().Next(), ToAddr: sub.Addr().Next().Next(),
-				FromIf: NodeIf(h), ToIf: NodeIf(h),
-				LinkA: la, LinkB: lb,
+				FromIf: ifname, ToIf: ifname,
+				LinkA: ifname + "-a", LinkB: ifname + "-b",
 			}
 			hop.Length, hop.Delay = hopDelay(g, hop.From, hop.To, cfg)
 			p.Hops = append(p.Hops, hop)
 			pp.Hops = append(pp.Hops, h)
-		}
-		pp.ClientAddr = p.Hops[pp.Hops[0]].FromAddr
-		p.Paths = append(p.Paths, pp)
-	}
-
-	for _, v := range p.Nodes {
-		p.Sysctls[v] = nodeSysctls(v != src && v != dst)
-	}
-	for k, pp := range p.Paths {
-		client := netip.PrefixFrom(pp.ClientAddr, 32)
-		for i, h := range pp.Hops {
-			hop := p.Hops[h]
+			if i == 1 {
+				pp.ClientAddr = hop.FromAddr
+			}
+			client := netip.PrefixFrom(pp.ClientAddr, 32)
 			// Forward: every node but the destination sends the path's
-			// packets (source = ClientAddr) on along the path.
-			p.Routes[hop.From] = append(p.Routes[hop.From], netns.Route{
-				Dst: netip.PrefixFrom(p.Service, 32), Via: hop.ToAddr, Dev: hop.FromIf, Table: pp.Table})
+			// packets (source = ClientAddr) on along the path; the
+			// source also has path 0 in its main table.
+			fwd := netns.Route{Dst: svc, Via: hop.ToAddr, Dev: hop.FromIf, Table: pp.Table}
+			p.Routes[hop.From] = append(p.Routes[hop.From], fwd)
 			p.Rules[hop.From] = append(p.Rules[hop.From], netns.Rule{Src: client, Table: pp.Table, Priority: pp.Priority})
-			if k == 0 && i == 0 {
-				p.Routes[hop.From] = append(p.Routes[hop.From], netns.Route{
-					Dst: netip.PrefixFrom(p.Service, 32), Via: hop.ToAddr, Dev: hop.FromIf, Metric: SourceMetric})
+			if k == 0 && i == 1 {
+				fwd.Table, fwd.Metric = 0, SourceMetric
+				p.Routes[hop.From] = append(p.Routes[hop.From], fwd)
 			}
 			// Back: every node but the source routes the path's address
 			// back along it; the destination answers from the service
 			// address.
-			r := netns.Route{Dst: client, Via: hop.FromAddr, Dev: hop.ToIf}
+			back := netns.Route{Dst: client, Via: hop.FromAddr, Dev: hop.ToIf}
 			if hop.To == dst {
-				r.Src = p.Service
+				back.Src = p.Service
 			}
-			p.Routes[hop.To] = append(p.Routes[hop.To], r)
+			p.Routes[hop.To] = append(p.Routes[hop.To], back)
 		}
+		p.Paths = append(p.Paths, pp)
 	}
 	return p, nil
 }
@@ -322,14 +292,8 @@ func HopSubnet(h int) netip.Prefix {
 
 // interferenceRange resolves Config.InterferenceRange for g.
 func interferenceRange(g *route.Graph, nodes []int, want float64) float64 {
-	if want < 0 {
-		return 0
-	}
-	if want > 0 {
-		return want
-	}
-	if g.Radius() <= 0 {
-		return 0
+	if want != 0 || g.Radius() <= 0 {
+		return max(want, 0) // a negative want asks for the graph
 	}
 	for _, v := range nodes {
 		if !g.Node(v).HasPos {
@@ -342,12 +306,13 @@ func interferenceRange(g *route.Graph, nodes []int, want float64) float64 {
 // hopDelay is the link's length and its one-way delay (see Config).
 func hopDelay(g *route.Graph, a, b int, cfg Config) (float64, time.Duration) {
 	na, nb := g.Node(a), g.Node(b)
+	mid := cfg.MinDelay + (cfg.MaxDelay-cfg.MinDelay)/2
 	if !na.HasPos || !nb.HasPos {
-		return math.NaN(), cfg.MinDelay + (cfg.MaxDelay-cfg.MinDelay)/2
+		return math.NaN(), mid
 	}
 	d := na.Pos.Dist(nb.Pos)
 	if g.Radius() <= 0 {
-		return d, cfg.MinDelay + (cfg.MaxDelay-cfg.MinDelay)/2
+		return d, mid
 	}
 	f := math.Min(d/g.Radius(), 1)
 	return d, cfg.MinDelay + time.Duration(math.Round(f*float64(cfg.MaxDelay-cfg.MinDelay)))
@@ -357,28 +322,20 @@ func hopDelay(g *route.Graph, a, b int, cfg Config) (float64, time.Duration) {
 // model ch: each group becomes one linkemu.Medium that every direction of
 // its hops serializes on. SingleChannel groups the hops of all paths
 // together with route.ContentionGroups; TwoChannels does so path by path,
-// so no group spans two paths. Groups hold hop indices in increasing
-// order and are ordered by their first hop.
-//
-// Since consecutive hops of a path share a node, and all paths share the
-// source and the destination, the transitive grouping makes each path one
-// group in TwoChannels and everything one group in SingleChannel, whatever
-// the interference range: a path of n hops carries at most Rate/n.
+// so no group spans two paths. Every hop is in one group; groups hold hop
+// indices in increasing order and are ordered by their first hop. (The
+// transitive grouping always makes each path one group in TwoChannels and
+// everything one group in SingleChannel: docs/lab.md, "Radio model".)
 func (p *Plan) MediaGroups(ch Channels) ([][]int, error) {
 	if !ch.valid() {
 		return nil, fmt.Errorf("mesh: %d channels (want 1 or 2)", int(ch))
 	}
-	var sets [][]route.Path
-	if ch == SingleChannel {
-		all := make([]route.Path, len(p.Paths))
-		for k, pp := range p.Paths {
-			all[k] = pp.Nodes
+	var sets [][]route.Path // the paths grouped together: one set, or one per path
+	for _, pp := range p.Paths {
+		if ch == TwoChannels || sets == nil {
+			sets = append(sets, nil)
 		}
-		sets = [][]route.Path{all}
-	} else {
-		for _, pp := range p.Paths {
-			sets = append(sets, []route.Path{pp.Nodes})
-		}
+		sets[len(sets)-1] = append(sets[len(sets)-1], pp.Nodes)
 	}
 	hopOf := map[route.Link]int{}
 	for h, hop := range p.Hops {
@@ -407,23 +364,4 @@ func (p *Plan) MediaGroups(ch Channels) ([][]int, error) {
 	// were split.
 	slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
 	return out, nil
-}
-
-// PathString is path k as node IDs, "s → a → d".
-func (p *Plan) PathString(k int) string {
-	return strings.Join(p.Graph.IDs(p.Paths[k].Nodes), " → ")
-}
-
-// String describes the plan: one line per path and per hop.
-func (p *Plan) String() string {
-	var b strings.Builder
-	for k, pp := range p.Paths {
-		fmt.Fprintf(&b, "path %d: %s (%d hops, address %v, table %d)\n", k, p.PathString(k), pp.Nodes.Hops(), pp.ClientAddr, pp.Table)
-		for _, h := range pp.Hops {
-			hop := p.Hops[h]
-			fmt.Fprintf(&b, "  hop %d: %s %v —[%s]— %s %v, %v\n", h, p.Graph.ID(hop.From), hop.FromAddr,
-				hop.Delay, p.Graph.ID(hop.To), hop.ToAddr, hop.Subnet)
-		}
-	}
-	return b.String()
 }

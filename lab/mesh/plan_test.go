@@ -205,7 +205,7 @@ func TestPlanSharedNode(t *testing.T) {
 	// Hops: path 0 s–a 0, a–m 1, m–c 2, c–d 3; path 1 s–b 4, b–m 5, m–e 6, e–d 7.
 	h := func(i int) Hop { return p.Hops[i] }
 	if h(2).From != m || h(6).From != m || h(1).To != m || h(5).To != m {
-		t.Fatalf("hop layout unexpected:\n%s", p)
+		t.Fatalf("hop layout unexpected:\n%+v", p.Hops)
 	}
 	svc := pfx("198.19.0.1/32")
 	want := []netns.Route{
@@ -250,7 +250,7 @@ func TestPlanDirectLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(p.Hops) != 1 || p.Hops[0].Delay != time.Millisecond || p.Paths[0].ClientAddr != addr("198.18.0.1") {
-		t.Fatalf("plan:\n%s", p)
+		t.Fatalf("plan:\n%+v", p.Hops)
 	}
 	want := map[int][]netns.Route{
 		s: {
