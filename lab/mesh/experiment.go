@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/runner"
@@ -43,10 +44,7 @@ var Algorithms = []route.Algorithm{route.LD, route.ND, route.ZD}
 // over the shortest path against braid over each algorithm's first two
 // paths, on one channel and on two.
 type Experiment struct {
-	// Nodes, Topologies and Seed choose the layouts: the first Topologies
-	// of `braid routes stats`' Figs 8–9 stream with Nodes nodes and this
-	// seed in which LD, ND and ZD all find two paths, so `braid routes
-	// show --nodes N --seed S --feasible --index I` draws layout I.
+	// Nodes, Topologies and Seed choose the layouts (see Topologies).
 	Nodes, Topologies int
 	Seed              uint64
 	// Topology, if set, replaces the random layouts with this one; the
@@ -113,8 +111,7 @@ func (e *Experiment) fill() error {
 			return fmt.Errorf("mesh: algorithm %q (the experiment compares the greedy ld, nd, zd)", a)
 		}
 	}
-	c := e.Mesh
-	return c.fill()
+	return e.Mesh.fill()
 }
 
 // Steps is the number of Progress calls a run makes: one per download.
@@ -152,17 +149,7 @@ func (c Case) Label() string {
 	if c.Channels == TwoChannels {
 		ch = "2 channels"
 	}
-	return fmt.Sprintf("braid %s, %s", upper(string(c.Algo)), ch)
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
+	return fmt.Sprintf("braid %s, %s", strings.ToUpper(string(c.Algo)), ch)
 }
 
 // Cases lists the experiment's cases in table order: TCP, then per
@@ -321,11 +308,9 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res := &Result{
 		Nodes: e.Nodes, Topologies: e.Topologies, Seed: e.Seed, Size: e.Size, Reps: e.Reps,
 		CC: e.CC, Scheduler: e.Scheduler, Host: host, Started: time.Now(),
+		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets,
+		MinDelayMs: stats.Ms(e.Mesh.MinDelay), MaxDelayMs: stats.Ms(e.Mesh.MaxDelay),
 	}
-	cfg := e.Mesh
-	cfg.fill()
-	res.RateBps, res.QueuePackets = cfg.Rate, cfg.QueuePackets
-	res.MinDelayMs, res.MaxDelayMs = stats.Ms(cfg.MinDelay), stats.Ms(cfg.MaxDelay)
 	for _, c := range e.Channels {
 		res.Channels = append(res.Channels, int(c))
 	}
@@ -335,11 +320,8 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	for _, c := range e.Cases() {
 		res.Cases = append(res.Cases, c.Name())
 	}
-
-	var topos []*route.Topology
-	var cands []int
+	topos, cands := []*route.Topology{e.Topology}, []int{0}
 	if e.Topology != nil {
-		topos, cands = []*route.Topology{e.Topology}, []int{0}
 		res.Nodes = e.Topology.Graph.Len()
 	} else {
 		var err error
@@ -374,9 +356,9 @@ func (e *Experiment) progress(label string) {
 
 // runTopology measures one topology: for each algorithm with two paths a
 // mesh of its pair, TCP on the first such mesh whose first path is the
-// shortest path, braid on each channel model. An error here is the
-// system's (a mesh that cannot be built), not a failed download, which
-// is recorded in its measurement.
+// shortest path (else on a mesh of the shortest path alone), braid on
+// each channel model. An error here is the system's (a mesh that cannot
+// be built), not a failed download, which is recorded in its measurement.
 func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index int) (TopologyRun, error) {
 	g := t.Graph
 	tr := TopologyRun{Index: index, Src: g.ID(t.Src), Dst: g.ID(t.Dst)}
@@ -388,61 +370,65 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 		return tr, err
 	}
 	tr.ShortestHops = shortest.Hops()
-	pairs := map[route.Algorithm][]route.Path{}
-	found := map[route.Algorithm]int{}
+	// The meshes to build, each with its cases; without a pair, why not.
+	type job struct {
+		paths []route.Path
+		cases []Case
+		err   error
+	}
+	var jobs []job
+	tcp := false
 	for _, a := range e.Algorithms {
 		ps, err := route.Find(g, t.Src, t.Dst, a, 0, route.HopCount)
 		if err != nil {
 			return tr, err
 		}
-		pr := Pair{Algo: a, Found: len(ps)}
-		found[a] = len(ps)
+		pr, j := Pair{Algo: a, Found: len(ps)}, job{}
 		if len(ps) >= 2 {
-			pairs[a] = ps[:2]
-			for _, p := range ps[:2] {
+			j.paths = ps[:2]
+			for _, p := range j.paths {
 				pr.Paths = append(pr.Paths, g.IDs(p))
 				pr.Hops = append(pr.Hops, p.Hops())
 			}
+			if !tcp && slices.Equal(ps[0], shortest) {
+				tcp, j.cases = true, []Case{TCP}
+			}
+		} else {
+			j.err = fmt.Errorf("%s finds %d path(s), not two", a, len(ps))
 		}
-		tr.Pairs = append(tr.Pairs, pr)
+		for _, ch := range e.Channels {
+			j.cases = append(j.cases, Case{Algo: a, Channels: ch})
+		}
+		tr.Pairs, jobs = append(tr.Pairs, pr), append(jobs, j)
+	}
+	if !tcp {
+		jobs = append(jobs, job{paths: []route.Path{shortest}, cases: []Case{TCP}})
 	}
 	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
-	results := map[string]Measurement{}
-	tcpDone := false
-	for _, a := range e.Algorithms {
-		pair := pairs[a]
-		if pair == nil {
-			for _, ch := range e.Channels {
-				c := Case{Algo: a, Channels: ch}
-				results[c.Name()] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, c, where,
-					fmt.Errorf("%s finds %d path(s), not two", a, found[a]))
+	results := map[Case]Measurement{}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		if j.err != nil {
+			for _, c := range j.cases {
+				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, j.err)
 			}
 			continue
 		}
-		err := e.onMesh(ctx, g, t.Src, t.Dst, pair, func(m *Mesh, web *runner.WebServer) error {
-			if !tcpDone && slices.Equal(pair[0], shortest) {
-				tcpDone = true
-				results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
-			}
-			for _, ch := range e.Channels {
+		err := e.onMesh(ctx, g, t.Src, t.Dst, j.paths, func(m *Mesh, web *runner.WebServer) error {
+			for _, c := range j.cases {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				c := Case{Algo: a, Channels: ch}
-				if err := m.SetChannels(ch); err != nil {
+				// TCP runs on TwoChannels: path 0 contends only with
+				// itself, which is what a single path sees on either
+				// radio model, the other path being idle.
+				if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
 					return err
 				}
-				results[c.Name()] = e.measureBraid(ctx, m, web, c, where)
+				results[c] = e.measure(ctx, m, web, c, where)
 			}
-			return nil
-		})
-		if err != nil {
-			return tr, err
-		}
-	}
-	if !tcpDone && ctx.Err() == nil {
-		err := e.onMesh(ctx, g, t.Src, t.Dst, []route.Path{shortest}, func(m *Mesh, web *runner.WebServer) error {
-			results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
 			return nil
 		})
 		if err != nil {
@@ -450,7 +436,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 		}
 	}
 	for _, c := range e.Cases() {
-		if m, ok := results[c.Name()]; ok {
+		if m, ok := results[c]; ok {
 			tr.Measurements = append(tr.Measurements, m)
 		}
 	}
@@ -459,10 +445,10 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 
 // failed is meas not measured because of err, its downloads counted as
 // skipped so that the progress still adds up.
-func (e *Experiment) failed(meas Measurement, c Case, where string, err error) Measurement {
+func (e *Experiment) failed(meas Measurement, where string, err error) Measurement {
 	meas.Error, meas.Goodput = err.Error(), stats.Summarize(nil)
 	for range e.Reps {
-		e.progress(fmt.Sprintf("%s %s: skipped", where, c.Name()))
+		e.progress(fmt.Sprintf("%s %s: skipped", where, meas.Case))
 	}
 	return meas
 }
@@ -487,43 +473,43 @@ func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, p
 	return f(m, web)
 }
 
-// measureTCP downloads over path 0 of m, the shortest path, from its
-// address. The mesh runs TwoChannels: the path contends only with itself,
-// which is what a single path sees on either radio model, the other path
-// being idle.
-func (e *Experiment) measureTCP(ctx context.Context, m *Mesh, web *runner.WebServer, where string) Measurement {
-	meas := Measurement{Case: TCP.Name(), Label: TCP.Label(), Hops: []int{m.Plan.Paths[0].Nodes.Hops()}}
-	if err := m.SetChannels(TwoChannels); err != nil {
-		return e.failed(meas, TCP, where, err)
-	}
-	e.downloads(ctx, m, web, &meas, m.PathSession(0, e.CC), where)
-	return meas
-}
-
-// measureBraid starts braid over both paths of m and downloads through it.
-func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
+// measure downloads case c over m: TCP over path 0, the shortest path,
+// from its address; braid over every path.
+func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
 	meas := Measurement{Case: c.Name(), Label: c.Label()}
-	for _, pp := range m.Plan.Paths {
+	paths := m.Plan.Paths
+	if c == TCP {
+		paths = paths[:1]
+	}
+	for _, pp := range paths {
 		meas.Hops = append(meas.Hops, pp.Nodes.Hops())
 	}
-	dir, err := os.MkdirTemp("", "braid-mesh-")
-	if err != nil {
-		return e.failed(meas, c, where, err)
+	sess := m.PathSession(0, e.CC)
+	if c != TCP {
+		dir, err := os.MkdirTemp("", "braid-mesh-")
+		if err != nil {
+			return e.failed(meas, where, err)
+		}
+		defer os.RemoveAll(dir)
+		if sess, err = m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC); err != nil {
+			return e.failed(meas, where, err)
+		}
+		defer sess.Close()
 	}
-	defer os.RemoveAll(dir)
-	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC)
-	if err != nil {
-		return e.failed(meas, c, where, err)
-	}
-	defer b.Close()
-	e.downloads(ctx, m, web, &meas, b, where)
+	e.downloads(ctx, m, web, &meas, sess, where)
 	return meas
 }
 
 // downloads runs the repetitions of one measurement.
 func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, sess runner.Session, where string) {
-	npaths := len(m.Plan.Paths)
-	totals := make([]uint64, npaths)
+	delivered := func() []uint64 {
+		out := make([]uint64, len(m.Plan.Paths))
+		for k := range out {
+			out[k] = m.Delivered(k)
+		}
+		return out
+	}
+	totals := make([]uint64, len(m.Plan.Paths))
 	dropsBefore := m.Dropped()
 	var goodputs []float64
 	var errs []error
@@ -531,10 +517,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		if ctx.Err() != nil {
 			break
 		}
-		before := make([]uint64, npaths)
-		for k := range before {
-			before[k] = m.Delivered(k)
-		}
+		before := delivered()
 		r, local, err := runner.Fetch(ctx, sess, e.Size, e.Timeout)
 		label := fmt.Sprintf("%s %s rep %d", where, meas.Case, rep+1)
 		if err != nil {
@@ -546,10 +529,10 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 		s := Sample{
 			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
-			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: make([]uint64, npaths),
+			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: delivered(),
 		}
 		for k := range s.PathBytes {
-			s.PathBytes[k] = m.Delivered(k) - before[k]
+			s.PathBytes[k] -= before[k]
 			totals[k] += s.PathBytes[k]
 		}
 		s.Retransmits = web.Retransmits(local, runner.RetransWait)
@@ -587,12 +570,10 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
 	var hops []int
 	for _, r := range runs {
-		if !slices.Contains(hops, r.ShortestHops) {
-			hops = append(hops, r.ShortestHops)
-		}
+		hops = append(hops, r.ShortestHops)
 	}
 	slices.Sort(hops)
-	hops = append(hops, 0)
+	hops = append(slices.Compact(hops), 0)
 	var out []SummaryRow
 	for _, h := range hops {
 		for _, c := range cases {

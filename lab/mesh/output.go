@@ -108,7 +108,7 @@ func (r *Result) topologyTable() [][]string {
 	cases := r.cases()
 	head := []string{"topology", "shortest hops"}
 	for _, a := range r.Algorithms {
-		head = append(head, upper(a)+" pair hops")
+		head = append(head, strings.ToUpper(a)+" pair hops")
 	}
 	for _, c := range cases {
 		head = append(head, c.Name())
