@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,11 +49,7 @@ func Build(plan *Plan, opt Options) (*Mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	tp, err := plan.testbedPlan(groups)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := testbed.Start(tp, testbed.Options{Prefix: cmp.Or(opt.Prefix, Prefix)})
+	tb, err := testbed.Start(plan.testbedPlan(groups), testbed.Options{Prefix: cmp.Or(opt.Prefix, Prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: %w", err)
 	}
@@ -72,43 +69,18 @@ func linkNodeName(h int) string { return fmt.Sprintf("link node of hop %d", h) }
 func hopName(h int) string      { return fmt.Sprintf("hop %d", h) }
 func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
 
-// testbedPlan is the plan as the testbed builder takes it: the graph nodes
-// and a link node per hop, a veth from each hop end to its link node (no
-// offloads: the emulator wants plain frames), the service address, an
-// emulated link per hop (its delay both ways) on its group's medium, the
-// routes and rules.
-func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
-	g := plan.Graph
-	tp := &testbed.Plan{Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{}}
-	for _, v := range plan.Nodes {
-		id := g.ID(v)
-		for h := range plan.Hops {
-			if id == linkNodeName(h) {
-				return nil, fmt.Errorf("mesh: node ID %q is the name of a link node", id)
-			}
-		}
-		tp.Nodes = append(tp.Nodes, scenario.Node{Name: id})
-		tp.Sysctls[id], tp.Routes[id], tp.Rules[id] = plan.Sysctls[v], plan.Routes[v], plan.Rules[v]
-	}
-	tp.Addrs = []testbed.Addr{{Node: g.ID(plan.Dst), If: "lo", Prefix: netip.PrefixFrom(plan.Service, 32)}}
-	for h, hop := range plan.Hops {
-		ln := linkNodeName(h)
-		tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
-		tp.Sysctls[ln] = noIPv6
-		tp.Veths = append(tp.Veths,
-			testbed.Veth{NodeA: g.ID(hop.From), IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
-			testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: g.ID(hop.To), IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
-		sh := linkemu.Shape{Delay: hop.Delay}
-		tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h, AtoB: sh, BtoA: sh})
-	}
-	// MediaGroups puts every hop in exactly one group.
+// testbedPlan is plan.Testbed with a medium per contention group, every
+// hop's emulated link on its group's (MediaGroups puts every hop in one).
+func (plan *Plan) testbedPlan(groups [][]int) *testbed.Plan {
+	tp := plan.Testbed
+	tp.Emulated = slices.Clone(tp.Emulated)
 	for i, grp := range groups {
 		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
 		for _, h := range grp {
 			tp.Emulated[h].Medium = mediumName(i)
 		}
 	}
-	return tp, nil
+	return &tp
 }
 
 // SetChannels switches the radio model while the mesh runs: fresh media

@@ -63,8 +63,8 @@ func buildShared(t *testing.T) *Mesh {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	if n := len(ours(t)); n != len(plan.Nodes)+len(plan.Hops) {
-		t.Errorf("%d namespaces, want %d nodes + %d link nodes", n, len(plan.Nodes), len(plan.Hops))
+	if n := len(ours(t)); n != len(plan.Testbed.Nodes) {
+		t.Errorf("%d namespaces, want %d nodes and link nodes", n, len(plan.Testbed.Nodes))
 	}
 	return m
 }

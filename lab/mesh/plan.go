@@ -9,7 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/scenario"
+	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/route"
 )
@@ -35,10 +37,6 @@ const (
 	// Prefix starts the name of every namespace Build creates, so that
 	// netns.Cleanup finds a crashed run's leftovers (and only those).
 	Prefix = "braid-mesh"
-	// PathTableBase is path k's routing table (PathTableBase+k) on every
-	// node of the path; RulePriorityBase the priority of its rule.
-	PathTableBase    = 100
-	RulePriorityBase = 1000
 	// SourceMetric is the metric of the source's main-table route to the
 	// service address over path 0, for tools run by hand (ping) without
 	// a path address; the measurements always bind one.
@@ -146,7 +144,7 @@ type PathPlan struct {
 	// path's identity: from it, every node of the path looks up Table;
 	// to it, every node routes back along the path.
 	ClientAddr netip.Addr
-	Table      int
+	Table      int // path k's: testbed.PathTableBase+k
 	Priority   int
 }
 
@@ -161,14 +159,14 @@ type Plan struct {
 	InterferenceRange float64
 	Paths             []PathPlan
 	Hops              []Hop
-	// Nodes are the graph nodes to instantiate (every node on a path), in
-	// index order.
-	Nodes   []int
-	Sysctls map[int][]scenario.Sysctl
-	Routes  map[int][]netns.Route
-	Rules   map[int][]netns.Rule
-	// Service is the destination's address, on its loopback.
-	Service netip.Addr
+	Service           netip.Addr // the destination's address, on its loopback
+	// Testbed is the plan as testbed.Start takes it but for the media,
+	// which depend on the radio model (testbedPlan adds them): the graph
+	// nodes on a path by ID, in index order, then a link node per hop; a
+	// veth from each hop end to its link node (no offloads: the emulator
+	// wants plain frames); the service address; an emulated link per hop
+	// (its delay both ways); the sysctls, routes and rules.
+	Testbed testbed.Plan
 }
 
 // noIPv6 is written in every node and link node, so that no stack sends
@@ -218,16 +216,6 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	if err := route.CheckDisjoint(g, paths, route.LinkDisjoint); err != nil {
 		return nil, fmt.Errorf("mesh: the paths must be link-disjoint: %w", err)
 	}
-	p := &Plan{
-		Graph: g, Src: src, Dst: dst, Config: cfg,
-		Nodes:   route.PathNodes(paths),
-		Sysctls: map[int][]scenario.Sysctl{},
-		Routes:  map[int][]netns.Route{},
-		Rules:   map[int][]netns.Rule{},
-		Service: Service,
-	}
-	p.InterferenceRange = interferenceRange(g, p.Nodes, cfg.InterferenceRange)
-
 	nhops := 0
 	for _, path := range paths {
 		nhops += path.Hops()
@@ -235,12 +223,28 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	if nhops > maxHops {
 		return nil, fmt.Errorf("mesh: %d hops, but %v holds only %d /30 subnets", nhops, HopBase, maxHops)
 	}
-	for _, v := range p.Nodes {
-		p.Sysctls[v] = nodeSysctls(v != src && v != dst)
+	nodes, svc := route.PathNodes(paths), netip.PrefixFrom(Service, 32)
+	p := &Plan{
+		Graph: g, Src: src, Dst: dst, Config: cfg, Service: Service,
+		InterferenceRange: interferenceRange(g, nodes, cfg.InterferenceRange),
+		Testbed: testbed.Plan{
+			Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{},
+			Addrs: []testbed.Addr{{Node: g.ID(dst), If: "lo", Prefix: svc}},
+		},
 	}
-	svc := netip.PrefixFrom(p.Service, 32)
+	tp := &p.Testbed
+	for _, v := range nodes {
+		id := g.ID(v)
+		for h := range nhops {
+			if id == linkNodeName(h) {
+				return nil, fmt.Errorf("mesh: node ID %q is the name of a link node", id)
+			}
+		}
+		tp.Nodes = append(tp.Nodes, scenario.Node{Name: id})
+		tp.Sysctls[id] = nodeSysctls(v != src && v != dst)
+	}
 	for k, path := range paths {
-		pp := PathPlan{Nodes: route.ClonePath(path), Table: PathTableBase + k, Priority: RulePriorityBase + k}
+		pp := PathPlan{Nodes: route.ClonePath(path), Table: testbed.PathTableBase + k, Priority: testbed.RulePriorityBase + k}
 		for i := 1; i < len(path); i++ {
 			h := len(p.Hops)
 			sub, ifname := HopSubnet(h), fmt.Sprintf("hop%d", h)
@@ -258,25 +262,32 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 			if i == 1 {
 				pp.ClientAddr = hop.FromAddr
 			}
-			client := netip.PrefixFrom(pp.ClientAddr, 32)
+			from, to, ln, sh := g.ID(hop.From), g.ID(hop.To), linkNodeName(h), linkemu.Shape{Delay: hop.Delay}
+			tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
+			tp.Sysctls[ln] = noIPv6
+			tp.Veths = append(tp.Veths,
+				testbed.Veth{NodeA: from, IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
+				testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: to, IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
+			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h, AtoB: sh, BtoA: sh})
 			// Forward: every node but the destination sends the path's
 			// packets (source = ClientAddr) on along the path; the
 			// source also has path 0 in its main table.
+			client := netip.PrefixFrom(pp.ClientAddr, 32)
 			fwd := netns.Route{Dst: svc, Via: hop.ToAddr, Dev: hop.FromIf, Table: pp.Table}
-			p.Routes[hop.From] = append(p.Routes[hop.From], fwd)
-			p.Rules[hop.From] = append(p.Rules[hop.From], netns.Rule{Src: client, Table: pp.Table, Priority: pp.Priority})
+			tp.Routes[from] = append(tp.Routes[from], fwd)
+			tp.Rules[from] = append(tp.Rules[from], netns.Rule{Src: client, Table: pp.Table, Priority: pp.Priority})
 			if k == 0 && i == 1 {
 				fwd.Table, fwd.Metric = 0, SourceMetric
-				p.Routes[hop.From] = append(p.Routes[hop.From], fwd)
+				tp.Routes[from] = append(tp.Routes[from], fwd)
 			}
 			// Back: every node but the source routes the path's address
 			// back along it; the destination answers from the service
 			// address.
 			back := netns.Route{Dst: client, Via: hop.FromAddr, Dev: hop.ToIf}
 			if hop.To == dst {
-				back.Src = p.Service
+				back.Src = Service
 			}
-			p.Routes[hop.To] = append(p.Routes[hop.To], back)
+			tp.Routes[to] = append(tp.Routes[to], back)
 		}
 		p.Paths = append(p.Paths, pp)
 	}

@@ -77,49 +77,53 @@ func TestPlanDiamond(t *testing.T) {
 	if p.Paths[0].Table != 100 || p.Paths[1].Table != 101 || p.Paths[0].Priority != 1000 || p.Paths[1].Priority != 1001 {
 		t.Errorf("tables/priorities %+v", p.Paths)
 	}
-	if !reflect.DeepEqual(p.Nodes, []int{0, 1, 2, 3}) {
-		t.Errorf("nodes %v", p.Nodes)
+	var nodes []string
+	for _, n := range p.Testbed.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	if !reflect.DeepEqual(nodes, []string{"s", "a", "b", "d", "link node of hop 0", "link node of hop 1", "link node of hop 2", "link node of hop 3"}) {
+		t.Errorf("nodes %v", nodes)
 	}
 	svc := pfx("198.19.0.1/32")
-	wantRoutes := map[int][]netns.Route{
-		0: {
+	wantRoutes := map[string][]netns.Route{
+		"s": {
 			{Dst: svc, Via: addr("198.18.0.2"), Dev: "hop0", Table: 100},
 			{Dst: svc, Via: addr("198.18.0.2"), Dev: "hop0", Metric: 100},
 			{Dst: svc, Via: addr("198.18.0.10"), Dev: "hop2", Table: 101},
 		},
-		1: {
+		"a": {
 			{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0"},
 			{Dst: svc, Via: addr("198.18.0.6"), Dev: "hop1", Table: 100},
 		},
-		2: {
+		"b": {
 			{Dst: pfx("198.18.0.9/32"), Via: addr("198.18.0.9"), Dev: "hop2"},
 			{Dst: svc, Via: addr("198.18.0.14"), Dev: "hop3", Table: 101},
 		},
-		3: {
+		"d": {
 			{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.5"), Dev: "hop1", Src: addr("198.19.0.1")},
 			{Dst: pfx("198.18.0.9/32"), Via: addr("198.18.0.13"), Dev: "hop3", Src: addr("198.19.0.1")},
 		},
 	}
-	if !reflect.DeepEqual(p.Routes, wantRoutes) {
-		t.Errorf("routes:\n got %+v\nwant %+v", p.Routes, wantRoutes)
+	if !reflect.DeepEqual(p.Testbed.Routes, wantRoutes) {
+		t.Errorf("routes:\n got %+v\nwant %+v", p.Testbed.Routes, wantRoutes)
 	}
-	wantRules := map[int][]netns.Rule{
-		0: {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
-		1: {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}},
-		2: {{Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
+	wantRules := map[string][]netns.Rule{
+		"s": {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
+		"a": {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}},
+		"b": {{Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
 	}
-	if !reflect.DeepEqual(p.Rules, wantRules) {
-		t.Errorf("rules:\n got %+v\nwant %+v", p.Rules, wantRules)
+	if !reflect.DeepEqual(p.Testbed.Rules, wantRules) {
+		t.Errorf("rules:\n got %+v\nwant %+v", p.Testbed.Rules, wantRules)
 	}
-	for v, fwd := range map[int]string{0: "0", 1: "1", 2: "1", 3: "0"} {
+	for v, fwd := range map[string]string{"s": "0", "a": "1", "b": "1", "d": "0"} {
 		got := ""
-		for _, s := range p.Sysctls[v] {
+		for _, s := range p.Testbed.Sysctls[v] {
 			if s.Key == "net.ipv4.ip_forward" {
 				got = s.Value
 			}
 		}
 		if got != fwd {
-			t.Errorf("node %d: ip_forward %q, want %q", v, got, fwd)
+			t.Errorf("node %s: ip_forward %q, want %q", v, got, fwd)
 		}
 	}
 	if p.InterferenceRange != 40 {
@@ -214,12 +218,12 @@ func TestPlanSharedNode(t *testing.T) {
 		{Dst: pfx("198.18.0.17/32"), Via: addr("198.18.0.21"), Dev: "hop5"},
 		{Dst: svc, Via: addr("198.18.0.26"), Dev: "hop6", Table: 101},
 	}
-	if !reflect.DeepEqual(p.Routes[m], want) {
-		t.Errorf("routes at m:\n got %+v\nwant %+v", p.Routes[m], want)
+	if !reflect.DeepEqual(p.Testbed.Routes["m"], want) {
+		t.Errorf("routes at m:\n got %+v\nwant %+v", p.Testbed.Routes["m"], want)
 	}
 	wantRules := []netns.Rule{{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.17/32"), Table: 101, Priority: 1001}}
-	if !reflect.DeepEqual(p.Rules[m], wantRules) {
-		t.Errorf("rules at m: %+v, want %+v", p.Rules[m], wantRules)
+	if !reflect.DeepEqual(p.Testbed.Rules["m"], wantRules) {
+		t.Errorf("rules at m: %+v, want %+v", p.Testbed.Rules["m"], wantRules)
 	}
 	// No positions: the graph decides interference, delays are the
 	// midpoint.
@@ -252,15 +256,15 @@ func TestPlanDirectLink(t *testing.T) {
 	if len(p.Hops) != 1 || p.Hops[0].Delay != time.Millisecond || p.Paths[0].ClientAddr != addr("198.18.0.1") {
 		t.Fatalf("plan:\n%+v", p.Hops)
 	}
-	want := map[int][]netns.Route{
-		s: {
+	want := map[string][]netns.Route{
+		"s": {
 			{Dst: pfx("198.19.0.1/32"), Via: addr("198.18.0.2"), Dev: "hop0", Table: 100},
 			{Dst: pfx("198.19.0.1/32"), Via: addr("198.18.0.2"), Dev: "hop0", Metric: 100},
 		},
-		d: {{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0", Src: addr("198.19.0.1")}},
+		"d": {{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0", Src: addr("198.19.0.1")}},
 	}
-	if !reflect.DeepEqual(p.Routes, want) {
-		t.Errorf("routes %+v, want %+v", p.Routes, want)
+	if !reflect.DeepEqual(p.Testbed.Routes, want) {
+		t.Errorf("routes %+v, want %+v", p.Testbed.Routes, want)
 	}
 	if p.Config.Rate != 1e6 || p.Config.QueuePackets != DefaultQueuePackets {
 		t.Errorf("config %+v", p.Config)
