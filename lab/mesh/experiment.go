@@ -460,7 +460,7 @@ func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, p
 	if err != nil {
 		return err
 	}
-	m, err := Build(plan, Options{Prefix: e.Prefix, Channels: TwoChannels})
+	m, err := Build(plan, e.Prefix)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -14,20 +13,9 @@ import (
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/runner"
-	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
-
-// Options of Build.
-type Options struct {
-	// Prefix names the namespaces; "" = Prefix. Stale namespaces with
-	// this prefix (their creator is dead) are removed first.
-	Prefix string
-	// Channels is the radio model the links start with (default
-	// TwoChannels); SetChannels changes it.
-	Channels Channels
-}
 
 // Mesh is a plan running in network namespaces. Close removes it.
 type Mesh struct {
@@ -40,48 +28,31 @@ type Mesh struct {
 	media []*linkemu.Medium // one per contention group of the radio model
 }
 
-// Build creates one namespace per node of the plan and one link node per
-// hop, the veths, addresses, emulators, routes and rules, by the same
-// builder as the two-path testbed (testbed.Start). On error everything
-// already created is removed.
-func Build(plan *Plan, opt Options) (*Mesh, error) {
-	groups, err := plan.MediaGroups(cmp.Or(opt.Channels, TwoChannels))
-	if err != nil {
-		return nil, err
-	}
-	tb, err := testbed.Start(plan.testbedPlan(groups), testbed.Options{Prefix: cmp.Or(opt.Prefix, Prefix)})
+// Build creates plan.Testbed with testbed.Start, its namespaces named by
+// prefix ("" = Prefix; stale ones of dead processes are removed first),
+// and puts the links on TwoChannels' media. On error everything already
+// created is removed.
+func Build(plan *Plan, prefix string) (*Mesh, error) {
+	tp := plan.Testbed
+	tb, err := testbed.Start(&tp, testbed.Options{Prefix: cmp.Or(prefix, Prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: %w", err)
 	}
 	m := &Mesh{Plan: plan, tb: tb}
-	for i := range groups {
-		m.media = append(m.media, tb.Medium(mediumName(i)))
-	}
 	for h := range plan.Hops {
 		m.links = append(m.links, tb.LinkEmulator(hopName(h)))
+	}
+	if err := m.SetChannels(TwoChannels); err != nil {
+		m.Close()
+		return nil, err
 	}
 	return m, nil
 }
 
-// The testbed names of the mesh's parts: hop h's link node and emulated
-// link, contention group i's medium. Graph nodes go by their IDs.
+// The testbed names of hop h's link node and emulated link (graph nodes
+// go by their IDs).
 func linkNodeName(h int) string { return fmt.Sprintf("link node of hop %d", h) }
 func hopName(h int) string      { return fmt.Sprintf("hop %d", h) }
-func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
-
-// testbedPlan is plan.Testbed with a medium per contention group, every
-// hop's emulated link on its group's (MediaGroups puts every hop in one).
-func (plan *Plan) testbedPlan(groups [][]int) *testbed.Plan {
-	tp := plan.Testbed
-	tp.Emulated = slices.Clone(tp.Emulated)
-	for i, grp := range groups {
-		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
-		for _, h := range grp {
-			tp.Emulated[h].Medium = mediumName(i)
-		}
-	}
-	return &tp
-}
 
 // SetChannels switches the radio model while the mesh runs: fresh media
 // (idle, empty) for ch's groups, every hop's directions moved onto them.

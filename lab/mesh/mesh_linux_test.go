@@ -58,7 +58,7 @@ func buildShared(t *testing.T) *Mesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(plan, Options{Prefix: testPrefix})
+	m, err := Build(plan, testPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestCleanupStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(plan, Options{Prefix: testPrefix})
+	m, err := Build(plan, testPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

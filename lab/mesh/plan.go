@@ -160,12 +160,12 @@ type Plan struct {
 	Paths             []PathPlan
 	Hops              []Hop
 	Service           netip.Addr // the destination's address, on its loopback
-	// Testbed is the plan as testbed.Start takes it but for the media,
-	// which depend on the radio model (testbedPlan adds them): the graph
-	// nodes on a path by ID, in index order, then a link node per hop; a
-	// veth from each hop end to its link node (no offloads: the emulator
-	// wants plain frames); the service address; an emulated link per hop
-	// (its delay both ways); the sysctls, routes and rules.
+	// Testbed is the plan as testbed.Start takes it: the graph nodes on a
+	// path by ID, in index order, then a link node per hop; a veth from
+	// each hop end to its link node (no offloads: the emulator wants
+	// plain frames); the service address; an emulated link per hop (its
+	// delay both ways, no medium: SetChannels sets the radio model's);
+	// the sysctls, routes and rules.
 	Testbed testbed.Plan
 }
 
