@@ -370,68 +370,73 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 		return tr, err
 	}
 	tr.ShortestHops = shortest.Hops()
-	// The meshes to build, each with its cases; without a pair, why not.
-	type job struct {
-		paths []route.Path
-		cases []Case
-		err   error
+	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
+	results := map[Case]Measurement{}
+	// onMesh builds a mesh of paths with a web server in the destination,
+	// measures the cases on it and removes it.
+	onMesh := func(paths []route.Path, cases []Case) error {
+		plan, err := NewPlan(g, t.Src, t.Dst, paths, e.Mesh)
+		if err != nil {
+			return err
+		}
+		m, err := Build(plan, e.Prefix)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		web, err := runner.StartWeb(m.Destination(), plan.Service, e.CC)
+		if err != nil {
+			return err
+		}
+		defer web.Close()
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// TCP runs on TwoChannels: path 0 contends only with itself,
+			// which is what a single path sees on either radio model, the
+			// other path being idle.
+			if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
+				return err
+			}
+			results[c] = e.measure(ctx, m, web, c, where)
+		}
+		return nil
 	}
-	var jobs []job
 	tcp := false
 	for _, a := range e.Algorithms {
 		ps, err := route.Find(g, t.Src, t.Dst, a, 0, route.HopCount)
 		if err != nil {
 			return tr, err
 		}
-		pr, j := Pair{Algo: a, Found: len(ps)}, job{}
+		pr := Pair{Algo: a, Found: len(ps)}
 		if len(ps) >= 2 {
-			j.paths = ps[:2]
-			for _, p := range j.paths {
+			ps = ps[:2]
+			for _, p := range ps {
 				pr.Paths = append(pr.Paths, g.IDs(p))
 				pr.Hops = append(pr.Hops, p.Hops())
 			}
-			if !tcp && slices.Equal(ps[0], shortest) {
-				tcp, j.cases = true, []Case{TCP}
-			}
-		} else {
-			j.err = fmt.Errorf("%s finds %d path(s), not two", a, len(ps))
 		}
+		tr.Pairs = append(tr.Pairs, pr)
+		var cases []Case
 		for _, ch := range e.Channels {
-			j.cases = append(j.cases, Case{Algo: a, Channels: ch})
+			cases = append(cases, Case{Algo: a, Channels: ch})
 		}
-		tr.Pairs, jobs = append(tr.Pairs, pr), append(jobs, j)
-	}
-	if !tcp {
-		jobs = append(jobs, job{paths: []route.Path{shortest}, cases: []Case{TCP}})
-	}
-	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
-	results := map[Case]Measurement{}
-	for _, j := range jobs {
-		if ctx.Err() != nil {
-			break
-		}
-		if j.err != nil {
-			for _, c := range j.cases {
-				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, j.err)
+		if len(ps) < 2 {
+			for _, c := range cases {
+				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, fmt.Errorf("%s finds %d path(s), not two", a, len(ps)))
 			}
 			continue
 		}
-		err := e.onMesh(ctx, g, t.Src, t.Dst, j.paths, func(m *Mesh, web *runner.WebServer) error {
-			for _, c := range j.cases {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				// TCP runs on TwoChannels: path 0 contends only with
-				// itself, which is what a single path sees on either
-				// radio model, the other path being idle.
-				if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
-					return err
-				}
-				results[c] = e.measure(ctx, m, web, c, where)
-			}
-			return nil
-		})
-		if err != nil {
+		if !tcp && slices.Equal(ps[0], shortest) {
+			tcp, cases = true, append([]Case{TCP}, cases...)
+		}
+		if err := onMesh(ps, cases); err != nil {
+			return tr, err
+		}
+	}
+	if !tcp && ctx.Err() == nil {
+		if err := onMesh([]route.Path{shortest}, []Case{TCP}); err != nil {
 			return tr, err
 		}
 	}
@@ -451,26 +456,6 @@ func (e *Experiment) failed(meas Measurement, where string, err error) Measureme
 		e.progress(fmt.Sprintf("%s %s: skipped", where, meas.Case))
 	}
 	return meas
-}
-
-// onMesh builds a mesh of paths with a web server in the destination,
-// runs f on it and removes it.
-func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, paths []route.Path, f func(*Mesh, *runner.WebServer) error) error {
-	plan, err := NewPlan(g, src, dst, paths, e.Mesh)
-	if err != nil {
-		return err
-	}
-	m, err := Build(plan, e.Prefix)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	web, err := runner.StartWeb(m.Destination(), plan.Service, e.CC)
-	if err != nil {
-		return err
-	}
-	defer web.Close()
-	return f(m, web)
 }
 
 // measure downloads case c over m: TCP over path 0, the shortest path,

@@ -212,54 +212,27 @@ func join[T int | uint64](xs []T) string {
 	return strings.Join(s, "+")
 }
 
-// figure is one plot: its file stem, title and cases.
-type figure struct {
-	stem, title string
-	cases       []Case
-}
-
-func (r *Result) figures() []figure {
-	var out []figure
-	for _, chn := range r.Channels {
-		ch := Channels(chn)
-		f := figure{stem: "mesh-goodput-" + ch.String(), cases: []Case{TCP}}
-		f.title = "Goodput vs shortest-path hops, single channel"
-		if ch == TwoChannels {
-			f.title = "Goodput vs shortest-path hops, two channels"
-		}
-		for _, a := range r.Algorithms {
-			f.cases = append(f.cases, Case{Algo: route.Algorithm(a), Channels: ch})
-		}
-		out = append(out, f)
-	}
-	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
-		// The seed's Fig. 10: TCP against MPTCP over LD routes on one
-		// channel and on two.
-		out = append(out, figure{stem: "mesh-goodput-ld", title: "TCP vs braid over LD route pairs (seed's Fig. 10)",
-			cases: []Case{TCP, {Algo: route.LD, Channels: SingleChannel}, {Algo: route.LD, Channels: TwoChannels}}})
-	}
-	return out
-}
-
 // Plot draws the figures as PNG and SVG in the lab's house style (that of
 // lab/report): goodput against the shortest path's hop count, one series
 // per case with its 95% interval (dashed on a single channel), offset a
-// little sideways so the bars do not hide each other.
+// little sideways so the bars do not hide each other. There is one figure
+// per radio model of TCP and every pair, and with both models the seed's
+// Fig. 10: TCP against MPTCP over LD routes on one channel and on two.
 func Plot(r *Result, dir string) ([]string, error) {
 	hops := slices.DeleteFunc(r.hopCounts(), func(h int) bool { return h == 0 })
 	if len(hops) == 0 {
 		return nil, nil
 	}
 	var files []string
-	for _, f := range r.figures() {
-		lf := report.LineFigure{Title: f.title, XLabel: "hops of the shortest path", YLabel: "goodput (Mbit/s)",
+	draw := func(stem, title string, cases ...Case) error {
+		lf := report.LineFigure{Title: title, XLabel: "hops of the shortest path", YLabel: "goodput (Mbit/s)",
 			XMin: float64(hops[0]) - 0.5, XMax: float64(hops[len(hops)-1]) + 0.5}
 		for _, h := range hops {
 			lf.Ticks = append(lf.Ticks, plot.Tick{Value: float64(h), Label: strconv.Itoa(h)})
 		}
-		for si, c := range f.cases {
+		for si, c := range cases {
 			var d report.Series
-			off := (float64(si) - float64(len(f.cases)-1)/2) * 0.08
+			off := (float64(si) - float64(len(cases)-1)/2) * 0.08
 			for _, h := range hops {
 				if s := r.row(c.Name(), h); s != nil && s.Goodput.N > 0 {
 					d.Add(float64(h)+off, s.Goodput.Mean, s.Goodput.CI95)
@@ -270,13 +243,32 @@ func Plot(r *Result, dir string) ([]string, error) {
 		}
 		p, err := lf.Plot()
 		if err != nil {
-			return files, err
+			return err
 		}
-		saved, err := report.SavePlot(p, dir, f.stem)
+		saved, err := report.SavePlot(p, dir, stem)
 		files = append(files, saved...)
 		if err != nil {
-			return files, fmt.Errorf("mesh: %w", err)
+			return fmt.Errorf("mesh: %w", err)
 		}
+		return nil
+	}
+	for _, chn := range r.Channels {
+		ch, cases := Channels(chn), []Case{TCP}
+		for _, a := range r.Algorithms {
+			cases = append(cases, Case{Algo: route.Algorithm(a), Channels: ch})
+		}
+		title := "Goodput vs shortest-path hops, single channel"
+		if ch == TwoChannels {
+			title = "Goodput vs shortest-path hops, two channels"
+		}
+		if err := draw("mesh-goodput-"+ch.String(), title, cases...); err != nil {
+			return files, err
+		}
+	}
+	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
+		err := draw("mesh-goodput-ld", "TCP vs braid over LD route pairs (seed's Fig. 10)",
+			TCP, Case{Algo: route.LD, Channels: SingleChannel}, Case{Algo: route.LD, Channels: TwoChannels})
+		return files, err
 	}
 	return files, nil
 }

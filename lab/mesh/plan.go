@@ -66,15 +66,7 @@ const (
 	TwoChannels   Channels = 2
 )
 
-func (c Channels) String() string {
-	switch c {
-	case SingleChannel:
-		return "1ch"
-	case TwoChannels:
-		return "2ch"
-	}
-	return fmt.Sprintf("Channels(%d)", int(c))
-}
+func (c Channels) String() string { return fmt.Sprintf("%dch", int(c)) }
 
 func (c Channels) valid() bool { return c == SingleChannel || c == TwoChannels }
 
