@@ -458,8 +458,8 @@ func (e *Experiment) failed(meas Measurement, where string, err error) Measureme
 	return meas
 }
 
-// measure downloads case c over m: TCP over path 0, the shortest path,
-// from its address; braid over every path.
+// measure runs the downloads of case c over m: TCP over path 0, the
+// shortest path, from its address; braid over every path.
 func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
 	meas := Measurement{Case: c.Name(), Label: c.Label()}
 	paths := m.Plan.Paths
@@ -481,20 +481,7 @@ func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer
 		}
 		defer sess.Close()
 	}
-	e.downloads(ctx, m, web, &meas, sess, where)
-	return meas
-}
-
-// downloads runs the repetitions of one measurement.
-func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, sess runner.Session, where string) {
-	delivered := func() []uint64 {
-		out := make([]uint64, len(m.Plan.Paths))
-		for k := range out {
-			out[k] = m.Delivered(k)
-		}
-		return out
-	}
-	totals := make([]uint64, len(m.Plan.Paths))
+	totals, sum := make([]uint64, len(m.Plan.Paths)), uint64(0)
 	dropsBefore := m.Dropped()
 	var goodputs []float64
 	var errs []error
@@ -502,7 +489,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		if ctx.Err() != nil {
 			break
 		}
-		before := delivered()
+		before := m.Delivered()
 		r, local, err := runner.Fetch(ctx, sess, e.Size, e.Timeout)
 		label := fmt.Sprintf("%s %s rep %d", where, meas.Case, rep+1)
 		if err != nil {
@@ -514,11 +501,12 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 		s := Sample{
 			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
-			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: delivered(),
+			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: m.Delivered(),
 		}
 		for k := range s.PathBytes {
 			s.PathBytes[k] -= before[k]
 			totals[k] += s.PathBytes[k]
+			sum += s.PathBytes[k]
 		}
 		s.Retransmits = web.Retransmits(local, runner.RetransWait)
 		meas.Samples = append(meas.Samples, s)
@@ -532,10 +520,6 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 	}
 	meas.Goodput = stats.Summarize(goodputs)
-	var sum uint64
-	for _, v := range totals {
-		sum += v
-	}
 	if sum > 0 {
 		for _, v := range totals {
 			meas.Shares = append(meas.Shares, float64(v)/float64(sum))
@@ -547,6 +531,7 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 	if len(errs) > 0 {
 		meas.Error = fmt.Sprintf("%d of %d downloads failed: %v", len(errs), e.Reps, errors.Join(errs...))
 	}
+	return meas
 }
 
 // Summarize groups the runs' downloads by case and shortest-path hop

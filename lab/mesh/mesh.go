@@ -87,19 +87,15 @@ func (m *Mesh) Node(v int) *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(v))
 func (m *Mesh) Source() *netns.Namespace      { return m.Node(m.Plan.Src) }
 func (m *Mesh) Destination() *netns.Namespace { return m.Node(m.Plan.Dst) }
 
-// HopBytes is what hop h has forwarded since the mesh was built: towards
-// the destination (AtoB) and towards the source (BtoA).
-func (m *Mesh) HopBytes(h int) (toDst, toSrc uint64) {
-	l := m.links[h]
-	return l.Stats(linkemu.AtoB).BytesForwarded, l.Stats(linkemu.BtoA).BytesForwarded
-}
-
-// Delivered is what path k has delivered to the source (its first hop,
-// towards the source) since the mesh was built: a download's bytes on
-// that path, with their headers.
-func (m *Mesh) Delivered(k int) uint64 {
-	_, toSrc := m.HopBytes(m.Plan.Paths[k].Hops[0])
-	return toSrc
+// Delivered is what each path has delivered to the source (its first
+// hop towards the source) since the mesh was built: a download's bytes on
+// it, with their headers.
+func (m *Mesh) Delivered() []uint64 {
+	var out []uint64
+	for _, pp := range m.Plan.Paths {
+		out = append(out, m.tb.Delivered(hopName(pp.Hops[0])))
+	}
+	return out
 }
 
 // Lateness is the emulators' worst timing error so far: the largest mean

@@ -93,10 +93,12 @@ func listen(t *testing.T, m *Mesh, port int, serve func(net.Conn)) net.Listener 
 	return ln
 }
 
+// hopTotals is what each hop has forwarded since the mesh was built:
+// towards the destination (AtoB) and towards the source (BtoA).
 func hopTotals(m *Mesh) [][2]uint64 {
 	out := make([][2]uint64, len(m.Plan.Hops))
 	for h := range out {
-		out[h][0], out[h][1] = m.HopBytes(h)
+		out[h] = [2]uint64{m.links[h].Stats(linkemu.AtoB).BytesForwarded, m.links[h].Stats(linkemu.BtoA).BytesForwarded}
 	}
 	return out
 }
