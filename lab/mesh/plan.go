@@ -29,10 +29,6 @@ const (
 	// DefaultQueuePackets is each medium's FIFO limit in frames (about
 	// 110 ms at 11 Mbit/s).
 	DefaultQueuePackets = 100
-	// DefaultInterferenceFactor times the graph's radio range is the
-	// interference range when Config.InterferenceRange is 0: 802.11
-	// carrier sense reaches roughly twice the data range.
-	DefaultInterferenceFactor = 2.0
 
 	// Prefix starts the name of every namespace Build creates, so that
 	// netns.Cleanup finds a crashed run's leftovers (and only those).
@@ -83,12 +79,6 @@ type Config struct {
 	// QueuePackets is each medium's FIFO limit in frames. Default
 	// DefaultQueuePackets.
 	QueuePackets int
-	// InterferenceRange is the distance in metres within which two hops'
-	// ends contend (route.Graph.Interferes). 0 means
-	// DefaultInterferenceFactor × the graph's radius when the graph has
-	// one and positions, else the graph itself (two nodes hear each other
-	// when linked); a negative value asks for the graph itself.
-	InterferenceRange float64
 }
 
 func (c *Config) fill() error {
@@ -101,8 +91,6 @@ func (c *Config) fill() error {
 		return fmt.Errorf("mesh: hop delay range %v..%v", c.MinDelay, c.MaxDelay)
 	case c.QueuePackets < 0:
 		return fmt.Errorf("mesh: queue of %d frames", c.QueuePackets)
-	case math.IsNaN(c.InterferenceRange) || math.IsInf(c.InterferenceRange, 0):
-		return fmt.Errorf("mesh: interference range %v", c.InterferenceRange)
 	}
 	c.QueuePackets = cmp.Or(c.QueuePackets, DefaultQueuePackets)
 	return nil
@@ -125,9 +113,6 @@ type Hop struct {
 	Delay  time.Duration
 }
 
-// Link is the hop as the route package names it.
-func (h Hop) Link() route.Link { return route.Link{A: min(h.From, h.To), B: max(h.From, h.To)} }
-
 // PathPlan is one path through the mesh.
 type PathPlan struct {
 	Nodes route.Path
@@ -146,12 +131,9 @@ type Plan struct {
 	Graph    *route.Graph
 	Src, Dst int
 	Config   Config // defaults filled in
-	// InterferenceRange is the range MediaGroups uses (0: the graph's
-	// links decide who hears whom).
-	InterferenceRange float64
-	Paths             []PathPlan
-	Hops              []Hop
-	Service           netip.Addr // the destination's address, on its loopback
+	Paths    []PathPlan
+	Hops     []Hop
+	Service  netip.Addr // the destination's address, on its loopback
 	// Testbed is the plan as testbed.Start takes it: the graph nodes on a
 	// path by ID, in index order, then a link node per hop; a veth from
 	// each hop end to its link node (no offloads: the emulator wants
@@ -218,7 +200,6 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	nodes, svc := route.PathNodes(paths), netip.PrefixFrom(Service, 32)
 	p := &Plan{
 		Graph: g, Src: src, Dst: dst, Config: cfg, Service: Service,
-		InterferenceRange: interferenceRange(g, nodes, cfg.InterferenceRange),
 		Testbed: testbed.Plan{
 			Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{},
 			Addrs: []testbed.Addr{{Node: g.ID(dst), If: "lo", Prefix: svc}},
@@ -293,19 +274,6 @@ func HopSubnet(h int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4(b), 30)
 }
 
-// interferenceRange resolves Config.InterferenceRange for g.
-func interferenceRange(g *route.Graph, nodes []int, want float64) float64 {
-	if want != 0 || g.Radius() <= 0 {
-		return max(want, 0) // a negative want asks for the graph
-	}
-	for _, v := range nodes {
-		if !g.Node(v).HasPos {
-			return 0
-		}
-	}
-	return DefaultInterferenceFactor * g.Radius()
-}
-
 // hopDelay is the link's length and its one-way delay (see Config).
 func hopDelay(g *route.Graph, a, b int, cfg Config) (float64, time.Duration) {
 	na, nb := g.Node(a), g.Node(b)
@@ -323,48 +291,22 @@ func hopDelay(g *route.Graph, a, b int, cfg Config) (float64, time.Duration) {
 
 // MediaGroups partitions the hops into the capacity budgets of the radio
 // model ch: each group becomes one linkemu.Medium that every direction of
-// its hops serializes on. SingleChannel groups the hops of all paths
-// together with route.ContentionGroups; TwoChannels does so path by path,
-// so no group spans two paths. Every hop is in one group; groups hold hop
-// indices in increasing order and are ordered by their first hop. (The
-// transitive grouping always makes each path one group in TwoChannels and
-// everything one group in SingleChannel: docs/lab.md, "Radio model".)
+// its hops serializes on. Hops contend when they share a node or an end of
+// one hears an end of the other, transitively; as consecutive hops of a
+// path share a node and all paths share the source, that makes every hop
+// one group with SingleChannel and each path one with TwoChannels, where
+// the paths do not contend, whatever the interference range (docs/lab.md,
+// "Radio model"). Groups hold hop indices in increasing order.
 func (p *Plan) MediaGroups(ch Channels) ([][]int, error) {
 	if !ch.valid() {
 		return nil, fmt.Errorf("mesh: %d channels (want 1 or 2)", int(ch))
 	}
-	var sets [][]route.Path // the paths grouped together: one set, or one per path
+	var groups [][]int
 	for _, pp := range p.Paths {
-		if ch == TwoChannels || sets == nil {
-			sets = append(sets, nil)
+		if ch == TwoChannels || groups == nil {
+			groups = append(groups, nil)
 		}
-		sets[len(sets)-1] = append(sets[len(sets)-1], pp.Nodes)
+		groups[len(groups)-1] = append(groups[len(groups)-1], pp.Hops...)
 	}
-	hopOf := map[route.Link]int{}
-	for h, hop := range p.Hops {
-		hopOf[hop.Link()] = h
-	}
-	var out [][]int
-	for _, set := range sets {
-		groups, err := p.Graph.ContentionGroups(set, p.InterferenceRange)
-		if err != nil {
-			return nil, fmt.Errorf("mesh: contention groups: %w", err)
-		}
-		for _, grp := range groups {
-			var hs []int
-			for _, l := range grp {
-				h, ok := hopOf[l]
-				if !ok {
-					return nil, fmt.Errorf("mesh: contention group names link %d–%d, which no path uses", l.A, l.B)
-				}
-				hs = append(hs, h)
-			}
-			slices.Sort(hs)
-			out = append(out, hs)
-		}
-	}
-	// Order by first hop, so the result does not depend on how the sets
-	// were split.
-	slices.SortFunc(out, func(a, b []int) int { return a[0] - b[0] })
-	return out, nil
+	return groups, nil
 }

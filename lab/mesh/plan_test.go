@@ -126,9 +126,6 @@ func TestPlanDiamond(t *testing.T) {
 			t.Errorf("node %s: ip_forward %q, want %q", v, got, fwd)
 		}
 	}
-	if p.InterferenceRange != 40 {
-		t.Errorf("interference range %v, want 2 × 20 m", p.InterferenceRange)
-	}
 
 	one, err := p.MediaGroups(SingleChannel)
 	if err != nil {
@@ -225,11 +222,7 @@ func TestPlanSharedNode(t *testing.T) {
 	if !reflect.DeepEqual(p.Testbed.Rules["m"], wantRules) {
 		t.Errorf("rules at m: %+v, want %+v", p.Testbed.Rules["m"], wantRules)
 	}
-	// No positions: the graph decides interference, delays are the
-	// midpoint.
-	if p.InterferenceRange != 0 {
-		t.Errorf("interference range %v, want 0 (graph)", p.InterferenceRange)
-	}
+	// No positions: delays are the midpoint.
 	for _, hop := range p.Hops {
 		if hop.Delay != 1500*time.Microsecond || !math.IsNaN(hop.Length) {
 			t.Errorf("hop %d: delay %v, length %v; want 1.5 ms and NaN", hop.Index, hop.Delay, hop.Length)
@@ -296,22 +289,6 @@ func TestPlanErrors(t *testing.T) {
 	_, err := NewPlan(g, 1, 1, []route.Path{{1}}, Config{})
 	if !errors.Is(err, route.ErrSameNode) {
 		t.Errorf("same node: %v, want ErrSameNode", err)
-	}
-}
-
-func TestInterferenceRange(t *testing.T) {
-	g := diamond(t)
-	nodes := []int{0, 1, 2, 3}
-	for _, c := range []struct{ want, got float64 }{
-		{0, 40}, {15, 15}, {-1, 0},
-	} {
-		if r := interferenceRange(g, nodes, c.want); r != c.got {
-			t.Errorf("range %v resolved to %v, want %v", c.want, r, c.got)
-		}
-	}
-	g.SetRadius(0)
-	if r := interferenceRange(g, nodes, 0); r != 0 {
-		t.Errorf("graph without radius: %v, want 0", r)
 	}
 }
 
