@@ -13,25 +13,16 @@ import (
 	"github.com/braid-vpn/braid/route"
 )
 
-// cases returns the result's cases in its order.
+// cases are the result's cases in table order (Experiment.Cases).
 func (r *Result) cases() []Case {
-	var out []Case
-	for _, name := range r.Cases {
-		out = append(out, parseCase(name))
+	var e Experiment
+	for _, c := range r.Channels {
+		e.Channels = append(e.Channels, Channels(c))
 	}
-	return out
-}
-
-func parseCase(name string) Case {
-	if name == "tcp" {
-		return TCP
+	for _, a := range r.Algorithms {
+		e.Algorithms = append(e.Algorithms, route.Algorithm(a))
 	}
-	a, ch, _ := strings.Cut(name, "-")
-	c := Case{Algo: route.Algorithm(a), Channels: SingleChannel}
-	if ch == TwoChannels.String() {
-		c.Channels = TwoChannels
-	}
-	return c
+	return e.Cases()
 }
 
 // row finds the summary row of case name at hops.
