@@ -35,8 +35,7 @@ const (
 	MaxCandidatesPerTopology = 1000
 )
 
-// Algorithms are the seed's greedy algorithms, the route pairs Fig. 10
-// compares.
+// Algorithms are the seed's greedy algorithms, whose pairs Fig. 10 compares.
 var Algorithms = []route.Algorithm{route.LD, route.ND, route.ZD}
 
 // Experiment is the seed's Fig. 10 on emulated meshes: on random
@@ -260,10 +259,9 @@ type SummaryRow struct {
 	Ratio *stats.Summary `json:"ratio_to_tcp,omitempty"`
 }
 
-// Topologies draws the experiment's layouts: the first count in the Figs
-// 8–9 stream of `braid routes stats` with the given nodes and seed in
-// which LD, ND and ZD all find two paths. It returns them with their
-// candidate numbers.
+// Topologies draws the experiment's layouts with their candidate numbers:
+// the first count in the Figs 8–9 stream of `braid routes stats` with the
+// given nodes and seed in which LD, ND and ZD all find two paths.
 func Topologies(nodes, count int, seed uint64) ([]*route.Topology, []int, error) {
 	gen, err := route.NewGenerator(route.DefaultGeoConfig(nodes))
 	if err != nil {

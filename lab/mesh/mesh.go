@@ -3,6 +3,7 @@ package mesh
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -28,10 +29,9 @@ type Mesh struct {
 	media []*linkemu.Medium // one per contention group of the radio model
 }
 
-// Build creates plan.Testbed with testbed.Start, its namespaces named by
-// prefix ("" = Prefix; stale ones of dead processes are removed first),
-// and puts the links on TwoChannels' media. On error everything already
-// created is removed.
+// Build starts plan.Testbed with testbed.Start, naming the namespaces by
+// prefix ("" = Prefix; a dead process's are removed first), on
+// TwoChannels' media. On error it removes everything it made.
 func Build(plan *Plan, prefix string) (*Mesh, error) {
 	tp := plan.Testbed
 	tb, err := testbed.Start(&tp, testbed.Options{Prefix: cmp.Or(prefix, Prefix)})
@@ -70,10 +70,8 @@ func (m *Mesh) SetChannels(ch Channels) error {
 		m.media = append(m.media, med)
 		for _, h := range grp {
 			sh := linkemu.Shape{Delay: m.Plan.Hops[h].Delay, Medium: med}
-			for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
-				if err := m.links[h].SetShape(d, sh); err != nil {
-					return err
-				}
+			if err := errors.Join(m.links[h].SetShape(linkemu.AtoB, sh), m.links[h].SetShape(linkemu.BtoA, sh)); err != nil {
+				return err
 			}
 		}
 	}
@@ -98,9 +96,8 @@ func (m *Mesh) Delivered() []uint64 {
 	return out
 }
 
-// Lateness is the emulators' worst timing error so far: the largest mean
-// and the largest 99th percentile over every hop and direction (see
-// linkemu.Stats.Lateness).
+// Lateness is the emulators' worst timing error so far (largest mean and
+// 99th percentile of linkemu.Stats.Lateness over hops and directions).
 func (m *Mesh) Lateness() (mean, p99 time.Duration) {
 	for _, l := range m.links {
 		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
@@ -133,14 +130,12 @@ func (m *Mesh) PathSession(k int, cc string) runner.Session {
 	}
 }
 
-// StartBraid starts a braid server in the destination, listening on every
-// address, and a braid client in the source, its keys and configs in dir,
-// and waits until the client has a usable daemon path on every mesh path
-// (told apart by local address). The client lists its paths as the mesh
-// paths' addresses and the server by the service address alone, so its
-// full mesh of paths × server addresses is one daemon path per mesh path
-// (docs/lab.md, "Mesh lab"). scheduler "" keeps braid's default. The mesh
-// counts each path's bytes itself (Delivered).
+// StartBraid starts a braid server (on every address) in the destination
+// and a client in the source, keys and configs in dir, and waits for a
+// usable daemon path on every mesh path, told apart by local address. The
+// client's paths are the mesh paths' addresses and its one server address
+// the service address: one daemon path per mesh path (docs/lab.md, "Mesh
+// lab"). scheduler "" keeps braid's default. Delivered counts the bytes.
 func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler, cc string) (runner.Session, error) {
 	var paths []string
 	for _, pp := range m.Plan.Paths {

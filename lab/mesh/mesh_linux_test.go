@@ -124,13 +124,10 @@ func TestMeshPathsFollowTheirRoutes(t *testing.T) {
 			c.Write(make([]byte, payload))
 		}
 	})
-	for h, hop := range m.Plan.Hops {
-		for _, e := range []struct {
-			ns   *netns.Namespace
-			name string
-		}{{m.Node(hop.From), hop.FromIf}, {m.tb.NS(linkNodeName(h)), hop.LinkA}, {m.tb.NS(linkNodeName(h)), hop.LinkB}, {m.Node(hop.To), hop.ToIf}} {
-			if on, err := linkemu.ActiveOffloads(e.ns, e.name); err != nil || len(on) > 0 {
-				t.Errorf("hop %d %s: offloads on: %v (%v)", h, e.name, on, err)
+	for _, v := range m.Plan.Testbed.Veths {
+		for _, e := range [][2]string{{v.NodeA, v.IfA}, {v.NodeB, v.IfB}} {
+			if on, err := linkemu.ActiveOffloads(m.tb.NS(e[0]), e[1]); err != nil || len(on) > 0 {
+				t.Errorf("%s %s: offloads on: %v (%v)", e[0], e[1], on, err)
 			}
 		}
 	}

@@ -19,15 +19,13 @@ import (
 // Defaults of Config (docs/lab.md, "Mesh lab", says why these) and the
 // lab's fixed conventions.
 const (
-	// DefaultRate is one channel's capacity: 802.11b's top PHY rate, the
-	// seed's radios.
+	// DefaultRate is one channel's capacity, 802.11b's top PHY rate.
 	DefaultRate = 11_000_000
 	// DefaultMinDelay and DefaultMaxDelay bound a hop's one-way delay: a
 	// relay's MAC access and forwarding latency, not propagation.
 	DefaultMinDelay = time.Millisecond
 	DefaultMaxDelay = 2 * time.Millisecond
-	// DefaultQueuePackets is each medium's FIFO limit in frames (about
-	// 110 ms at 11 Mbit/s).
+	// DefaultQueuePackets is a medium's FIFO limit (~110 ms at 11 Mbit/s).
 	DefaultQueuePackets = 100
 
 	// Prefix starts the name of every namespace Build creates, so that
@@ -41,10 +39,9 @@ const (
 	MaxPaths = 16
 )
 
-// Addresses: hop h gets HopSubnet(h) (its upstream end .1, its downstream
-// end .2); the destination holds Service on its loopback. Both are in
-// 198.18.0.0/15, the benchmarking block: nothing can leak onto a real
-// network.
+// Addresses: hop h gets HopSubnet(h) (upstream end .1, downstream end
+// .2); the destination holds Service on its loopback. Both are in the
+// benchmarking block 198.18.0.0/15: nothing can leak onto a real network.
 var (
 	HopBase = netip.MustParsePrefix("198.18.0.0/16")
 	Service = netip.MustParseAddr("198.19.0.1")
@@ -68,17 +65,12 @@ func (c Channels) valid() bool { return c == SingleChannel || c == TwoChannels }
 
 // Config is the link model. Zero fields take the defaults above.
 type Config struct {
-	// Rate is one channel's capacity in bit/s, shared by all the hops of
-	// a contention group. Default DefaultRate.
-	Rate uint64
+	Rate uint64 // one channel's capacity in bit/s, shared by a contention group
 	// MinDelay and MaxDelay bound each hop's one-way delay: MinDelay +
 	// (MaxDelay-MinDelay)·length/radius for a graph with positions and a
-	// radius, their midpoint otherwise. Defaults DefaultMinDelay and
-	// DefaultMaxDelay.
+	// radius, their midpoint otherwise.
 	MinDelay, MaxDelay time.Duration
-	// QueuePackets is each medium's FIFO limit in frames. Default
-	// DefaultQueuePackets.
-	QueuePackets int
+	QueuePackets       int // each medium's FIFO limit in frames
 }
 
 func (c *Config) fill() error {
@@ -99,18 +91,14 @@ func (c *Config) fill() error {
 // Hop is one link of a path, emulated as From —veth— link node —veth— To.
 // From is the end nearer the source; the link node's A side faces it, so
 // the emulator's AtoB direction carries traffic towards the destination.
+// Hop h's interfaces are "hopH" in From and To, "hopH-a" and "hopH-b" in
+// the link node (facing From and To).
 type Hop struct {
-	Path, Index      int // which path, and the hop's position on it from 0
-	From, To         int // graph node indices
-	Subnet           netip.Prefix
-	FromAddr, ToAddr netip.Addr
-	// FromIf and ToIf are the interfaces in From and To; LinkA and LinkB
-	// the link node's, facing From and To.
-	FromIf, ToIf string
-	LinkA, LinkB string
-	// Length is the link's length in metres (NaN without positions).
-	Length float64
-	Delay  time.Duration
+	Path, Index      int        // which path, and the hop's position on it from 0
+	From, To         int        // graph node indices
+	FromAddr, ToAddr netip.Addr // .1 and .2 of HopSubnet(h)
+	Length           float64    // the link's length in metres (NaN without positions)
+	Delay            time.Duration
 }
 
 // PathPlan is one path through the mesh.
@@ -220,15 +208,8 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 		pp := PathPlan{Nodes: route.ClonePath(path), Table: testbed.PathTableBase + k, Priority: testbed.RulePriorityBase + k}
 		for i := 1; i < len(path); i++ {
 			h := len(p.Hops)
-			sub, ifname := HopSubnet(h), fmt.Sprintf("hop%d", h)
-			hop := Hop{
-				Path: k, Index: i - 1,
-				From: path[i-1], To: path[i],
-				Subnet:   sub,
-				FromAddr: sub.Addr().Next(), ToAddr: sub.Addr().Next().Next(),
-				FromIf: ifname, ToIf: ifname,
-				LinkA: ifname + "-a", LinkB: ifname + "-b",
-			}
+			sub, ifname := HopSubnet(h).Addr(), fmt.Sprintf("hop%d", h)
+			hop := Hop{Path: k, Index: i - 1, From: path[i-1], To: path[i], FromAddr: sub.Next(), ToAddr: sub.Next().Next()}
 			hop.Length, hop.Delay = hopDelay(g, hop.From, hop.To, cfg)
 			p.Hops = append(p.Hops, hop)
 			pp.Hops = append(pp.Hops, h)
@@ -239,14 +220,14 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 			tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
 			tp.Sysctls[ln] = noIPv6
 			tp.Veths = append(tp.Veths,
-				testbed.Veth{NodeA: from, IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
-				testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: to, IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
-			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h, AtoB: sh, BtoA: sh})
+				testbed.Veth{NodeA: from, IfA: ifname, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: ifname + "-a", NoOffloads: true},
+				testbed.Veth{NodeA: ln, IfA: ifname + "-b", NodeB: to, IfB: ifname, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
+			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: ifname + "-a", B: ifname + "-b", Seq: h, AtoB: sh, BtoA: sh})
 			// Forward: every node but the destination sends the path's
 			// packets (source = ClientAddr) on along the path; the
 			// source also has path 0 in its main table.
 			client := netip.PrefixFrom(pp.ClientAddr, 32)
-			fwd := netns.Route{Dst: svc, Via: hop.ToAddr, Dev: hop.FromIf, Table: pp.Table}
+			fwd := netns.Route{Dst: svc, Via: hop.ToAddr, Dev: ifname, Table: pp.Table}
 			tp.Routes[from] = append(tp.Routes[from], fwd)
 			tp.Rules[from] = append(tp.Rules[from], netns.Rule{Src: client, Table: pp.Table, Priority: pp.Priority})
 			if k == 0 && i == 1 {
@@ -256,7 +237,7 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 			// Back: every node but the source routes the path's address
 			// back along it; the destination answers from the service
 			// address.
-			back := netns.Route{Dst: client, Via: hop.FromAddr, Dev: hop.ToIf}
+			back := netns.Route{Dst: client, Via: hop.FromAddr, Dev: ifname}
 			if hop.To == dst {
 				back.Src = Service
 			}

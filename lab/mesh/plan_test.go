@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/route"
 )
@@ -56,17 +57,24 @@ func TestPlanDiamond(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Hop{
-		{Path: 0, Index: 0, From: 0, To: 1, Subnet: pfx("198.18.0.0/30"), FromAddr: addr("198.18.0.1"), ToAddr: addr("198.18.0.2"),
-			FromIf: "hop0", ToIf: "hop0", LinkA: "hop0-a", LinkB: "hop0-b", Length: 10, Delay: 1500 * time.Microsecond},
-		{Path: 0, Index: 1, From: 1, To: 3, Subnet: pfx("198.18.0.4/30"), FromAddr: addr("198.18.0.5"), ToAddr: addr("198.18.0.6"),
-			FromIf: "hop1", ToIf: "hop1", LinkA: "hop1-a", LinkB: "hop1-b", Length: 20, Delay: 2 * time.Millisecond},
-		{Path: 1, Index: 0, From: 0, To: 2, Subnet: pfx("198.18.0.8/30"), FromAddr: addr("198.18.0.9"), ToAddr: addr("198.18.0.10"),
-			FromIf: "hop2", ToIf: "hop2", LinkA: "hop2-a", LinkB: "hop2-b", Length: 5, Delay: 1250 * time.Microsecond},
-		{Path: 1, Index: 1, From: 2, To: 3, Subnet: pfx("198.18.0.12/30"), FromAddr: addr("198.18.0.13"), ToAddr: addr("198.18.0.14"),
-			FromIf: "hop3", ToIf: "hop3", LinkA: "hop3-a", LinkB: "hop3-b", Length: math.Hypot(30, 5), Delay: 2 * time.Millisecond},
+		{Path: 0, Index: 0, From: 0, To: 1, FromAddr: addr("198.18.0.1"), ToAddr: addr("198.18.0.2"), Length: 10, Delay: 1500 * time.Microsecond},
+		{Path: 0, Index: 1, From: 1, To: 3, FromAddr: addr("198.18.0.5"), ToAddr: addr("198.18.0.6"), Length: 20, Delay: 2 * time.Millisecond},
+		{Path: 1, Index: 0, From: 0, To: 2, FromAddr: addr("198.18.0.9"), ToAddr: addr("198.18.0.10"), Length: 5, Delay: 1250 * time.Microsecond},
+		{Path: 1, Index: 1, From: 2, To: 3, FromAddr: addr("198.18.0.13"), ToAddr: addr("198.18.0.14"), Length: math.Hypot(30, 5), Delay: 2 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(p.Hops, want) {
 		t.Errorf("hops:\n got %+v\nwant %+v", p.Hops, want)
+	}
+	ln := "link node of hop 0"
+	wantVeths := []testbed.Veth{
+		{NodeA: "s", IfA: "hop0", AddrA: pfx("198.18.0.1/30"), NodeB: ln, IfB: "hop0-a", NoOffloads: true},
+		{NodeA: ln, IfA: "hop0-b", NodeB: "a", IfB: "hop0", AddrB: pfx("198.18.0.2/30"), NoOffloads: true},
+	}
+	if len(p.Testbed.Veths) != 8 || !reflect.DeepEqual(p.Testbed.Veths[:2], wantVeths) {
+		t.Errorf("veths of hop 0:\n got %+v\nwant %+v", p.Testbed.Veths, wantVeths)
+	}
+	if e := p.Testbed.Emulated[0]; e.Link != "hop 0" || e.Node != ln || e.A != "hop0-a" || e.B != "hop0-b" || e.AtoB.Delay != 1500*time.Microsecond || e.BtoA != e.AtoB {
+		t.Errorf("emulated link of hop 0: %+v", e)
 	}
 	if got := []netip.Addr{p.Paths[0].ClientAddr, p.Paths[1].ClientAddr}; got[0] != addr("198.18.0.1") || got[1] != addr("198.18.0.9") {
 		t.Errorf("client addresses %v, want 198.18.0.1 and 198.18.0.9", got)
