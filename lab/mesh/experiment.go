@@ -48,17 +48,14 @@ type Experiment struct {
 	Seed              uint64
 	// Topology, if set, replaces the random layouts with this one; the
 	// algorithms that find fewer than two paths on it are skipped.
-	Topology *route.Topology
-	// Channels are the radio models to run braid on. Default both.
-	Channels []Channels
-	// Algorithms default to Algorithms.
-	Algorithms []route.Algorithm
+	Topology   *route.Topology
+	Channels   []Channels        // the radio models to run braid on; default both
+	Algorithms []route.Algorithm // default Algorithms
 	// Size is each download's size in bytes, Reps the downloads per
 	// measurement.
 	Size int64
 	Reps int
-	// Mesh is the link model.
-	Mesh Config
+	Mesh Config // the link model
 	// CC is the downloads' TCP congestion control (inside the tunnel for
 	// braid). Scheduler is braid's ("" = its default).
 	CC, Scheduler string
@@ -330,14 +327,12 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	var runErr error
 	for i, t := range topos {
 		tr, err := e.runTopology(ctx, t, i)
-		tr.Candidate = cands[i]
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
-			break
+		if runErr = ctx.Err(); runErr != nil {
+			break // an interrupted topology is left out
 		}
+		tr.Candidate = cands[i]
 		res.Runs = append(res.Runs, tr)
-		if err != nil {
-			runErr = err
+		if runErr = err; err != nil {
 			break
 		}
 	}
@@ -536,14 +531,8 @@ func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer
 // count (and over all hop counts, Hops 0): mean goodput with its 95%
 // interval over downloads, and the ratio to TCP over topologies.
 func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
-	var hops []int
-	for _, r := range runs {
-		hops = append(hops, r.ShortestHops)
-	}
-	slices.Sort(hops)
-	hops = append(slices.Compact(hops), 0)
 	var out []SummaryRow
-	for _, h := range hops {
+	for _, h := range hopCounts(runs) {
 		for _, c := range cases {
 			row := SummaryRow{Case: c.Name(), Label: c.Label(), Hops: h}
 			var xs, ratios []float64
@@ -559,10 +548,7 @@ func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
 				for _, s := range m.Samples {
 					xs = append(xs, s.GoodputMbps)
 				}
-				if c == TCP {
-					continue
-				}
-				if t := r.measurement(TCP.Name()); t != nil && len(t.Samples) > 0 && t.Goodput.Mean > 0 {
+				if t := r.measurement(TCP.Name()); c != TCP && t != nil && len(t.Samples) > 0 && t.Goodput.Mean > 0 {
 					ratios = append(ratios, m.Goodput.Mean/t.Goodput.Mean)
 				}
 			}
@@ -575,6 +561,17 @@ func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
 		}
 	}
 	return out
+}
+
+// hopCounts are the runs' shortest-path hop counts, ascending, then 0
+// (all).
+func hopCounts(runs []TopologyRun) []int {
+	var hops []int
+	for _, r := range runs {
+		hops = append(hops, r.ShortestHops)
+	}
+	slices.Sort(hops)
+	return append(slices.Compact(hops), 0)
 }
 
 func (r *TopologyRun) measurement(name string) *Measurement {

@@ -172,7 +172,7 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("%s/%d: ratio %+v, want mean %v over %v topologies", c.name, c.hops, s.Ratio, c.w.ratio, c.w.ratioN)
 		}
 	}
-	if hs := r.hopCounts(); !reflect.DeepEqual(hs, []int{3, 4, 0}) {
+	if hs := hopCounts(r.Runs); !reflect.DeepEqual(hs, []int{3, 4, 0}) {
 		t.Errorf("hop counts %v, want [3 4 0]", hs)
 	}
 }

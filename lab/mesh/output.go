@@ -35,22 +35,6 @@ func (r *Result) row(name string, hops int) *SummaryRow {
 	return nil
 }
 
-// hopCounts are the summary's shortest-path hop counts, ascending, with
-// 0 (all) last.
-func (r *Result) hopCounts() []int {
-	var hs []int
-	for _, s := range r.Summary {
-		hs = append(hs, s.Hops)
-	}
-	slices.SortFunc(hs, func(a, b int) int {
-		if a == 0 || b == 0 {
-			return b - a // 0 last
-		}
-		return a - b
-	})
-	return slices.Compact(hs)
-}
-
 // format is how the mesh lab's tables write numbers: "—" for one it has
 // not got, and a mean alone where one download leaves no interval.
 var format = table.Style{NaN: "—", None: "—", BareMean: true}
@@ -71,7 +55,7 @@ func (r *Result) hopTable(withTCP bool, cell func(*SummaryRow) string) [][]strin
 			rows[0] = append(rows[0], c.Label())
 		}
 	}
-	for _, h := range r.hopCounts() {
+	for _, h := range hopCounts(r.Runs) {
 		topos := 0
 		row := []string{hopsLabel(h), ""}
 		for _, c := range r.cases() {
@@ -210,7 +194,7 @@ func join[T int | uint64](xs []T) string {
 // per radio model of TCP and every pair, and with both models the seed's
 // Fig. 10: TCP against MPTCP over LD routes on one channel and on two.
 func Plot(r *Result, dir string) ([]string, error) {
-	hops := slices.DeleteFunc(r.hopCounts(), func(h int) bool { return h == 0 })
+	hops := slices.DeleteFunc(hopCounts(r.Runs), func(h int) bool { return h == 0 })
 	if len(hops) == 0 {
 		return nil, nil
 	}
