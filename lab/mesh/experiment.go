@@ -85,6 +85,9 @@ func (e *Experiment) fill() error {
 	if e.Topology != nil {
 		e.Topologies = 1
 	}
+	if e.Progress == nil {
+		e.Progress = func(string) {}
+	}
 	switch {
 	case e.Nodes < 2:
 		return fmt.Errorf("mesh: %d nodes (want ≥ 2)", e.Nodes)
@@ -341,12 +344,6 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	return res, runErr
 }
 
-func (e *Experiment) progress(label string) {
-	if e.Progress != nil {
-		e.Progress(label)
-	}
-}
-
 // runTopology measures one topology: for each algorithm with two paths a
 // mesh of its pair, TCP on the first such mesh whose first path is the
 // shortest path (else on a mesh of the shortest path alone), braid on
@@ -446,7 +443,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 func (e *Experiment) failed(meas Measurement, where string, err error) Measurement {
 	meas.Error, meas.Goodput = err.Error(), stats.Summarize(nil)
 	for range e.Reps {
-		e.progress(fmt.Sprintf("%s %s: skipped", where, meas.Case))
+		e.Progress(fmt.Sprintf("%s %s: skipped", where, meas.Case))
 	}
 	return meas
 }
@@ -455,12 +452,10 @@ func (e *Experiment) failed(meas Measurement, where string, err error) Measureme
 // shortest path, from its address; braid over every path.
 func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
 	meas := Measurement{Case: c.Name(), Label: c.Label()}
-	paths := m.Plan.Paths
-	if c == TCP {
-		paths = paths[:1]
-	}
-	for _, pp := range paths {
-		meas.Hops = append(meas.Hops, pp.Nodes.Hops())
+	for k, pp := range m.Plan.Paths {
+		if k == 0 || c != TCP {
+			meas.Hops = append(meas.Hops, pp.Nodes.Hops())
+		}
 	}
 	sess := m.PathSession(0, e.CC)
 	if c != TCP {
@@ -489,7 +484,7 @@ func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer
 			if ctx.Err() == nil {
 				errs = append(errs, fmt.Errorf("rep %d: %w", rep+1, err))
 			}
-			e.progress(label + ": failed")
+			e.Progress(label + ": failed")
 			continue
 		}
 		s := Sample{
@@ -504,7 +499,7 @@ func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer
 		s.Retransmits = web.Retransmits(local, runner.RetransWait)
 		meas.Samples = append(meas.Samples, s)
 		goodputs = append(goodputs, s.GoodputMbps)
-		e.progress(fmt.Sprintf("%s: %.2f Mbit/s", label, s.GoodputMbps))
+		e.Progress(fmt.Sprintf("%s: %.2f Mbit/s", label, s.GoodputMbps))
 		if rep+1 < e.Reps {
 			select {
 			case <-ctx.Done():
@@ -575,10 +570,8 @@ func hopCounts(runs []TopologyRun) []int {
 }
 
 func (r *TopologyRun) measurement(name string) *Measurement {
-	for i := range r.Measurements {
-		if r.Measurements[i].Case == name {
-			return &r.Measurements[i]
-		}
+	if i := slices.IndexFunc(r.Measurements, func(m Measurement) bool { return m.Case == name }); i >= 0 {
+		return &r.Measurements[i]
 	}
 	return nil
 }

@@ -27,10 +27,8 @@ func (r *Result) cases() []Case {
 
 // row finds the summary row of case name at hops.
 func (r *Result) row(name string, hops int) *SummaryRow {
-	for i := range r.Summary {
-		if s := &r.Summary[i]; s.Case == name && s.Hops == hops {
-			return s
-		}
+	if i := slices.IndexFunc(r.Summary, func(s SummaryRow) bool { return s.Case == name && s.Hops == hops }); i >= 0 {
+		return &r.Summary[i]
 	}
 	return nil
 }
@@ -180,11 +178,7 @@ func (r *Result) csv() []report.CSV {
 
 // join writes numbers as "1+2+3".
 func join[T int | uint64](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, "+")
+	return strings.ReplaceAll(strings.Trim(fmt.Sprint(xs), "[]"), " ", "+")
 }
 
 // Plot draws the figures as PNG and SVG in the lab's house style (that of

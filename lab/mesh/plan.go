@@ -122,12 +122,11 @@ type Plan struct {
 	Paths    []PathPlan
 	Hops     []Hop
 	Service  netip.Addr // the destination's address, on its loopback
-	// Testbed is the plan as testbed.Start takes it: the graph nodes on a
-	// path by ID, in index order, then a link node per hop; a veth from
-	// each hop end to its link node (no offloads: the emulator wants
-	// plain frames); the service address; an emulated link per hop (its
-	// delay both ways, no medium: SetChannels sets the radio model's);
-	// the sysctls, routes and rules.
+	// Testbed is the plan as testbed.Start takes it: the path nodes by ID
+	// (index order), then a link node per hop with a veth (no offloads:
+	// the emulator wants plain frames) to each hop end and an emulated
+	// link (the hop's delay both ways; SetChannels adds the medium); the
+	// service address, sysctls, routes and rules.
 	Testbed testbed.Plan
 }
 
@@ -208,7 +207,8 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 		pp := PathPlan{Nodes: route.ClonePath(path), Table: testbed.PathTableBase + k, Priority: testbed.RulePriorityBase + k}
 		for i := 1; i < len(path); i++ {
 			h := len(p.Hops)
-			sub, ifname := HopSubnet(h).Addr(), fmt.Sprintf("hop%d", h)
+			sub := HopSubnet(h).Addr()
+			ifname, la, lb := fmt.Sprintf("hop%d", h), fmt.Sprintf("hop%d-a", h), fmt.Sprintf("hop%d-b", h)
 			hop := Hop{Path: k, Index: i - 1, From: path[i-1], To: path[i], FromAddr: sub.Next(), ToAddr: sub.Next().Next()}
 			hop.Length, hop.Delay = hopDelay(g, hop.From, hop.To, cfg)
 			p.Hops = append(p.Hops, hop)
@@ -220,9 +220,9 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 			tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
 			tp.Sysctls[ln] = noIPv6
 			tp.Veths = append(tp.Veths,
-				testbed.Veth{NodeA: from, IfA: ifname, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: ifname + "-a", NoOffloads: true},
-				testbed.Veth{NodeA: ln, IfA: ifname + "-b", NodeB: to, IfB: ifname, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
-			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: ifname + "-a", B: ifname + "-b", Seq: h, AtoB: sh, BtoA: sh})
+				testbed.Veth{NodeA: from, IfA: ifname, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: la, NoOffloads: true},
+				testbed.Veth{NodeA: ln, IfA: lb, NodeB: to, IfB: ifname, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
+			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: la, B: lb, Seq: h, AtoB: sh, BtoA: sh})
 			// Forward: every node but the destination sends the path's
 			// packets (source = ClientAddr) on along the path; the
 			// source also has path 0 in its main table.
