@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/runner"
@@ -34,8 +35,7 @@ const (
 	MaxCandidatesPerTopology = 1000
 )
 
-// Algorithms are the seed's greedy algorithms, the route pairs Fig. 10
-// compares.
+// Algorithms are the seed's greedy algorithms, whose pairs Fig. 10 compares.
 var Algorithms = []route.Algorithm{route.LD, route.ND, route.ZD}
 
 // Experiment is the seed's Fig. 10 on emulated meshes: on random
@@ -43,25 +43,19 @@ var Algorithms = []route.Algorithm{route.LD, route.ND, route.ZD}
 // over the shortest path against braid over each algorithm's first two
 // paths, on one channel and on two.
 type Experiment struct {
-	// Nodes, Topologies and Seed choose the layouts: the first Topologies
-	// of `braid routes stats`' Figs 8–9 stream with Nodes nodes and this
-	// seed in which LD, ND and ZD all find two paths, so `braid routes
-	// show --nodes N --seed S --feasible --index I` draws layout I.
+	// Nodes, Topologies and Seed choose the layouts (see Topologies).
 	Nodes, Topologies int
 	Seed              uint64
 	// Topology, if set, replaces the random layouts with this one; the
 	// algorithms that find fewer than two paths on it are skipped.
-	Topology *route.Topology
-	// Channels are the radio models to run braid on. Default both.
-	Channels []Channels
-	// Algorithms default to Algorithms.
-	Algorithms []route.Algorithm
+	Topology   *route.Topology
+	Channels   []Channels        // the radio models to run braid on; default both
+	Algorithms []route.Algorithm // default Algorithms
 	// Size is each download's size in bytes, Reps the downloads per
 	// measurement.
 	Size int64
 	Reps int
-	// Mesh is the link model.
-	Mesh Config
+	Mesh Config // the link model
 	// CC is the downloads' TCP congestion control (inside the tunnel for
 	// braid). Scheduler is braid's ("" = its default).
 	CC, Scheduler string
@@ -91,6 +85,9 @@ func (e *Experiment) fill() error {
 	if e.Topology != nil {
 		e.Topologies = 1
 	}
+	if e.Progress == nil {
+		e.Progress = func(string) {}
+	}
 	switch {
 	case e.Nodes < 2:
 		return fmt.Errorf("mesh: %d nodes (want ≥ 2)", e.Nodes)
@@ -113,8 +110,7 @@ func (e *Experiment) fill() error {
 			return fmt.Errorf("mesh: algorithm %q (the experiment compares the greedy ld, nd, zd)", a)
 		}
 	}
-	c := e.Mesh
-	return c.fill()
+	return e.Mesh.fill()
 }
 
 // Steps is the number of Progress calls a run makes: one per download.
@@ -152,17 +148,7 @@ func (c Case) Label() string {
 	if c.Channels == TwoChannels {
 		ch = "2 channels"
 	}
-	return fmt.Sprintf("braid %s, %s", upper(string(c.Algo)), ch)
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
+	return fmt.Sprintf("braid %s, %s", strings.ToUpper(string(c.Algo)), ch)
 }
 
 // Cases lists the experiment's cases in table order: TCP, then per
@@ -273,10 +259,9 @@ type SummaryRow struct {
 	Ratio *stats.Summary `json:"ratio_to_tcp,omitempty"`
 }
 
-// Topologies draws the experiment's layouts: the first count in the Figs
-// 8–9 stream of `braid routes stats` with the given nodes and seed in
-// which LD, ND and ZD all find two paths. It returns them with their
-// candidate numbers.
+// Topologies draws the experiment's layouts with their candidate numbers:
+// the first count in the Figs 8–9 stream of `braid routes stats` with the
+// given nodes and seed in which LD, ND and ZD all find two paths.
 func Topologies(nodes, count int, seed uint64) ([]*route.Topology, []int, error) {
 	gen, err := route.NewGenerator(route.DefaultGeoConfig(nodes))
 	if err != nil {
@@ -321,11 +306,9 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res := &Result{
 		Nodes: e.Nodes, Topologies: e.Topologies, Seed: e.Seed, Size: e.Size, Reps: e.Reps,
 		CC: e.CC, Scheduler: e.Scheduler, Host: host, Started: time.Now(),
+		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets,
+		MinDelayMs: stats.Ms(e.Mesh.MinDelay), MaxDelayMs: stats.Ms(e.Mesh.MaxDelay),
 	}
-	cfg := e.Mesh
-	cfg.fill()
-	res.RateBps, res.QueuePackets = cfg.Rate, cfg.QueuePackets
-	res.MinDelayMs, res.MaxDelayMs = stats.Ms(cfg.MinDelay), stats.Ms(cfg.MaxDelay)
 	for _, c := range e.Channels {
 		res.Channels = append(res.Channels, int(c))
 	}
@@ -335,11 +318,8 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	for _, c := range e.Cases() {
 		res.Cases = append(res.Cases, c.Name())
 	}
-
-	var topos []*route.Topology
-	var cands []int
+	topos, cands := []*route.Topology{e.Topology}, []int{0}
 	if e.Topology != nil {
-		topos, cands = []*route.Topology{e.Topology}, []int{0}
 		res.Nodes = e.Topology.Graph.Len()
 	} else {
 		var err error
@@ -350,14 +330,12 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	var runErr error
 	for i, t := range topos {
 		tr, err := e.runTopology(ctx, t, i)
-		tr.Candidate = cands[i]
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
-			break
+		if runErr = ctx.Err(); runErr != nil {
+			break // an interrupted topology is left out
 		}
+		tr.Candidate = cands[i]
 		res.Runs = append(res.Runs, tr)
-		if err != nil {
-			runErr = err
+		if runErr = err; err != nil {
 			break
 		}
 	}
@@ -366,17 +344,11 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	return res, runErr
 }
 
-func (e *Experiment) progress(label string) {
-	if e.Progress != nil {
-		e.Progress(label)
-	}
-}
-
 // runTopology measures one topology: for each algorithm with two paths a
 // mesh of its pair, TCP on the first such mesh whose first path is the
-// shortest path, braid on each channel model. An error here is the
-// system's (a mesh that cannot be built), not a failed download, which
-// is recorded in its measurement.
+// shortest path (else on a mesh of the shortest path alone), braid on
+// each channel model. An error here is the system's (a mesh that cannot
+// be built), not a failed download, which is recorded in its measurement.
 func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index int) (TopologyRun, error) {
 	g := t.Graph
 	tr := TopologyRun{Index: index, Src: g.ID(t.Src), Dst: g.ID(t.Dst)}
@@ -388,69 +360,78 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 		return tr, err
 	}
 	tr.ShortestHops = shortest.Hops()
-	pairs := map[route.Algorithm][]route.Path{}
-	found := map[route.Algorithm]int{}
+	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
+	results := map[Case]Measurement{}
+	// onMesh builds a mesh of paths with a web server in the destination,
+	// measures the cases on it and removes it.
+	onMesh := func(paths []route.Path, cases []Case) error {
+		plan, err := NewPlan(g, t.Src, t.Dst, paths, e.Mesh)
+		if err != nil {
+			return err
+		}
+		m, err := Build(plan, e.Prefix)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		web, err := runner.StartWeb(m.Destination(), plan.Service, e.CC)
+		if err != nil {
+			return err
+		}
+		defer web.Close()
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// TCP runs on TwoChannels: path 0 contends only with itself,
+			// which is what a single path sees on either radio model, the
+			// other path being idle.
+			if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
+				return err
+			}
+			results[c] = e.measure(ctx, m, web, c, where)
+		}
+		return nil
+	}
+	tcp := false
 	for _, a := range e.Algorithms {
 		ps, err := route.Find(g, t.Src, t.Dst, a, 0, route.HopCount)
 		if err != nil {
 			return tr, err
 		}
 		pr := Pair{Algo: a, Found: len(ps)}
-		found[a] = len(ps)
 		if len(ps) >= 2 {
-			pairs[a] = ps[:2]
-			for _, p := range ps[:2] {
+			ps = ps[:2]
+			for _, p := range ps {
 				pr.Paths = append(pr.Paths, g.IDs(p))
 				pr.Hops = append(pr.Hops, p.Hops())
 			}
 		}
 		tr.Pairs = append(tr.Pairs, pr)
-	}
-	where := fmt.Sprintf("topology %d (%d hops)", index, tr.ShortestHops)
-	results := map[string]Measurement{}
-	tcpDone := false
-	for _, a := range e.Algorithms {
-		pair := pairs[a]
-		if pair == nil {
-			for _, ch := range e.Channels {
-				c := Case{Algo: a, Channels: ch}
-				results[c.Name()] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, c, where,
-					fmt.Errorf("%s finds %d path(s), not two", a, found[a]))
+		var cases []Case
+		for _, ch := range e.Channels {
+			cases = append(cases, Case{Algo: a, Channels: ch})
+		}
+		if len(ps) < 2 {
+			for _, c := range cases {
+				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, fmt.Errorf("%s finds %d path(s), not two", a, len(ps)))
 			}
 			continue
 		}
-		err := e.onMesh(ctx, g, t.Src, t.Dst, pair, func(m *Mesh, web *runner.WebServer) error {
-			if !tcpDone && slices.Equal(pair[0], shortest) {
-				tcpDone = true
-				results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
-			}
-			for _, ch := range e.Channels {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c := Case{Algo: a, Channels: ch}
-				if err := m.SetChannels(ch); err != nil {
-					return err
-				}
-				results[c.Name()] = e.measureBraid(ctx, m, web, c, where)
-			}
-			return nil
-		})
-		if err != nil {
+		if !tcp && slices.Equal(ps[0], shortest) {
+			tcp, cases = true, append([]Case{TCP}, cases...)
+		}
+		if err := onMesh(ps, cases); err != nil {
 			return tr, err
 		}
 	}
-	if !tcpDone && ctx.Err() == nil {
-		err := e.onMesh(ctx, g, t.Src, t.Dst, []route.Path{shortest}, func(m *Mesh, web *runner.WebServer) error {
-			results[TCP.Name()] = e.measureTCP(ctx, m, web, where)
-			return nil
-		})
-		if err != nil {
+	if !tcp && ctx.Err() == nil {
+		if err := onMesh([]route.Path{shortest}, []Case{TCP}); err != nil {
 			return tr, err
 		}
 	}
 	for _, c := range e.Cases() {
-		if m, ok := results[c.Name()]; ok {
+		if m, ok := results[c]; ok {
 			tr.Measurements = append(tr.Measurements, m)
 		}
 	}
@@ -459,71 +440,36 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 
 // failed is meas not measured because of err, its downloads counted as
 // skipped so that the progress still adds up.
-func (e *Experiment) failed(meas Measurement, c Case, where string, err error) Measurement {
+func (e *Experiment) failed(meas Measurement, where string, err error) Measurement {
 	meas.Error, meas.Goodput = err.Error(), stats.Summarize(nil)
 	for range e.Reps {
-		e.progress(fmt.Sprintf("%s %s: skipped", where, c.Name()))
+		e.Progress(fmt.Sprintf("%s %s: skipped", where, meas.Case))
 	}
 	return meas
 }
 
-// onMesh builds a mesh of paths with a web server in the destination,
-// runs f on it and removes it.
-func (e *Experiment) onMesh(ctx context.Context, g *route.Graph, src, dst int, paths []route.Path, f func(*Mesh, *runner.WebServer) error) error {
-	plan, err := NewPlan(g, src, dst, paths, e.Mesh)
-	if err != nil {
-		return err
-	}
-	m, err := Build(plan, Options{Prefix: e.Prefix, Channels: TwoChannels})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	web, err := runner.StartWeb(m.Destination(), plan.Service, e.CC)
-	if err != nil {
-		return err
-	}
-	defer web.Close()
-	return f(m, web)
-}
-
-// measureTCP downloads over path 0 of m, the shortest path, from its
-// address. The mesh runs TwoChannels: the path contends only with itself,
-// which is what a single path sees on either radio model, the other path
-// being idle.
-func (e *Experiment) measureTCP(ctx context.Context, m *Mesh, web *runner.WebServer, where string) Measurement {
-	meas := Measurement{Case: TCP.Name(), Label: TCP.Label(), Hops: []int{m.Plan.Paths[0].Nodes.Hops()}}
-	if err := m.SetChannels(TwoChannels); err != nil {
-		return e.failed(meas, TCP, where, err)
-	}
-	e.downloads(ctx, m, web, &meas, m.PathSession(0, e.CC), where)
-	return meas
-}
-
-// measureBraid starts braid over both paths of m and downloads through it.
-func (e *Experiment) measureBraid(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
+// measure runs the downloads of case c over m: TCP over path 0, the
+// shortest path, from its address; braid over every path.
+func (e *Experiment) measure(ctx context.Context, m *Mesh, web *runner.WebServer, c Case, where string) Measurement {
 	meas := Measurement{Case: c.Name(), Label: c.Label()}
-	for _, pp := range m.Plan.Paths {
-		meas.Hops = append(meas.Hops, pp.Nodes.Hops())
+	for k, pp := range m.Plan.Paths {
+		if k == 0 || c != TCP {
+			meas.Hops = append(meas.Hops, pp.Nodes.Hops())
+		}
 	}
-	dir, err := os.MkdirTemp("", "braid-mesh-")
-	if err != nil {
-		return e.failed(meas, c, where, err)
+	sess := m.PathSession(0, e.CC)
+	if c != TCP {
+		dir, err := os.MkdirTemp("", "braid-mesh-")
+		if err != nil {
+			return e.failed(meas, where, err)
+		}
+		defer os.RemoveAll(dir)
+		if sess, err = m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC); err != nil {
+			return e.failed(meas, where, err)
+		}
+		defer sess.Close()
 	}
-	defer os.RemoveAll(dir)
-	b, err := m.StartBraid(ctx, e.Braid, dir, e.Scheduler, e.CC)
-	if err != nil {
-		return e.failed(meas, c, where, err)
-	}
-	defer b.Close()
-	e.downloads(ctx, m, web, &meas, b, where)
-	return meas
-}
-
-// downloads runs the repetitions of one measurement.
-func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServer, meas *Measurement, sess runner.Session, where string) {
-	npaths := len(m.Plan.Paths)
-	totals := make([]uint64, npaths)
+	totals, sum := make([]uint64, len(m.Plan.Paths)), uint64(0)
 	dropsBefore := m.Dropped()
 	var goodputs []float64
 	var errs []error
@@ -531,31 +477,29 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		if ctx.Err() != nil {
 			break
 		}
-		before := make([]uint64, npaths)
-		for k := range before {
-			before[k] = m.Delivered(k)
-		}
+		before := m.Delivered()
 		r, local, err := runner.Fetch(ctx, sess, e.Size, e.Timeout)
 		label := fmt.Sprintf("%s %s rep %d", where, meas.Case, rep+1)
 		if err != nil {
 			if ctx.Err() == nil {
 				errs = append(errs, fmt.Errorf("rep %d: %w", rep+1, err))
 			}
-			e.progress(label + ": failed")
+			e.Progress(label + ": failed")
 			continue
 		}
 		s := Sample{
 			Rep: rep, GoodputMbps: r.GoodputMbps(), Seconds: r.Duration.Seconds(), Bytes: r.Bytes,
-			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: make([]uint64, npaths),
+			MaxStallMs: stats.Ms(r.MaxStall), PathBytes: m.Delivered(),
 		}
 		for k := range s.PathBytes {
-			s.PathBytes[k] = m.Delivered(k) - before[k]
+			s.PathBytes[k] -= before[k]
 			totals[k] += s.PathBytes[k]
+			sum += s.PathBytes[k]
 		}
 		s.Retransmits = web.Retransmits(local, runner.RetransWait)
 		meas.Samples = append(meas.Samples, s)
 		goodputs = append(goodputs, s.GoodputMbps)
-		e.progress(fmt.Sprintf("%s: %.2f Mbit/s", label, s.GoodputMbps))
+		e.Progress(fmt.Sprintf("%s: %.2f Mbit/s", label, s.GoodputMbps))
 		if rep+1 < e.Reps {
 			select {
 			case <-ctx.Done():
@@ -564,10 +508,6 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 		}
 	}
 	meas.Goodput = stats.Summarize(goodputs)
-	var sum uint64
-	for _, v := range totals {
-		sum += v
-	}
 	if sum > 0 {
 		for _, v := range totals {
 			meas.Shares = append(meas.Shares, float64(v)/float64(sum))
@@ -579,22 +519,15 @@ func (e *Experiment) downloads(ctx context.Context, m *Mesh, web *runner.WebServ
 	if len(errs) > 0 {
 		meas.Error = fmt.Sprintf("%d of %d downloads failed: %v", len(errs), e.Reps, errors.Join(errs...))
 	}
+	return meas
 }
 
 // Summarize groups the runs' downloads by case and shortest-path hop
 // count (and over all hop counts, Hops 0): mean goodput with its 95%
 // interval over downloads, and the ratio to TCP over topologies.
 func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
-	var hops []int
-	for _, r := range runs {
-		if !slices.Contains(hops, r.ShortestHops) {
-			hops = append(hops, r.ShortestHops)
-		}
-	}
-	slices.Sort(hops)
-	hops = append(hops, 0)
 	var out []SummaryRow
-	for _, h := range hops {
+	for _, h := range hopCounts(runs) {
 		for _, c := range cases {
 			row := SummaryRow{Case: c.Name(), Label: c.Label(), Hops: h}
 			var xs, ratios []float64
@@ -610,10 +543,7 @@ func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
 				for _, s := range m.Samples {
 					xs = append(xs, s.GoodputMbps)
 				}
-				if c == TCP {
-					continue
-				}
-				if t := r.measurement(TCP.Name()); t != nil && len(t.Samples) > 0 && t.Goodput.Mean > 0 {
+				if t := r.measurement(TCP.Name()); c != TCP && t != nil && len(t.Samples) > 0 && t.Goodput.Mean > 0 {
 					ratios = append(ratios, m.Goodput.Mean/t.Goodput.Mean)
 				}
 			}
@@ -628,11 +558,20 @@ func Summarize(runs []TopologyRun, cases []Case) []SummaryRow {
 	return out
 }
 
+// hopCounts are the runs' shortest-path hop counts, ascending, then 0
+// (all).
+func hopCounts(runs []TopologyRun) []int {
+	var hops []int
+	for _, r := range runs {
+		hops = append(hops, r.ShortestHops)
+	}
+	slices.Sort(hops)
+	return append(slices.Compact(hops), 0)
+}
+
 func (r *TopologyRun) measurement(name string) *Measurement {
-	for i := range r.Measurements {
-		if r.Measurements[i].Case == name {
-			return &r.Measurements[i]
-		}
+	if i := slices.IndexFunc(r.Measurements, func(m Measurement) bool { return m.Case == name }); i >= 0 {
+		return &r.Measurements[i]
 	}
 	return nil
 }

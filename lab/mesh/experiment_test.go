@@ -26,9 +26,10 @@ func TestCases(t *testing.T) {
 	var names []string
 	for _, c := range e.Cases() {
 		names = append(names, c.Name())
-		if back := parseCase(c.Name()); back != c {
-			t.Errorf("parseCase(%q) = %+v, want %+v", c.Name(), back, c)
-		}
+	}
+	r := &Result{Channels: []int{1, 2}, Algorithms: []string{"ld", "nd", "zd"}}
+	if !reflect.DeepEqual(r.cases(), e.Cases()) {
+		t.Errorf("a result's cases %v, want %v", r.cases(), e.Cases())
 	}
 	want := []string{"tcp", "ld-1ch", "ld-2ch", "nd-1ch", "nd-2ch", "zd-1ch", "zd-2ch"}
 	if !reflect.DeepEqual(names, want) {
@@ -171,7 +172,7 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("%s/%d: ratio %+v, want mean %v over %v topologies", c.name, c.hops, s.Ratio, c.w.ratio, c.w.ratioN)
 		}
 	}
-	if hs := r.hopCounts(); !reflect.DeepEqual(hs, []int{3, 4, 0}) {
+	if hs := hopCounts(r.Runs); !reflect.DeepEqual(hs, []int{3, 4, 0}) {
 		t.Errorf("hop counts %v, want [3 4 0]", hs)
 	}
 }

@@ -2,28 +2,21 @@ package mesh
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/runner"
-	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 )
-
-// Options of Build.
-type Options struct {
-	// Prefix names the namespaces; "" = Prefix. Stale namespaces with
-	// this prefix (their creator is dead) are removed first.
-	Prefix string
-	// Channels is the radio model the links start with (default
-	// TwoChannels); SetChannels changes it.
-	Channels Channels
-}
 
 // Mesh is a plan running in network namespaces. Close removes it.
 type Mesh struct {
@@ -32,120 +25,34 @@ type Mesh struct {
 	tb    *testbed.Testbed
 	links []*linkemu.Link
 
-	mu       sync.Mutex
-	channels Channels
-	groups   [][]int
-	media    []*linkemu.Medium
+	mu    sync.Mutex
+	media []*linkemu.Medium // one per contention group of the radio model
 }
 
-// Build creates one namespace per node of the plan and one link node per
-// hop, the veths, addresses, emulators, routes and rules, by the same
-// builder as the two-path testbed (testbed.Start). On error everything
-// already created is removed.
-func Build(plan *Plan, opt Options) (*Mesh, error) {
-	prefix := opt.Prefix
-	prefix = cmp.Or(prefix, Prefix)
-	ch := opt.Channels
-	ch = cmp.Or(ch, TwoChannels)
-	groups, err := plan.MediaGroups(ch)
-	if err != nil {
-		return nil, err
-	}
-	tp, err := plan.testbedPlan(groups)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := testbed.Start(tp, testbed.Options{Prefix: prefix})
+// Build starts plan.Testbed with testbed.Start, naming the namespaces by
+// prefix ("" = Prefix; a dead process's are removed first), on
+// TwoChannels' media. On error it removes everything it made.
+func Build(plan *Plan, prefix string) (*Mesh, error) {
+	tp := plan.Testbed
+	tb, err := testbed.Start(&tp, testbed.Options{Prefix: cmp.Or(prefix, Prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("mesh: %w", err)
 	}
-	m := &Mesh{Plan: plan, tb: tb, channels: ch, groups: groups}
-	for i := range groups {
-		m.media = append(m.media, tb.Medium(mediumName(i)))
-	}
+	m := &Mesh{Plan: plan, tb: tb}
 	for h := range plan.Hops {
 		m.links = append(m.links, tb.LinkEmulator(hopName(h)))
+	}
+	if err := m.SetChannels(TwoChannels); err != nil {
+		m.Close()
+		return nil, err
 	}
 	return m, nil
 }
 
-// The testbed names of the mesh's parts: a graph node by its ID, hop h's
-// link node and emulated link, contention group i's medium.
+// The testbed names of hop h's link node and emulated link (graph nodes
+// go by their IDs).
 func linkNodeName(h int) string { return fmt.Sprintf("link node of hop %d", h) }
 func hopName(h int) string      { return fmt.Sprintf("hop %d", h) }
-func mediumName(i int) string   { return fmt.Sprintf("medium %d", i) }
-
-// testbedPlan is the plan as the testbed builder takes it: the graph nodes
-// and a link node per hop, a veth from each hop end to its link node (no
-// offloads: the emulator wants plain frames), the service address, an
-// emulated link per hop on its group's medium, the routes and rules.
-func (plan *Plan) testbedPlan(groups [][]int) (*testbed.Plan, error) {
-	g := plan.Graph
-	tp := &testbed.Plan{Sysctls: map[string][]scenario.Sysctl{}, Routes: map[string][]netns.Route{}, Rules: map[string][]netns.Rule{}}
-	for _, v := range plan.Nodes {
-		id := g.ID(v)
-		for h := range plan.Hops {
-			if id == linkNodeName(h) {
-				return nil, fmt.Errorf("mesh: node ID %q is the name of a link node", id)
-			}
-		}
-		tp.Nodes = append(tp.Nodes, scenario.Node{Name: id})
-		tp.Sysctls[id], tp.Routes[id], tp.Rules[id] = plan.Sysctls[v], plan.Routes[v], plan.Rules[v]
-	}
-	tp.Addrs = []testbed.Addr{{Node: g.ID(plan.Dst), If: "lo", Prefix: netip.PrefixFrom(plan.Service, 32)}}
-	for i := range groups {
-		tp.Media = append(tp.Media, scenario.Medium{Name: mediumName(i), Rate: scenario.Rate(plan.Config.Rate), QueueLimit: plan.Config.QueuePackets})
-	}
-	for h, hop := range plan.Hops {
-		ln := linkNodeName(h)
-		tp.Nodes = append(tp.Nodes, scenario.Node{Name: ln})
-		tp.Sysctls[ln] = LinkNodeSysctls
-		tp.Veths = append(tp.Veths,
-			testbed.Veth{NodeA: g.ID(hop.From), IfA: hop.FromIf, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: hop.LinkA, NoOffloads: true},
-			testbed.Veth{NodeA: ln, IfA: hop.LinkB, NodeB: g.ID(hop.To), IfB: hop.ToIf, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
-		e := testbed.Emulated{Link: hopName(h), Node: ln, A: hop.LinkA, B: hop.LinkB, Seq: h}
-		if i := groupOf(groups, h); i >= 0 {
-			e.Medium = mediumName(i)
-		}
-		e.AtoB = hopShape(plan, h, groups, nil)
-		e.BtoA = e.AtoB
-		tp.Emulated = append(tp.Emulated, e)
-	}
-	return tp, nil
-}
-
-// groupOf is the index of the contention group hop h is in, -1 if none.
-func groupOf(groups [][]int, h int) int {
-	for i, grp := range groups {
-		if slices.Contains(grp, h) {
-			return i
-		}
-	}
-	return -1
-}
-
-func newMedia(plan *Plan, groups [][]int) []*linkemu.Medium {
-	media := make([]*linkemu.Medium, len(groups))
-	for i := range groups {
-		media[i] = linkemu.NewMedium(plan.Config.Rate, plan.Config.QueuePackets)
-	}
-	return media
-}
-
-// hopShape is each of hop h's two directions: the hop's delay, serialized on
-// its group's medium (media[group]; nil media: the medium is the caller's
-// to attach). A hop outside every group gets a channel of its own.
-func hopShape(plan *Plan, h int, groups [][]int, media []*linkemu.Medium) linkemu.Shape {
-	s := linkemu.Shape{Delay: plan.Hops[h].Delay}
-	switch i := groupOf(groups, h); {
-	case i < 0:
-		// Not reachable for a plan's own groups (every hop is in one).
-		s.Rate, s.QueuePackets = plan.Config.Rate, plan.Config.QueuePackets
-	case media != nil:
-		s.Medium = media[i]
-	}
-	return s
-}
 
 // SetChannels switches the radio model while the mesh runs: fresh media
 // (idle, empty) for ch's groups, every hop's directions moved onto them.
@@ -157,39 +64,16 @@ func (m *Mesh) SetChannels(ch Channels) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	media := newMedia(m.Plan, groups)
-	for h, l := range m.links {
-		sh := hopShape(m.Plan, h, groups, media)
-		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
-			if err := l.SetShape(d, sh); err != nil {
+	m.media = nil
+	for _, grp := range groups {
+		med := linkemu.NewMedium(m.Plan.Config.Rate, m.Plan.Config.QueuePackets)
+		m.media = append(m.media, med)
+		for _, h := range grp {
+			sh := linkemu.Shape{Delay: m.Plan.Hops[h].Delay, Medium: med}
+			if err := errors.Join(m.links[h].SetShape(linkemu.AtoB, sh), m.links[h].SetShape(linkemu.BtoA, sh)); err != nil {
 				return err
 			}
 		}
-	}
-	m.channels, m.groups, m.media = ch, groups, media
-	return nil
-}
-
-// Channels is the current radio model.
-func (m *Mesh) Channels() Channels {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.channels
-}
-
-// Groups returns the current media as hop indices (see MediaGroups).
-func (m *Mesh) Groups() [][]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.groups
-}
-
-// Medium returns the medium hop h serializes on now.
-func (m *Mesh) Medium(h int) *linkemu.Medium {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if i := groupOf(m.groups, h); i >= 0 {
-		return m.media[i]
 	}
 	return nil
 }
@@ -201,30 +85,19 @@ func (m *Mesh) Node(v int) *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(v))
 func (m *Mesh) Source() *netns.Namespace      { return m.Node(m.Plan.Src) }
 func (m *Mesh) Destination() *netns.Namespace { return m.Node(m.Plan.Dst) }
 
-// LinkNode returns hop h's link node.
-func (m *Mesh) LinkNode(h int) *netns.Namespace { return m.tb.NS(linkNodeName(h)) }
-
-// Link returns hop h's emulator.
-func (m *Mesh) Link(h int) *linkemu.Link { return m.links[h] }
-
-// HopBytes is what hop h has forwarded since the mesh was built: towards
-// the destination (AtoB) and towards the source (BtoA).
-func (m *Mesh) HopBytes(h int) (toDst, toSrc uint64) {
-	l := m.links[h]
-	return l.Stats(linkemu.AtoB).BytesForwarded, l.Stats(linkemu.BtoA).BytesForwarded
+// Delivered is what each path has delivered to the source (its first
+// hop towards the source) since the mesh was built: a download's bytes on
+// it, with their headers.
+func (m *Mesh) Delivered() []uint64 {
+	var out []uint64
+	for _, pp := range m.Plan.Paths {
+		out = append(out, m.tb.Delivered(hopName(pp.Hops[0])))
+	}
+	return out
 }
 
-// Delivered is what path k has delivered to the source (its first hop,
-// towards the source) since the mesh was built: a download's bytes on
-// that path, with their headers.
-func (m *Mesh) Delivered(k int) uint64 {
-	_, toSrc := m.HopBytes(m.Plan.Paths[k].Hops[0])
-	return toSrc
-}
-
-// Lateness is the emulators' worst timing error so far: the largest mean
-// and the largest 99th percentile over every hop and direction (see
-// linkemu.Stats.Lateness).
+// Lateness is the emulators' worst timing error so far (largest mean and
+// 99th percentile of linkemu.Stats.Lateness over hops and directions).
 func (m *Mesh) Lateness() (mean, p99 time.Duration) {
 	for _, l := range m.links {
 		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
@@ -255,6 +128,36 @@ func (m *Mesh) PathSession(k int, cc string) runner.Session {
 		Dialer: runner.Dialer{NS: m.Source(), From: m.Plan.Paths[k].ClientAddr, CC: cc},
 		To:     netip.AddrPortFrom(m.Plan.Service, runner.WebPort).String(),
 	}
+}
+
+// StartBraid starts a braid server (on every address) in the destination
+// and a client in the source, keys and configs in dir, and waits for a
+// usable daemon path on every mesh path, told apart by local address. The
+// client's paths are the mesh paths' addresses and its one server address
+// the service address: one daemon path per mesh path (docs/lab.md, "Mesh
+// lab"). scheduler "" keeps braid's default. Delivered counts the bytes.
+func (m *Mesh) StartBraid(ctx context.Context, bc runner.BraidCommand, dir, scheduler, cc string) (runner.Session, error) {
+	var paths []string
+	for _, pp := range m.Plan.Paths {
+		paths = append(paths, pp.ClientAddr.String())
+	}
+	server := []string{netip.AddrPortFrom(m.Plan.Service, runner.BraidPort).String()}
+	return runner.StartBraid(ctx, runner.BraidSpec{
+		Command: bc, Dir: dir, Server: m.Destination(), Client: m.Source(),
+		Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
+			cli := runner.BraidClientFile(srvKey, cliSock, server, paths)
+			cli.Client.Scheduler = scheduler
+			return runner.BraidServerConfig("mesh", cliKey, srvSock), cli
+		},
+		Want: len(m.Plan.Paths),
+		Usable: func(st control.Status) int {
+			return runner.UsableOn(st, len(m.Plan.Paths), func(ps control.PathStatus, k int) bool {
+				ap, err := netip.ParseAddrPort(ps.Local)
+				return err == nil && ap.Addr().Unmap() == m.Plan.Paths[k].ClientAddr
+			})
+		},
+		Target: netip.AddrPortFrom(runner.BraidServerAddr.Addr(), runner.WebPort).String(), CC: cc,
+	})
 }
 
 // Close stops the emulators and removes every namespace with its links

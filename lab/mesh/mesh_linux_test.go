@@ -58,13 +58,13 @@ func buildShared(t *testing.T) *Mesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(plan, Options{Prefix: testPrefix})
+	m, err := Build(plan, testPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	if n := len(ours(t)); n != len(plan.Nodes)+len(plan.Hops) {
-		t.Errorf("%d namespaces, want %d nodes + %d link nodes", n, len(plan.Nodes), len(plan.Hops))
+	if n := len(ours(t)); n != len(plan.Testbed.Nodes) {
+		t.Errorf("%d namespaces, want %d nodes and link nodes", n, len(plan.Testbed.Nodes))
 	}
 	return m
 }
@@ -93,10 +93,12 @@ func listen(t *testing.T, m *Mesh, port int, serve func(net.Conn)) net.Listener 
 	return ln
 }
 
+// hopTotals is what each hop has forwarded since the mesh was built:
+// towards the destination (AtoB) and towards the source (BtoA).
 func hopTotals(m *Mesh) [][2]uint64 {
 	out := make([][2]uint64, len(m.Plan.Hops))
 	for h := range out {
-		out[h][0], out[h][1] = m.HopBytes(h)
+		out[h] = [2]uint64{m.links[h].Stats(linkemu.AtoB).BytesForwarded, m.links[h].Stats(linkemu.BtoA).BytesForwarded}
 	}
 	return out
 }
@@ -122,13 +124,10 @@ func TestMeshPathsFollowTheirRoutes(t *testing.T) {
 			c.Write(make([]byte, payload))
 		}
 	})
-	for h, hop := range m.Plan.Hops {
-		for _, e := range []struct {
-			ns   *netns.Namespace
-			name string
-		}{{m.Node(hop.From), hop.FromIf}, {m.LinkNode(h), hop.LinkA}, {m.LinkNode(h), hop.LinkB}, {m.Node(hop.To), hop.ToIf}} {
-			if on, err := linkemu.ActiveOffloads(e.ns, e.name); err != nil || len(on) > 0 {
-				t.Errorf("hop %d %s: offloads on: %v (%v)", h, e.name, on, err)
+	for _, v := range m.Plan.Testbed.Veths {
+		for _, e := range [][2]string{{v.NodeA, v.IfA}, {v.NodeB, v.IfB}} {
+			if on, err := linkemu.ActiveOffloads(m.tb.NS(e[0]), e[1]); err != nil || len(on) > 0 {
+				t.Errorf("%s %s: offloads on: %v (%v)", e[0], e[1], on, err)
 			}
 		}
 	}
@@ -275,7 +274,7 @@ func TestCleanupStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Build(plan, Options{Prefix: testPrefix})
+	m, err := Build(plan, testPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,51 +13,24 @@ import (
 	"github.com/braid-vpn/braid/route"
 )
 
-// cases returns the result's cases in its order.
+// cases are the result's cases in table order (Experiment.Cases).
 func (r *Result) cases() []Case {
-	var out []Case
-	for _, name := range r.Cases {
-		out = append(out, parseCase(name))
+	var e Experiment
+	for _, c := range r.Channels {
+		e.Channels = append(e.Channels, Channels(c))
 	}
-	return out
-}
-
-func parseCase(name string) Case {
-	if name == "tcp" {
-		return TCP
+	for _, a := range r.Algorithms {
+		e.Algorithms = append(e.Algorithms, route.Algorithm(a))
 	}
-	a, ch, _ := strings.Cut(name, "-")
-	c := Case{Algo: route.Algorithm(a), Channels: SingleChannel}
-	if ch == TwoChannels.String() {
-		c.Channels = TwoChannels
-	}
-	return c
+	return e.Cases()
 }
 
 // row finds the summary row of case name at hops.
 func (r *Result) row(name string, hops int) *SummaryRow {
-	for i := range r.Summary {
-		if s := &r.Summary[i]; s.Case == name && s.Hops == hops {
-			return s
-		}
+	if i := slices.IndexFunc(r.Summary, func(s SummaryRow) bool { return s.Case == name && s.Hops == hops }); i >= 0 {
+		return &r.Summary[i]
 	}
 	return nil
-}
-
-// hopCounts are the summary's shortest-path hop counts, ascending, with
-// 0 (all) last.
-func (r *Result) hopCounts() []int {
-	var hs []int
-	for _, s := range r.Summary {
-		hs = append(hs, s.Hops)
-	}
-	slices.SortFunc(hs, func(a, b int) int {
-		if a == 0 || b == 0 {
-			return b - a // 0 last
-		}
-		return a - b
-	})
-	return slices.Compact(hs)
 }
 
 // format is how the mesh lab's tables write numbers: "—" for one it has
@@ -80,7 +53,7 @@ func (r *Result) hopTable(withTCP bool, cell func(*SummaryRow) string) [][]strin
 			rows[0] = append(rows[0], c.Label())
 		}
 	}
-	for _, h := range r.hopCounts() {
+	for _, h := range hopCounts(r.Runs) {
 		topos := 0
 		row := []string{hopsLabel(h), ""}
 		for _, c := range r.cases() {
@@ -108,7 +81,7 @@ func (r *Result) topologyTable() [][]string {
 	cases := r.cases()
 	head := []string{"topology", "shortest hops"}
 	for _, a := range r.Algorithms {
-		head = append(head, upper(a)+" pair hops")
+		head = append(head, strings.ToUpper(a)+" pair hops")
 	}
 	for _, c := range cases {
 		head = append(head, c.Name())
@@ -205,61 +178,30 @@ func (r *Result) csv() []report.CSV {
 
 // join writes numbers as "1+2+3".
 func join[T int | uint64](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, "+")
-}
-
-// figure is one plot: its file stem, title and cases.
-type figure struct {
-	stem, title string
-	cases       []Case
-}
-
-func (r *Result) figures() []figure {
-	var out []figure
-	for _, chn := range r.Channels {
-		ch := Channels(chn)
-		f := figure{stem: "mesh-goodput-" + ch.String(), cases: []Case{TCP}}
-		f.title = "Goodput vs shortest-path hops, single channel"
-		if ch == TwoChannels {
-			f.title = "Goodput vs shortest-path hops, two channels"
-		}
-		for _, a := range r.Algorithms {
-			f.cases = append(f.cases, Case{Algo: route.Algorithm(a), Channels: ch})
-		}
-		out = append(out, f)
-	}
-	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
-		// The seed's Fig. 10: TCP against MPTCP over LD routes on one
-		// channel and on two.
-		out = append(out, figure{stem: "mesh-goodput-ld", title: "TCP vs braid over LD route pairs (seed's Fig. 10)",
-			cases: []Case{TCP, {Algo: route.LD, Channels: SingleChannel}, {Algo: route.LD, Channels: TwoChannels}}})
-	}
-	return out
+	return strings.ReplaceAll(strings.Trim(fmt.Sprint(xs), "[]"), " ", "+")
 }
 
 // Plot draws the figures as PNG and SVG in the lab's house style (that of
 // lab/report): goodput against the shortest path's hop count, one series
 // per case with its 95% interval (dashed on a single channel), offset a
-// little sideways so the bars do not hide each other.
+// little sideways so the bars do not hide each other. There is one figure
+// per radio model of TCP and every pair, and with both models the seed's
+// Fig. 10: TCP against MPTCP over LD routes on one channel and on two.
 func Plot(r *Result, dir string) ([]string, error) {
-	hops := slices.DeleteFunc(r.hopCounts(), func(h int) bool { return h == 0 })
+	hops := slices.DeleteFunc(hopCounts(r.Runs), func(h int) bool { return h == 0 })
 	if len(hops) == 0 {
 		return nil, nil
 	}
 	var files []string
-	for _, f := range r.figures() {
-		lf := report.LineFigure{Title: f.title, XLabel: "hops of the shortest path", YLabel: "goodput (Mbit/s)",
+	draw := func(stem, title string, cases ...Case) error {
+		lf := report.LineFigure{Title: title, XLabel: "hops of the shortest path", YLabel: "goodput (Mbit/s)",
 			XMin: float64(hops[0]) - 0.5, XMax: float64(hops[len(hops)-1]) + 0.5}
 		for _, h := range hops {
 			lf.Ticks = append(lf.Ticks, plot.Tick{Value: float64(h), Label: strconv.Itoa(h)})
 		}
-		for si, c := range f.cases {
+		for si, c := range cases {
 			var d report.Series
-			off := (float64(si) - float64(len(f.cases)-1)/2) * 0.08
+			off := (float64(si) - float64(len(cases)-1)/2) * 0.08
 			for _, h := range hops {
 				if s := r.row(c.Name(), h); s != nil && s.Goodput.N > 0 {
 					d.Add(float64(h)+off, s.Goodput.Mean, s.Goodput.CI95)
@@ -270,13 +212,32 @@ func Plot(r *Result, dir string) ([]string, error) {
 		}
 		p, err := lf.Plot()
 		if err != nil {
-			return files, err
+			return err
 		}
-		saved, err := report.SavePlot(p, dir, f.stem)
+		saved, err := report.SavePlot(p, dir, stem)
 		files = append(files, saved...)
 		if err != nil {
-			return files, fmt.Errorf("mesh: %w", err)
+			return fmt.Errorf("mesh: %w", err)
 		}
+		return nil
+	}
+	for _, chn := range r.Channels {
+		ch, cases := Channels(chn), []Case{TCP}
+		for _, a := range r.Algorithms {
+			cases = append(cases, Case{Algo: route.Algorithm(a), Channels: ch})
+		}
+		title := "Goodput vs shortest-path hops, single channel"
+		if ch == TwoChannels {
+			title = "Goodput vs shortest-path hops, two channels"
+		}
+		if err := draw("mesh-goodput-"+ch.String(), title, cases...); err != nil {
+			return files, err
+		}
+	}
+	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
+		err := draw("mesh-goodput-ld", "TCP vs braid over LD route pairs (seed's Fig. 10)",
+			TCP, Case{Algo: route.LD, Channels: SingleChannel}, Case{Algo: route.LD, Channels: TwoChannels})
+		return files, err
 	}
 	return files, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/route"
 )
@@ -56,17 +57,24 @@ func TestPlanDiamond(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Hop{
-		{Path: 0, Index: 0, From: 0, To: 1, Subnet: pfx("198.18.0.0/30"), FromAddr: addr("198.18.0.1"), ToAddr: addr("198.18.0.2"),
-			FromIf: "hop0", ToIf: "hop0", LinkA: "hop0-a", LinkB: "hop0-b", Length: 10, Delay: 1500 * time.Microsecond},
-		{Path: 0, Index: 1, From: 1, To: 3, Subnet: pfx("198.18.0.4/30"), FromAddr: addr("198.18.0.5"), ToAddr: addr("198.18.0.6"),
-			FromIf: "hop1", ToIf: "hop1", LinkA: "hop1-a", LinkB: "hop1-b", Length: 20, Delay: 2 * time.Millisecond},
-		{Path: 1, Index: 0, From: 0, To: 2, Subnet: pfx("198.18.0.8/30"), FromAddr: addr("198.18.0.9"), ToAddr: addr("198.18.0.10"),
-			FromIf: "hop2", ToIf: "hop2", LinkA: "hop2-a", LinkB: "hop2-b", Length: 5, Delay: 1250 * time.Microsecond},
-		{Path: 1, Index: 1, From: 2, To: 3, Subnet: pfx("198.18.0.12/30"), FromAddr: addr("198.18.0.13"), ToAddr: addr("198.18.0.14"),
-			FromIf: "hop3", ToIf: "hop3", LinkA: "hop3-a", LinkB: "hop3-b", Length: math.Hypot(30, 5), Delay: 2 * time.Millisecond},
+		{Path: 0, Index: 0, From: 0, To: 1, FromAddr: addr("198.18.0.1"), ToAddr: addr("198.18.0.2"), Length: 10, Delay: 1500 * time.Microsecond},
+		{Path: 0, Index: 1, From: 1, To: 3, FromAddr: addr("198.18.0.5"), ToAddr: addr("198.18.0.6"), Length: 20, Delay: 2 * time.Millisecond},
+		{Path: 1, Index: 0, From: 0, To: 2, FromAddr: addr("198.18.0.9"), ToAddr: addr("198.18.0.10"), Length: 5, Delay: 1250 * time.Microsecond},
+		{Path: 1, Index: 1, From: 2, To: 3, FromAddr: addr("198.18.0.13"), ToAddr: addr("198.18.0.14"), Length: math.Hypot(30, 5), Delay: 2 * time.Millisecond},
 	}
 	if !reflect.DeepEqual(p.Hops, want) {
 		t.Errorf("hops:\n got %+v\nwant %+v", p.Hops, want)
+	}
+	ln := "link node of hop 0"
+	wantVeths := []testbed.Veth{
+		{NodeA: "s", IfA: "hop0", AddrA: pfx("198.18.0.1/30"), NodeB: ln, IfB: "hop0-a", NoOffloads: true},
+		{NodeA: ln, IfA: "hop0-b", NodeB: "a", IfB: "hop0", AddrB: pfx("198.18.0.2/30"), NoOffloads: true},
+	}
+	if len(p.Testbed.Veths) != 8 || !reflect.DeepEqual(p.Testbed.Veths[:2], wantVeths) {
+		t.Errorf("veths of hop 0:\n got %+v\nwant %+v", p.Testbed.Veths, wantVeths)
+	}
+	if e := p.Testbed.Emulated[0]; e.Link != "hop 0" || e.Node != ln || e.A != "hop0-a" || e.B != "hop0-b" || e.AtoB.Delay != 1500*time.Microsecond || e.BtoA != e.AtoB {
+		t.Errorf("emulated link of hop 0: %+v", e)
 	}
 	if got := []netip.Addr{p.Paths[0].ClientAddr, p.Paths[1].ClientAddr}; got[0] != addr("198.18.0.1") || got[1] != addr("198.18.0.9") {
 		t.Errorf("client addresses %v, want 198.18.0.1 and 198.18.0.9", got)
@@ -77,53 +85,54 @@ func TestPlanDiamond(t *testing.T) {
 	if p.Paths[0].Table != 100 || p.Paths[1].Table != 101 || p.Paths[0].Priority != 1000 || p.Paths[1].Priority != 1001 {
 		t.Errorf("tables/priorities %+v", p.Paths)
 	}
-	if !reflect.DeepEqual(p.Nodes, []int{0, 1, 2, 3}) {
-		t.Errorf("nodes %v", p.Nodes)
+	var nodes []string
+	for _, n := range p.Testbed.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	if !reflect.DeepEqual(nodes, []string{"s", "a", "b", "d", "link node of hop 0", "link node of hop 1", "link node of hop 2", "link node of hop 3"}) {
+		t.Errorf("nodes %v", nodes)
 	}
 	svc := pfx("198.19.0.1/32")
-	wantRoutes := map[int][]netns.Route{
-		0: {
+	wantRoutes := map[string][]netns.Route{
+		"s": {
 			{Dst: svc, Via: addr("198.18.0.2"), Dev: "hop0", Table: 100},
 			{Dst: svc, Via: addr("198.18.0.2"), Dev: "hop0", Metric: 100},
 			{Dst: svc, Via: addr("198.18.0.10"), Dev: "hop2", Table: 101},
 		},
-		1: {
+		"a": {
 			{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0"},
 			{Dst: svc, Via: addr("198.18.0.6"), Dev: "hop1", Table: 100},
 		},
-		2: {
+		"b": {
 			{Dst: pfx("198.18.0.9/32"), Via: addr("198.18.0.9"), Dev: "hop2"},
 			{Dst: svc, Via: addr("198.18.0.14"), Dev: "hop3", Table: 101},
 		},
-		3: {
+		"d": {
 			{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.5"), Dev: "hop1", Src: addr("198.19.0.1")},
 			{Dst: pfx("198.18.0.9/32"), Via: addr("198.18.0.13"), Dev: "hop3", Src: addr("198.19.0.1")},
 		},
 	}
-	if !reflect.DeepEqual(p.Routes, wantRoutes) {
-		t.Errorf("routes:\n got %+v\nwant %+v", p.Routes, wantRoutes)
+	if !reflect.DeepEqual(p.Testbed.Routes, wantRoutes) {
+		t.Errorf("routes:\n got %+v\nwant %+v", p.Testbed.Routes, wantRoutes)
 	}
-	wantRules := map[int][]netns.Rule{
-		0: {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
-		1: {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}},
-		2: {{Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
+	wantRules := map[string][]netns.Rule{
+		"s": {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
+		"a": {{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}},
+		"b": {{Src: pfx("198.18.0.9/32"), Table: 101, Priority: 1001}},
 	}
-	if !reflect.DeepEqual(p.Rules, wantRules) {
-		t.Errorf("rules:\n got %+v\nwant %+v", p.Rules, wantRules)
+	if !reflect.DeepEqual(p.Testbed.Rules, wantRules) {
+		t.Errorf("rules:\n got %+v\nwant %+v", p.Testbed.Rules, wantRules)
 	}
-	for v, fwd := range map[int]string{0: "0", 1: "1", 2: "1", 3: "0"} {
+	for v, fwd := range map[string]string{"s": "0", "a": "1", "b": "1", "d": "0"} {
 		got := ""
-		for _, s := range p.Sysctls[v] {
+		for _, s := range p.Testbed.Sysctls[v] {
 			if s.Key == "net.ipv4.ip_forward" {
 				got = s.Value
 			}
 		}
 		if got != fwd {
-			t.Errorf("node %d: ip_forward %q, want %q", v, got, fwd)
+			t.Errorf("node %s: ip_forward %q, want %q", v, got, fwd)
 		}
-	}
-	if p.InterferenceRange != 40 {
-		t.Errorf("interference range %v, want 2 × 20 m", p.InterferenceRange)
 	}
 
 	one, err := p.MediaGroups(SingleChannel)
@@ -205,7 +214,7 @@ func TestPlanSharedNode(t *testing.T) {
 	// Hops: path 0 s–a 0, a–m 1, m–c 2, c–d 3; path 1 s–b 4, b–m 5, m–e 6, e–d 7.
 	h := func(i int) Hop { return p.Hops[i] }
 	if h(2).From != m || h(6).From != m || h(1).To != m || h(5).To != m {
-		t.Fatalf("hop layout unexpected:\n%s", p)
+		t.Fatalf("hop layout unexpected:\n%+v", p.Hops)
 	}
 	svc := pfx("198.19.0.1/32")
 	want := []netns.Route{
@@ -214,18 +223,14 @@ func TestPlanSharedNode(t *testing.T) {
 		{Dst: pfx("198.18.0.17/32"), Via: addr("198.18.0.21"), Dev: "hop5"},
 		{Dst: svc, Via: addr("198.18.0.26"), Dev: "hop6", Table: 101},
 	}
-	if !reflect.DeepEqual(p.Routes[m], want) {
-		t.Errorf("routes at m:\n got %+v\nwant %+v", p.Routes[m], want)
+	if !reflect.DeepEqual(p.Testbed.Routes["m"], want) {
+		t.Errorf("routes at m:\n got %+v\nwant %+v", p.Testbed.Routes["m"], want)
 	}
 	wantRules := []netns.Rule{{Src: pfx("198.18.0.1/32"), Table: 100, Priority: 1000}, {Src: pfx("198.18.0.17/32"), Table: 101, Priority: 1001}}
-	if !reflect.DeepEqual(p.Rules[m], wantRules) {
-		t.Errorf("rules at m: %+v, want %+v", p.Rules[m], wantRules)
+	if !reflect.DeepEqual(p.Testbed.Rules["m"], wantRules) {
+		t.Errorf("rules at m: %+v, want %+v", p.Testbed.Rules["m"], wantRules)
 	}
-	// No positions: the graph decides interference, delays are the
-	// midpoint.
-	if p.InterferenceRange != 0 {
-		t.Errorf("interference range %v, want 0 (graph)", p.InterferenceRange)
-	}
+	// No positions: delays are the midpoint.
 	for _, hop := range p.Hops {
 		if hop.Delay != 1500*time.Microsecond || !math.IsNaN(hop.Length) {
 			t.Errorf("hop %d: delay %v, length %v; want 1.5 ms and NaN", hop.Index, hop.Delay, hop.Length)
@@ -250,17 +255,17 @@ func TestPlanDirectLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(p.Hops) != 1 || p.Hops[0].Delay != time.Millisecond || p.Paths[0].ClientAddr != addr("198.18.0.1") {
-		t.Fatalf("plan:\n%s", p)
+		t.Fatalf("plan:\n%+v", p.Hops)
 	}
-	want := map[int][]netns.Route{
-		s: {
+	want := map[string][]netns.Route{
+		"s": {
 			{Dst: pfx("198.19.0.1/32"), Via: addr("198.18.0.2"), Dev: "hop0", Table: 100},
 			{Dst: pfx("198.19.0.1/32"), Via: addr("198.18.0.2"), Dev: "hop0", Metric: 100},
 		},
-		d: {{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0", Src: addr("198.19.0.1")}},
+		"d": {{Dst: pfx("198.18.0.1/32"), Via: addr("198.18.0.1"), Dev: "hop0", Src: addr("198.19.0.1")}},
 	}
-	if !reflect.DeepEqual(p.Routes, want) {
-		t.Errorf("routes %+v, want %+v", p.Routes, want)
+	if !reflect.DeepEqual(p.Testbed.Routes, want) {
+		t.Errorf("routes %+v, want %+v", p.Testbed.Routes, want)
 	}
 	if p.Config.Rate != 1e6 || p.Config.QueuePackets != DefaultQueuePackets {
 		t.Errorf("config %+v", p.Config)
@@ -292,22 +297,6 @@ func TestPlanErrors(t *testing.T) {
 	_, err := NewPlan(g, 1, 1, []route.Path{{1}}, Config{})
 	if !errors.Is(err, route.ErrSameNode) {
 		t.Errorf("same node: %v, want ErrSameNode", err)
-	}
-}
-
-func TestInterferenceRange(t *testing.T) {
-	g := diamond(t)
-	nodes := []int{0, 1, 2, 3}
-	for _, c := range []struct{ want, got float64 }{
-		{0, 40}, {15, 15}, {-1, 0},
-	} {
-		if r := interferenceRange(g, nodes, c.want); r != c.got {
-			t.Errorf("range %v resolved to %v, want %v", c.want, r, c.got)
-		}
-	}
-	g.SetRadius(0)
-	if r := interferenceRange(g, nodes, 0); r != 0 {
-		t.Errorf("graph without radius: %v, want 0", r)
 	}
 }
 
