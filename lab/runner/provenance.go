@@ -28,19 +28,14 @@ const (
 // loadavgFile is where the load averages are read (tests point it elsewhere).
 var loadavgFile = "/proc/loadavg"
 
-// ReadLoad returns the 1-minute load average of the machine.
-func ReadLoad() (float64, error) {
+// readLoad returns the 1-minute load average of the machine: the first
+// field of /proc/loadavg ("0.52 0.58 0.59 1/389 12345").
+func readLoad() (float64, error) {
 	data, err := os.ReadFile(loadavgFile)
 	if err != nil {
 		return 0, err
 	}
-	return parseLoadavg(string(data))
-}
-
-// parseLoadavg reads the first field of /proc/loadavg ("0.52 0.58 0.59
-// 1/389 12345").
-func parseLoadavg(s string) (float64, error) {
-	first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
 	v, err := strconv.ParseFloat(first, 64)
 	if err != nil {
 		return 0, fmt.Errorf("loadavg: %w", err)
@@ -71,7 +66,7 @@ type loadMonitor struct {
 
 func startLoadMonitor(interval time.Duration) *loadMonitor {
 	m := &loadMonitor{stop: make(chan struct{})}
-	m.start, _ = ReadLoad()
+	m.start, _ = readLoad()
 	m.max = m.start
 	m.wg.Go(func() {
 		t := time.NewTicker(interval)
@@ -89,7 +84,7 @@ func startLoadMonitor(interval time.Duration) *loadMonitor {
 }
 
 func (m *loadMonitor) sample() {
-	if v, err := ReadLoad(); err == nil {
+	if v, err := readLoad(); err == nil {
 		m.mu.Lock()
 		m.max = max(m.max, v)
 		m.mu.Unlock()

@@ -57,13 +57,6 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-func TestBraidWeights(t *testing.T) {
-	got := BraidWeights([]float64{75, 25}, 2)
-	if want := []float64{75, 75, 25, 25}; !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
-
 var testPaths = []testbed.Path{
 	{Name: "primary", ClientIf: "a-primary", ClientAddr: netip.MustParseAddr("198.18.1.1"), ServerAddr: netip.MustParseAddr("198.18.1.2"), Subnet: netip.MustParsePrefix("198.18.1.0/24")},
 	{Name: "secondary", ClientIf: "a-secondary", ClientAddr: netip.MustParseAddr("198.18.2.1"), ServerAddr: netip.MustParseAddr("198.18.2.2"), Subnet: netip.MustParsePrefix("198.18.2.0/24")},
@@ -121,7 +114,7 @@ func TestBraidConfigsParse(t *testing.T) {
 	// An MPTCP tunnel: both ends get the transport and the download's
 	// congestion control, the client the extra subflows.
 	srvF, cliF := BraidServerConfig("lab", ck, filepath.Join(dir, "s.sock")), BraidClientConfig(scenario.Transport{Name: "mptcp-tunnel"}, testPaths, web, sk, filepath.Join(dir, "c.sock"))
-	braidSetup{transport: "mptcp", subflows: 4}.apply(srvF, cliF, "cubic")
+	braidSetup{transport: "mptcp"}.apply(srvF, cliF, "cubic", 4)
 	if cc, err = config.Parse(filepath.Join(dir, "client.toml"), encode(t, cliF)); err != nil {
 		t.Fatal(err)
 	}
