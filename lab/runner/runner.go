@@ -212,8 +212,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var sess Session
 	if err == nil {
 		defer os.RemoveAll(dir)
-		start, _ := Lookup(p.Transport.Name)
-		if sess, err = start(ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
+		if sess, err = transports[p.Transport.Name](ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
 			err, rp.Goodput = fmt.Errorf("%s: %w", p.Transport.Label, err), stats.Summarize(nil)
 		}
 	}

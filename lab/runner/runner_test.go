@@ -22,12 +22,12 @@ var unimplemented sync.Once
 
 func TestRegistry(t *testing.T) {
 	for _, n := range []string{"direct", "mptcp-direct", "braid"} {
-		if _, ok := Lookup(n); !ok {
+		if _, ok := transports[n]; !ok {
 			t.Errorf("%s not registered", n)
 		}
 	}
 	for _, n := range scenario.TransportNames() {
-		if _, ok := Lookup(n); !ok && n != "test-unimplemented" {
+		if _, ok := transports[n]; !ok && n != "test-unimplemented" {
 			t.Errorf("scenario transport %s has no implementation", n)
 		}
 	}

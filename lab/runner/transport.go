@@ -194,12 +194,6 @@ func Register(name string, start StartFunc) {
 	transports[name] = start
 }
 
-// Lookup returns the StartFunc registered as name.
-func Lookup(name string) (StartFunc, bool) {
-	f, ok := transports[name]
-	return f, ok
-}
-
 // Names lists the registered transports, sorted.
 func Names() []string { return slices.Sorted(maps.Keys(transports)) }
 
