@@ -131,9 +131,6 @@ func SourceCommit() (commit, from string, dirty bool) {
 	return strings.TrimSpace(string(out)), "git", err == nil && len(strings.TrimSpace(string(st))) > 0
 }
 
-// LockName is the lock file's name; DefaultLockPath says where it goes.
-const LockName = "braid-lab.lock"
-
 // DefaultLockPath is the machine-wide lock of lab runs: in /run, or in the
 // temporary directory where /run is not writable.
 func DefaultLockPath() string {
@@ -141,7 +138,7 @@ func DefaultLockPath() string {
 	if unix.Access(dir, unix.W_OK) != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, LockName)
+	return filepath.Join(dir, "braid-lab.lock")
 }
 
 // Lock is a held run lock: the file holds the owner's PID, its start time

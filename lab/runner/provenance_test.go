@@ -161,7 +161,7 @@ func TestLoadavg(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), LockName)
+	path := filepath.Join(t.TempDir(), "braid-lab.lock")
 	l, err := AcquireLock(path, "braid-lab lab run a.toml")
 	if err != nil {
 		t.Fatal(err)
