@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,19 +56,6 @@ func (b BraidCommand) Command(args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// BraidWeights expands per-path weights to braid's per-subflow list
-// (path-major, one slot per server address): every subflow of a path
-// leaves through that path's interface, so it takes the path's weight.
-func BraidWeights(perPath []float64, servers int) []float64 {
-	out := make([]float64, 0, len(perPath)*servers)
-	for _, w := range perPath {
-		for range servers {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // BraidClientFile is the lab's braid client file: key file client.key next
 // to it, inner address BraidClientAddr, the server's public key, servers
 // and paths as given, every option braid's default.
@@ -95,8 +83,12 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	}
 	c := f.Client
 	c.Scheduler, c.Reorder, c.Congestion, c.Recovery = t.Scheduler, t.Reorder, t.Congestion, t.Recovery
-	if t.Scheduler == "weighted" && len(t.Weights) > 0 {
-		c.Weights = BraidWeights(t.Weights, len(servers))
+	if t.Scheduler == "weighted" { // every subflow of a path (one per server address) takes its weight
+		for _, w := range t.Weights {
+			for range servers {
+				c.Weights = append(c.Weights, w)
+			}
+		}
 	}
 	for _, p := range t.Priorities {
 		c.Priorities = append(c.Priorities, int64(p))
@@ -121,22 +113,21 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 
 // braidSetup is how a braid transport of the runs runs: on one path or
 // all, over transport ("" = udp; "mptcp": one engine path whose kernel
-// subflows spread over every path), with subflows per path.
+// subflows spread over every path).
 type braidSetup struct {
 	single    bool
 	transport string
-	subflows  int
 }
 
-// apply sets the transport and subflows of set in both ends' files; cc is
-// the congestion control of the tunnel's own TCP sockets, the download's.
-func (set braidSetup) apply(srv, cli *config.File, cc string) {
+// apply sets the transport, with cc (the download's) for the tunnel's own
+// TCP sockets, and subflows per path in both ends' files.
+func (set braidSetup) apply(srv, cli *config.File, cc string, subflows int) {
 	if set.transport != "" {
 		cli.Client.Transport, cli.Client.TCPCongestion = set.transport, cc
 		srv.Server.Transport, srv.Server.TCPCongestion = set.transport, cc
 	}
-	if set.subflows > 1 {
-		cli.Client.SubflowsPerPath = new(int64(set.subflows))
+	if set.transport == "mptcp" && subflows > 1 {
+		cli.Client.SubflowsPerPath = new(int64(subflows))
 	}
 }
 
@@ -152,23 +143,19 @@ func braidOn(set braidSetup) StartFunc {
 			}
 			paths = []testbed.Path{p}
 		}
-		set := set
-		if set.transport == "mptcp" {
-			set.subflows = env.Point.Transport.Subflows
-		}
 		spec := BraidSpec{
 			Command: env.Braid, Dir: env.Dir, Server: env.TB.Server(), Client: env.TB.Client(),
 			Configs: func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
 				srv := BraidServerConfig("lab", cliKey, srvSock)
 				cli := BraidClientConfig(env.Point.Transport, paths, env.TB.Plan.WebSubnet, srvKey, cliSock)
-				set.apply(srv, cli, env.CC)
+				set.apply(srv, cli, env.CC, env.Point.Transport.Subflows)
 				return srv, cli
 			},
 			Want: len(paths), Usable: func(st control.Status) int { return UsablePaths(st, paths) },
 			Target: webTarget(env, WebPort), CC: env.CC, Count: env.TB.Plan.Paths,
 		}
 		if set.transport == "mptcp" { // the link emulators count each path of the one MPTCP path
-			spec.Want, spec.Usable, spec.Count = 1, UsableAny, nil
+			spec.Want, spec.Usable, spec.Count = 1, func(st control.Status) int { return len(usable(st)) }, nil
 		}
 		return StartBraid(ctx, spec)
 	}
@@ -273,7 +260,7 @@ func braidDetail(st control.Status, paths []string, servers, mtu int) string {
 		}
 	}
 	s := fmt.Sprintf("braid scheduler %s, congestion %s, recovery %s, %d path(s) over veth %s to %d server address(es): %d of %d daemon paths usable",
-		sched, cc, rec, len(paths), strings.Join(paths, "+"), servers, UsableAny(st), len(paths)*servers)
+		sched, cc, rec, len(paths), strings.Join(paths, "+"), servers, len(usable(st)), len(paths)*servers)
 	if mtu > 0 {
 		s += fmt.Sprintf(", inner MTU %d", mtu)
 	}
@@ -319,37 +306,31 @@ func UsablePaths(st control.Status, paths []testbed.Path) int {
 	return UsableOn(st, len(paths), func(ps control.PathStatus, k int) bool { return onPath(ps, paths[k]) })
 }
 
-// UsableOn counts the network paths 0..n-1 on which an established peer of
-// st has an active or degraded daemon path; on tells which network path a
-// daemon path takes (each lab topology tells them apart its own way).
+// UsableOn counts the network paths 0..n-1 on which a usable daemon path
+// (usable) lies; on tells which network path a daemon path takes (each lab
+// topology tells them apart its own way).
 func UsableOn(st control.Status, n int, on func(ps control.PathStatus, k int) bool) int {
-	count := 0
+	count, ps := 0, usable(st)
 	for k := range n {
-		if countUsable(st, func(ps control.PathStatus) bool { return on(ps, k) }) > 0 {
+		if slices.ContainsFunc(ps, func(p control.PathStatus) bool { return on(p, k) }) {
 			count++
 		}
 	}
 	return count
 }
 
-// UsableAny counts the usable daemon paths of st's established peers,
-// wherever they leave from (an MPTCP tunnel's one path has no device).
-func UsableAny(st control.Status) int {
-	return countUsable(st, func(control.PathStatus) bool { return true })
-}
-
-// countUsable counts the daemon paths of st's established peers that carry
-// traffic (active or degraded) and for which which holds.
-func countUsable(st control.Status, which func(control.PathStatus) bool) int {
-	n := 0
+// usable lists the daemon paths of st's established peers that carry
+// traffic (active or degraded), wherever they leave from (an MPTCP
+// tunnel's one path has no device).
+func usable(st control.Status) (out []control.PathStatus) {
 	for _, peer := range st.Peers {
 		for _, ps := range peer.Paths {
-			if peer.Established && (ps.State == "active" || ps.State == "degraded") && which(ps) {
-				n++
+			if peer.Established && (ps.State == "active" || ps.State == "degraded") {
+				out = append(out, ps)
 			}
 		}
 	}
-	return n
+	return out
 }
 
 // onPath tells whether a braid daemon path takes testbed path p: by its

@@ -39,8 +39,12 @@ type eventRun struct {
 	errs       []error
 }
 
-// startEvents begins the timeline of events now (the download's start).
+// startEvents begins the timeline of events now (the download's start);
+// nil without events, whose finish and settle do nothing.
 func startEvents(tb *testbed.Testbed, events []scenario.Event) *eventRun {
+	if len(events) == 0 {
+		return nil
+	}
 	e := &eventRun{tb: tb, events: events, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, p := range tb.Plan.Paths {
 		e.paths = append(e.paths, p.Name)
@@ -96,9 +100,13 @@ func applyEvent(tb *testbed.Testbed, ev scenario.Event, undo bool) error {
 	return errors.New("runner: unknown event action " + ev.Action)
 }
 
-// finish stops the timeline at the download's end (d after its start),
-// undoes what the events that fired left changed and returns the outcomes.
-func (e *eventRun) finish(d time.Duration) ([]results.EventOutcome, []results.Phase, error) {
+// finish stops the timeline at the download's end, undoes what the events
+// that fired left changed and returns the outcomes.
+func (e *eventRun) finish() ([]results.EventOutcome, []results.Phase, error) {
+	if e == nil {
+		return nil, nil, nil
+	}
+	d := time.Since(e.start)
 	close(e.stop)
 	<-e.done
 	e.sample()
@@ -112,7 +120,7 @@ func (e *eventRun) finish(d time.Duration) ([]results.EventOutcome, []results.Ph
 
 // settle lets the transport have its paths back after finish undid a change.
 func (e *eventRun) settle() {
-	if e.changed {
+	if e != nil && e.changed {
 		time.Sleep(EventSettle)
 	}
 }
@@ -199,14 +207,10 @@ func SummarizeEvents(events []scenario.Event, samples []results.Sample) *results
 	if len(events) == 0 {
 		return nil
 	}
-	labels := []string{"before " + events[0].String()}
-	for _, ev := range events {
-		labels = append(labels, "after "+ev.String())
-	}
 	var stalls []float64
 	react := make([][]float64, len(events))
 	fired := make([]int, len(events))
-	kbps := make([]map[string][]float64, len(labels))
+	kbps := make([]map[string][]float64, len(events)+1) // phase i: after event i-1
 	for i := range kbps {
 		kbps[i] = map[string][]float64{}
 	}
@@ -230,8 +234,11 @@ func SummarizeEvents(events []scenario.Event, samples []results.Sample) *results
 	for i, ev := range events {
 		s.Events = append(s.Events, results.EventSummary{Event: ev.String(), Fired: fired[i], Reacted: len(react[i]), ReactMs: stats.Summarize(react[i])})
 	}
-	for i, l := range labels {
-		ph := results.PhaseSummary{Label: l, PathKBps: map[string]stats.Summary{}}
+	for i := range kbps {
+		ph := results.PhaseSummary{Label: "before " + events[0].String(), PathKBps: map[string]stats.Summary{}}
+		if i > 0 {
+			ph.Label = "after " + events[i-1].String()
+		}
 		for p, v := range kbps[i] {
 			ph.PathKBps[p] = stats.Summarize(v)
 		}

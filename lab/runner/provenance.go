@@ -28,19 +28,14 @@ const (
 // loadavgFile is where the load averages are read (tests point it elsewhere).
 var loadavgFile = "/proc/loadavg"
 
-// ReadLoad returns the 1-minute load average of the machine.
-func ReadLoad() (float64, error) {
+// readLoad returns the 1-minute load average of the machine: the first
+// field of /proc/loadavg ("0.52 0.58 0.59 1/389 12345").
+func readLoad() (float64, error) {
 	data, err := os.ReadFile(loadavgFile)
 	if err != nil {
 		return 0, err
 	}
-	return parseLoadavg(string(data))
-}
-
-// parseLoadavg reads the first field of /proc/loadavg ("0.52 0.58 0.59
-// 1/389 12345").
-func parseLoadavg(s string) (float64, error) {
-	first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
+	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
 	v, err := strconv.ParseFloat(first, 64)
 	if err != nil {
 		return 0, fmt.Errorf("loadavg: %w", err)
@@ -71,7 +66,7 @@ type loadMonitor struct {
 
 func startLoadMonitor(interval time.Duration) *loadMonitor {
 	m := &loadMonitor{stop: make(chan struct{})}
-	m.start, _ = ReadLoad()
+	m.start, _ = readLoad()
 	m.max = m.start
 	m.wg.Go(func() {
 		t := time.NewTicker(interval)
@@ -89,7 +84,7 @@ func startLoadMonitor(interval time.Duration) *loadMonitor {
 }
 
 func (m *loadMonitor) sample() {
-	if v, err := ReadLoad(); err == nil {
+	if v, err := readLoad(); err == nil {
 		m.mu.Lock()
 		m.max = max(m.max, v)
 		m.mu.Unlock()
@@ -136,9 +131,6 @@ func SourceCommit() (commit, from string, dirty bool) {
 	return strings.TrimSpace(string(out)), "git", err == nil && len(strings.TrimSpace(string(st))) > 0
 }
 
-// LockName is the lock file's name; DefaultLockPath says where it goes.
-const LockName = "braid-lab.lock"
-
 // DefaultLockPath is the machine-wide lock of lab runs: in /run, or in the
 // temporary directory where /run is not writable.
 func DefaultLockPath() string {
@@ -146,7 +138,7 @@ func DefaultLockPath() string {
 	if unix.Access(dir, unix.W_OK) != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, LockName)
+	return filepath.Join(dir, "braid-lab.lock")
 }
 
 // Lock is a held run lock: the file holds the owner's PID, its start time

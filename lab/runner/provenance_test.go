@@ -121,18 +121,23 @@ func TestNewSeed(t *testing.T) {
 }
 
 func TestLoadavg(t *testing.T) {
-	v, err := parseLoadavg("1.52 0.58 0.59 1/389 12345\n")
-	if err != nil || v != 1.52 {
-		t.Errorf("parseLoadavg = %v, %v", v, err)
-	}
-	for _, bad := range []string{"", "x 1 2"} {
-		if _, err := parseLoadavg(bad); err == nil {
-			t.Errorf("parseLoadavg(%q) accepted it", bad)
+	if _, err := os.Stat(loadavgFile); err == nil {
+		if _, err := readLoad(); err != nil {
+			t.Errorf("readLoad: %v", err)
 		}
 	}
-	if _, err := os.Stat(loadavgFile); err == nil {
-		if _, err := ReadLoad(); err != nil {
-			t.Errorf("ReadLoad: %v", err)
+	file := filepath.Join(t.TempDir(), "loadavg")
+	saved := loadavgFile
+	t.Cleanup(func() { loadavgFile = saved })
+	loadavgFile = file
+	os.WriteFile(file, []byte("1.52 0.58 0.59 1/389 12345\n"), 0o644)
+	if v, err := readLoad(); err != nil || v != 1.52 {
+		t.Errorf("readLoad = %v, %v", v, err)
+	}
+	for _, bad := range []string{"", "x 1 2"} {
+		os.WriteFile(file, []byte(bad), 0o644)
+		if _, err := readLoad(); err == nil {
+			t.Errorf("readLoad(%q) accepted it", bad)
 		}
 	}
 	if w := HighLoadWarning(0.9, 2); w != "" {
@@ -142,10 +147,6 @@ func TestLoadavg(t *testing.T) {
 		t.Errorf("load 1.1 on 2 CPUs: %q", w)
 	}
 	// The monitor keeps the highest sample.
-	file := filepath.Join(t.TempDir(), "loadavg")
-	saved := loadavgFile
-	t.Cleanup(func() { loadavgFile = saved })
-	loadavgFile = file
 	os.WriteFile(file, []byte("0.25 0 0 1/1 1\n"), 0o644)
 	m := startLoadMonitor(1 << 62) // no tick: only the final sample
 	os.WriteFile(file, []byte("3.5 0 0 1/1 1\n"), 0o644)
@@ -160,7 +161,7 @@ func TestLoadavg(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
-	path := filepath.Join(t.TempDir(), LockName)
+	path := filepath.Join(t.TempDir(), "braid-lab.lock")
 	l, err := AcquireLock(path, "braid-lab lab run a.toml")
 	if err != nil {
 		t.Fatal(err)

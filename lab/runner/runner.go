@@ -212,8 +212,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var sess Session
 	if err == nil {
 		defer os.RemoveAll(dir)
-		start, _ := Lookup(p.Transport.Name)
-		if sess, err = start(ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
+		if sess, err = transports[p.Transport.Name](ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
 			err, rp.Goodput = fmt.Errorf("%s: %w", p.Transport.Label, err), stats.Summarize(nil)
 		}
 	}
@@ -354,29 +353,22 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		return results.Sample{}, err
 	}
 	var comp *competition
-	var compBefore int64
 	if r.exp.Competing > 0 {
 		if comp, err = r.startCompeting(ctx); err != nil {
 			return results.Sample{}, err
 		}
 		defer comp.stop()
-		compBefore = comp.n.Load()
 	}
 	if probes != nil {
 		loadStart = probes.count()
 	}
 	smp := results.Sample{Rep: rep}
-	var events *eventRun
-	if len(r.exp.Events) > 0 {
-		events = startEvents(r.tb, r.exp.Events)
-		defer events.settle()
-	}
+	events := startEvents(r.tb, r.exp.Events)
+	defer events.settle()
 	res, local, err := Fetch(ctx, sess, r.exp.Size, r.exp.Timeout)
-	if events != nil {
-		var evErr error
-		if smp.Events, smp.Phases, evErr = events.finish(time.Since(events.start)); err == nil && evErr != nil {
-			err = fmt.Errorf("path events: %w", evErr)
-		}
+	var evErr error
+	if smp.Events, smp.Phases, evErr = events.finish(); err == nil && evErr != nil {
+		err = fmt.Errorf("path events: %w", evErr)
 	}
 	if err != nil {
 		return results.Sample{}, err
@@ -388,7 +380,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		return results.Sample{}, err
 	}
 	if comp != nil {
-		compMbps := float64(comp.n.Load()-compBefore) * 8 / res.Duration.Seconds() / 1e6
+		compMbps := float64(comp.n.Load()) * 8 / res.Duration.Seconds() / 1e6
 		smp.CompetingMbps = &compMbps
 	}
 	if probes != nil {
@@ -414,7 +406,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 // competition is ordinary TCP downloads over one path alongside a
 // measured download.
 type competition struct {
-	n    atomic.Int64 // bytes received by all flows
+	n    atomic.Int64 // bytes received by all flows since startCompeting returned
 	stop func()
 }
 
@@ -449,7 +441,7 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 	for len(errs) > 0 {
 		err = errors.Join(err, <-errs)
 	}
-	if err == nil && c.n.Load() == 0 {
+	if err == nil && c.n.Swap(0) == 0 {
 		err = errors.New("no byte arrived")
 	}
 	if err != nil {

@@ -22,12 +22,12 @@ var unimplemented sync.Once
 
 func TestRegistry(t *testing.T) {
 	for _, n := range []string{"direct", "mptcp-direct", "braid"} {
-		if _, ok := Lookup(n); !ok {
+		if _, ok := transports[n]; !ok {
 			t.Errorf("%s not registered", n)
 		}
 	}
 	for _, n := range scenario.TransportNames() {
-		if _, ok := Lookup(n); !ok && n != "test-unimplemented" {
+		if _, ok := transports[n]; !ok && n != "test-unimplemented" {
 			t.Errorf("scenario transport %s has no implementation", n)
 		}
 	}
@@ -54,13 +54,6 @@ func TestRegistry(t *testing.T) {
 	}
 	if err := checkRunnable(scenario.Default().Points()); err != nil {
 		t.Errorf("the default scenario is not runnable: %v", err)
-	}
-}
-
-func TestBraidWeights(t *testing.T) {
-	got := BraidWeights([]float64{75, 25}, 2)
-	if want := []float64{75, 75, 25, 25}; !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 
@@ -121,7 +114,7 @@ func TestBraidConfigsParse(t *testing.T) {
 	// An MPTCP tunnel: both ends get the transport and the download's
 	// congestion control, the client the extra subflows.
 	srvF, cliF := BraidServerConfig("lab", ck, filepath.Join(dir, "s.sock")), BraidClientConfig(scenario.Transport{Name: "mptcp-tunnel"}, testPaths, web, sk, filepath.Join(dir, "c.sock"))
-	braidSetup{transport: "mptcp", subflows: 4}.apply(srvF, cliF, "cubic")
+	braidSetup{transport: "mptcp"}.apply(srvF, cliF, "cubic", 4)
 	if cc, err = config.Parse(filepath.Join(dir, "client.toml"), encode(t, cliF)); err != nil {
 		t.Fatal(err)
 	}

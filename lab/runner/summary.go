@@ -37,27 +37,19 @@ func AddedDelay(idle, load []time.Duration) (results.Latency, error) {
 	return l, nil
 }
 
-// Arrival is one real-time packet as the client received it: its sequence
-// number and one-way delay (arrival time minus the send time in the packet).
-type Arrival struct {
-	Seq int
-	OWD time.Duration
-}
-
-// RealtimeStats is one real-time flow's figures (docs/lab.md): sent packets
-// of size bytes, late when their one-way delay exceeds deadline.
-func RealtimeStats(sent, size int, deadline time.Duration, arrivals []Arrival) (results.Realtime, error) {
-	seen := make([]bool, sent)
+// RealtimeStats is one real-time flow's figures (docs/lab.md) from the
+// one-way delay of each packet sent (-1: lost) of size bytes, late when
+// above deadline.
+func RealtimeStats(size int, deadline time.Duration, delays []time.Duration) (results.Realtime, error) {
+	sent := len(delays)
 	var owd []float64
 	r := results.Realtime{Sent: sent}
-	for _, a := range arrivals {
-		if a.Seq < 0 || a.Seq >= sent || seen[a.Seq] {
-			continue
-		}
-		seen[a.Seq] = true
-		owd = append(owd, stats.Ms(a.OWD))
-		if a.OWD > deadline {
-			r.Late++
+	for _, d := range delays {
+		if d >= 0 {
+			owd = append(owd, stats.Ms(d))
+			if d > deadline {
+				r.Late++
+			}
 		}
 	}
 	if r.Delivered = len(owd); r.Delivered == 0 {

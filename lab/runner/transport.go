@@ -194,12 +194,6 @@ func Register(name string, start StartFunc) {
 	transports[name] = start
 }
 
-// Lookup returns the StartFunc registered as name.
-func Lookup(name string) (StartFunc, bool) {
-	f, ok := transports[name]
-	return f, ok
-}
-
 // Names lists the registered transports, sorted.
 func Names() []string { return slices.Sorted(maps.Keys(transports)) }
 
@@ -266,25 +260,25 @@ func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows i
 	if _, err := peer.Exec(ctx, "ip", mptcpLimits...); err != nil {
 		return nil, fmt.Errorf("MPTCP limits in %s: %w", peer, err)
 	}
-	do, undo := MPTCPSubflowCommands(env.TB.Plan.Paths, subflows)
-	runAll := func(cmds [][]string) {
-		for _, args := range cmds {
+	do, undoCmds := MPTCPSubflowCommands(env.TB.Plan.Paths, subflows)
+	undo := func() { // what was not done fails harmlessly
+		for _, args := range undoCmds {
 			cli.Exec(context.Background(), "ip", args...)
 		}
 	}
-	for i, args := range do {
+	for _, args := range do {
 		if _, err := cli.Exec(ctx, "ip", args...); err != nil {
-			runAll(undo[len(undo)-i:])
+			undo()
 			return nil, fmt.Errorf("MPTCP path manager: %w", err)
 		}
 	}
-	return func() { runAll(undo) }, nil
+	return undo, nil
 }
 
 // MPTCPSubflowCommands is the client's path manager set-up for MPTCP and
-// its undo, in reverse order: the limits and a subflow endpoint on every
-// path after the first (which carries the initial subflow); subflows = n
-// adds n-1 endpoints per path (docs/lab.md) at its address + 16·k.
+// its undo: the limits and a subflow endpoint on every path after the
+// first (which carries the initial subflow); subflows = n adds n-1
+// endpoints per path (docs/lab.md) at its address + 16·k.
 func MPTCPSubflowCommands(paths []testbed.Path, subflows int) (do, undo [][]string) {
 	do, undo = [][]string{mptcpLimits}, [][]string{{"mptcp", "endpoint", "flush"}}
 	for _, p := range paths[min(1, len(paths)):] {

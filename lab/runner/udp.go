@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -251,13 +252,12 @@ func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results
 
 	count, flow := rt.Packets(), rand.Uint64()
 	req, _ := binary.Append(nil, be, startMsg{udpStart, flow, int64(rt.Interval()), uint32(count), uint32(rt.Size)})
-	arrivals := make([]Arrival, 0, count)
+	owd, got := slices.Repeat([]time.Duration{-1}, count), 0 // by sequence number; -1: not arrived
 	buf := make([]byte, udpServiceBuffer)
 	end, asked := time.Now().Add(realtimeStartTimeout), time.Time{}
-	distinct, seen := 0, make([]bool, count)
-	for distinct < count && ctx.Err() == nil {
+	for got < count && ctx.Err() == nil {
 		deadline := end
-		if len(arrivals) == 0 { // not started: ask every realtimeRetry
+		if got == 0 { // not started: ask every realtimeRetry
 			if time.Since(asked) >= realtimeRetry {
 				conn.Write(req)
 				asked = time.Now()
@@ -280,20 +280,18 @@ func (r *runState) realtime(ctx context.Context, sess Session, rep int) (results
 		if binary.Decode(buf, be, &m); m.Flow != flow {
 			continue
 		}
-		if len(arrivals) == 0 {
+		if got == 0 {
 			end = time.Now().Add(rt.Duration + max(RealtimeDrain, 2*rt.Deadline))
 		}
-		seq := int(m.Seq)
-		arrivals = append(arrivals, Arrival{Seq: seq, OWD: now - time.Duration(m.Sent)})
-		if seq < count && !seen[seq] {
-			seen[seq] = true
-			distinct++
+		if seq := int(m.Seq); seq < count && owd[seq] < 0 { // a duplicate keeps the first one's delay
+			owd[seq] = now - time.Duration(m.Sent)
+			got++
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return results.Sample{}, err
 	}
-	res, err := RealtimeStats(count, rt.Size, rt.Deadline, arrivals)
+	res, err := RealtimeStats(rt.Size, rt.Deadline, owd)
 	if err != nil {
 		return results.Sample{}, err
 	}
