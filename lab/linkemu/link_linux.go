@@ -227,14 +227,13 @@ func openPacketSock(name string) (_ *packetSock, err error) {
 	return &packetSock{mtu: ifi.MTU, file: f, rc: rc}, nil
 }
 
-func (l *Link) closeSocks() error {
-	var errs []error
+func (l *Link) closeSocks() (err error) {
 	for _, s := range l.socks {
 		if s != nil {
-			errs = append(errs, s.file.Close())
+			err = errors.Join(err, s.file.Close())
 		}
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // Close stops forwarding, waits for the goroutines and closes the sockets.
