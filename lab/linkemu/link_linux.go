@@ -121,19 +121,16 @@ func Start(cfg Config) (*Link, error) {
 
 	bufSize := frameBufSize(max(l.socks[0].mtu, l.socks[1].mtu))
 	for i, sh := range shapes {
-		d := newDir(Direction(i), sh, bufSize)
-		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
-		if err != nil {
-			l.closeSocks()
-			for _, d := range l.dirs[:i] {
-				d.timer.Close()
-			}
+		l.dirs[i] = newDir(Direction(i), sh, bufSize)
+		l.dirs[i].in, l.dirs[i].out = l.socks[i], l.socks[1-i]
+	}
+	for _, d := range l.dirs {
+		if d.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK); err != nil {
+			d.tfd = -1
+			l.Close() // no goroutines yet; a nil timer's Close is a no-op error
 			return nil, fmt.Errorf("linkemu: timerfd: %w", err)
 		}
-		d.tfd = fd
-		d.timer, d.timerRC = pollable(fd, "timerfd")
-		d.in, d.out = l.socks[i], l.socks[1-i]
-		l.dirs[i] = d
+		d.timer, d.timerRC = pollable(d.tfd, "timerfd")
 	}
 	for _, d := range l.dirs {
 		l.wg.Add(2)

@@ -31,7 +31,6 @@ type Testbed struct {
 
 	ns    map[string]*netns.Namespace
 	links map[string]*linkemu.Link
-	media map[string]*linkemu.Medium
 
 	mu   sync.Mutex
 	undo []func() error
@@ -60,7 +59,7 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	if emu == EmulatorNetem && len(plan.Media) > 0 {
 		return nil, fmt.Errorf("testbed: netem cannot make links share a medium (%s); use --emulator userspace", plan.Media[0].Name)
 	}
-	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}, media: map[string]*linkemu.Medium{}}
+	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
 	defer func() {
 		if err != nil {
 			tb.Close()
@@ -116,12 +115,13 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 			}
 		}
 	}
+	media := map[string]*linkemu.Medium{}
 	for _, m := range plan.Media {
-		tb.media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
+		media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
 	}
 	for i := range plan.Emulated {
 		e := &plan.Emulated[i] // in place: Restore gives the link these shapes again
-		if m := tb.media[e.Medium]; m != nil {
+		if m := media[e.Medium]; m != nil {
 			e.AtoB.Medium, e.BtoA.Medium = m, m
 			e.AtoB.QueuePackets, e.BtoA.QueuePackets = 0, 0
 		}
@@ -227,9 +227,6 @@ func (tb *Testbed) FirstLosses() map[string][]uint64 {
 // LinkEmulator returns the userspace emulator of link name (nil for a plain
 // link or with netem).
 func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
-
-// Medium returns the shared medium name (nil if none).
-func (tb *Testbed) Medium(name string) *linkemu.Medium { return tb.media[name] }
 
 // Delivered returns the bytes an emulated link has delivered towards its A
 // end (the client's side of a path) since it started; 0 for a plain link.
