@@ -1,6 +1,6 @@
 // Package linkemu is braid's userspace link emulator (docs/lab.md, "Link
 // emulator"). Per direction a frame is judged by the loss model (uniform or
-// GilbertElliott) before it takes queue space or line time, as in netem;
+// Gilbert-Elliott) before it takes queue space or line time, as in netem;
 // then queued drop-tail and serialized at the rate (Serializer, or a shared
 // Medium); then sent after the delay plus jitter, in order of send time, so
 // jitter can reorder. Loss and jitter draw from separate PCG streams per
