@@ -7,11 +7,11 @@ import (
 )
 
 func BenchmarkGilbertElliott(b *testing.B) {
-	g := GELoss(0.01, 0.3, 0.5, 0.01).NewModel()
+	g := lossChain{Loss: GELoss(0.01, 0.3, 0.5, 0.01)}
 	rng := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
 	for b.Loop() {
-		g.Drop(rng)
+		g.drop(rng)
 	}
 }
 

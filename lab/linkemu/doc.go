@@ -1,12 +1,10 @@
 // Package linkemu is braid's userspace link emulator (docs/lab.md, "Link
-// emulator"): it forwards Ethernet frames between interfaces A and B of a
-// link node namespace and applies, per direction, what netem would. A frame
-// is judged by the loss model (uniform or GilbertElliott) before it takes
-// queue space or line time, as in netem; then queued drop-tail and
-// serialized at the rate (Serializer, or a shared Medium); then sent after
-// the delay plus jitter, in order of send time, so jitter can reorder.
-// Loss and jitter draw from separate PCG streams per direction (Shape.Seed,
-// Link.Reseed), so the loss decisions do not depend on whether jitter is on.
+// emulator"). Per direction a frame is judged by the loss model (uniform or
+// Gilbert-Elliott) before it takes queue space or line time, as in netem;
+// then queued drop-tail and serialized at the rate (Serializer, or a shared
+// Medium); then sent after the delay plus jitter, in order of send time, so
+// jitter can reorder. Loss and jitter draw from separate PCG streams per
+// direction, so the loss decisions do not depend on whether jitter is on.
 //
 // Differences from netem: netem's `limit` also counts the delay line (a
 // limit L at rate R and delay D is about L - R·D/size here); netem with a

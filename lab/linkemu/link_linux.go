@@ -34,8 +34,10 @@ type Link struct {
 	close func() error // shutdown, once
 }
 
-// packetSock is one AF_PACKET socket bound to one interface. All I/O goes
-// through rc, so Close cannot pull the descriptor from under a read or write.
+// packetSock is one AF_PACKET socket bound to one interface. Its file and
+// the timerfd are non-blocking and so in Go's netpoller: a goroutine waiting
+// on them holds no OS thread and no P. All I/O goes through the file (rc:
+// recvfrom), so Close cannot pull the descriptor from under a read or write.
 type packetSock struct {
 	mtu  int
 	file *os.File
@@ -59,9 +61,8 @@ type dir struct {
 	d       Direction
 	in, out *packetSock
 	bufSize int
-	tfd     int             // timerfd (CLOCK_MONOTONIC) the sender sleeps on; -1 in unit tests
-	timer   *os.File        // tfd, registered with Go's netpoller
-	timerRC syscall.RawConn // reads of tfd
+	tfd     int      // timerfd (CLOCK_MONOTONIC) the sender sleeps on; -1 in unit tests
+	timer   *os.File // tfd, registered with Go's netpoller
 
 	mu              sync.Mutex
 	pipe            *pipe
@@ -73,16 +74,16 @@ type dir struct {
 	st              Stats
 	hist, late      histogram // added delay (sent - rx); lateness (sent - at)
 
-	// RawConn callbacks, bound once, and their buffers and results: r… are
-	// the reader's; w…, tick and the batch the sender's.
-	readFn, writeFn, tickFn func(fd uintptr) bool
-	spare, rbuf             []byte
-	rn, wn                  int
-	rerr, werr              unix.Errno
-	batch                   [sendBatch]*slot
-	sentAt                  [sendBatch]time.Duration
-	sentErr                 [sendBatch]bool
-	wbuf, tick              []byte
+	// The reader's RawConn callback, bound once, its buffer and results;
+	// the sender's batch and timer buffer.
+	readFn      func(fd uintptr) bool
+	spare, rbuf []byte
+	rn          int
+	rerr        unix.Errno
+	batch       [sendBatch]*slot
+	sentAt      [sendBatch]time.Duration
+	sentErr     [sendBatch]bool
+	tick        []byte
 }
 
 // Start opens the link node's interfaces, turns off their offloads (do the
@@ -121,19 +122,16 @@ func Start(cfg Config) (*Link, error) {
 
 	bufSize := frameBufSize(max(l.socks[0].mtu, l.socks[1].mtu))
 	for i, sh := range shapes {
-		d := newDir(Direction(i), sh, bufSize)
-		fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
-		if err != nil {
-			l.closeSocks()
-			for _, d := range l.dirs[:i] {
-				d.timer.Close()
-			}
+		l.dirs[i] = newDir(Direction(i), sh, bufSize)
+		l.dirs[i].in, l.dirs[i].out = l.socks[i], l.socks[1-i]
+	}
+	for _, d := range l.dirs {
+		if d.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK); err != nil {
+			d.tfd = -1
+			l.Close() // no goroutines yet; a nil timer's Close is a no-op error
 			return nil, fmt.Errorf("linkemu: timerfd: %w", err)
 		}
-		d.tfd = fd
-		d.timer, d.timerRC = pollable(fd, "timerfd")
-		d.in, d.out = l.socks[i], l.socks[1-i]
-		l.dirs[i] = d
+		d.timer = os.NewFile(uintptr(d.tfd), "timerfd")
 	}
 	for _, d := range l.dirs {
 		l.wg.Add(2)
@@ -151,36 +149,23 @@ func frameBufSize(mtu int) int { return (mtu + 14 + 4 + 63) &^ 63 }
 func newDir(d Direction, sh Shape, bufSize int) *dir {
 	x := &dir{d: d, bufSize: bufSize, tfd: -1, pipe: newPipe(sh, d), spare: make([]byte, bufSize), tick: make([]byte, 8),
 		free: make([]int32, 0, 256), line: delayLine{h: make([]lineEntry, 0, 256)}}
-	// MSG_TRUNC: an oversized frame reports its real length, not truncated.
-	x.readFn = rawIO(unix.SYS_RECVFROM, &x.rbuf, unix.MSG_TRUNC, &x.rn, &x.rerr)
-	x.writeFn = rawIO(unix.SYS_WRITE, &x.wbuf, 0, &x.wn, &x.werr)
-	x.tickFn = rawIO(unix.SYS_READ, &x.tick, 0, &x.wn, &x.werr) // consumes a timer expiry
+	x.readFn = x.recv
 	return x
 }
 
-// rawIO returns a RawConn callback: system call trap (read, write or
-// recvfrom, which takes flags) with *b, results in *n and *e, retried when
-// interrupted; EAGAIN parks the goroutine in the netpoller.
-func rawIO(trap uintptr, b *[]byte, flags uintptr, n *int, e *unix.Errno) func(fd uintptr) bool {
-	return func(fd uintptr) bool {
-		for {
-			r, _, errno := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&(*b)[0])), uintptr(len(*b)), flags, 0, 0)
-			if errno == unix.EAGAIN {
-				return false
-			} else if errno != unix.EINTR {
-				*n, *e = int(r), errno
-				return true
-			}
+// recv is the reader's RawConn callback: recvfrom into d.rbuf, retried when
+// interrupted; EAGAIN parks the goroutine in the netpoller. It is not
+// os.File.Read for MSG_TRUNC: an oversized frame reports its real length.
+func (d *dir) recv(fd uintptr) bool {
+	for {
+		r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&d.rbuf[0])), uintptr(len(d.rbuf)), unix.MSG_TRUNC, 0, 0)
+		if errno == unix.EAGAIN {
+			return false
+		} else if errno != unix.EINTR {
+			d.rn, d.rerr = int(r), errno
+			return true
 		}
 	}
-}
-
-// pollable wraps non-blocking fd for Go's netpoller, so a goroutine waiting
-// on it holds no OS thread and no P. (SyscallConn fails only on a nil file.)
-func pollable(fd int, name string) (f *os.File, rc syscall.RawConn) {
-	f = os.NewFile(uintptr(fd), name)
-	rc, _ = f.SyscallConn()
-	return f, rc
 }
 
 // openPacketSock must run inside the link node's namespace.
@@ -223,18 +208,18 @@ func openPacketSock(name string) (_ *packetSock, err error) {
 	if err := disableOffloads(fd, name); err != nil {
 		return nil, fmt.Errorf("disabling offloads on %s: %w", name, err)
 	}
-	f, rc := pollable(fd, "packet:"+name)
+	f := os.NewFile(uintptr(fd), "packet:"+name)
+	rc, _ := f.SyscallConn() // fails only on a nil file
 	return &packetSock{mtu: ifi.MTU, file: f, rc: rc}, nil
 }
 
-func (l *Link) closeSocks() error {
-	var errs []error
+func (l *Link) closeSocks() (err error) {
 	for _, s := range l.socks {
 		if s != nil {
-			errs = append(errs, s.file.Close())
+			err = errors.Join(err, s.file.Close())
 		}
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // Close stops forwarding, waits for the goroutines and closes the sockets.
@@ -398,8 +383,9 @@ func (d *dir) sendLoop() {
 		k := d.dueLocked(monoNow())
 		d.mu.Unlock()
 		if k == 0 {
-			if d.timerRC.Read(d.tickFn) != nil {
-				return // timer closed (only after Close stopped us)
+			// Consumes a timer expiry, or parks until there is one.
+			if _, err := d.timer.Read(d.tick); errors.Is(err, os.ErrClosed) {
+				return // only after Close stopped us
 			}
 			continue
 		}
@@ -408,8 +394,8 @@ func (d *dir) sendLoop() {
 			// also runs the receiving host's input path (veth delivers
 			// inside the sender's syscall), which is not link delay.
 			d.sentAt[i] = monoNow()
-			d.wbuf, d.werr = s.buf[:s.n], 0
-			d.sentErr[i] = d.out.rc.Write(d.writeFn) != nil || d.werr != 0
+			_, err := d.out.file.Write(s.buf[:s.n])
+			d.sentErr[i] = err != nil
 		}
 		d.mu.Lock()
 		d.sentLocked(k)

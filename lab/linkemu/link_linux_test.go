@@ -417,12 +417,12 @@ func TestGELoss(t *testing.T) {
 	if st.FramesIn != n {
 		t.Fatalf("emulator saw %d frames, sent %d", st.FramesIn, n)
 	}
-	ref := loss.NewModel()
+	ref := lossChain{Loss: loss}
 	rng := newRNG(seed, streamLoss, AtoB)
 	wantKept := make([]bool, n)
 	drops := 0
 	for i := range wantKept {
-		wantKept[i] = !ref.Drop(rng)
+		wantKept[i] = !ref.drop(rng)
 		if !wantKept[i] {
 			drops++
 		}

@@ -15,8 +15,8 @@ const (
 	LossGE                      // the Gilbert-Elliott chain of netem's `loss gemodel p r 1-h 1-k`
 )
 
-// Loss describes a loss model as plain comparable numbers; NewModel makes
-// the stateful model one direction runs. The GE fields are netem's arguments
+// Loss describes a loss model as plain comparable numbers (lossChain runs
+// it). The GE fields are netem's arguments
 // as probabilities in [0,1]: P = p, good to bad after a packet; R = r, bad to
 // good; OneMinusH and OneMinusK, the chances a packet is lost in the bad and
 // in the good state. LossUniform uses only P.
@@ -70,58 +70,42 @@ func (l Loss) MeanLoss() float64 {
 	return bad*l.OneMinusH + (1-bad)*l.OneMinusK
 }
 
-// NewModel returns a fresh model in its initial state (GE: good).
-func (l Loss) NewModel() LossModel {
-	switch l.Kind {
+// lossChain is the state a direction runs a Loss with, drawing only from
+// the rng it is given: a fixed seed gives the same decisions for the same
+// frames. Uniform loss takes one draw per frame, none takes none.
+//
+// Gilbert-Elliott runs as Linux 6.18's netem does (sch_netem.c,
+// loss_gilb_ell): the chain starts good; per packet a first draw may flip
+// the state (p when good, r when bad), and a second decides the loss in the
+// state the packet arrived in (1-k when good, 1-h when bad), so the first
+// packet is always judged good. (Old kernels fell through from the good
+// branch and compared the other way.)
+type lossChain struct {
+	Loss
+	bad bool // the next frame is judged in the bad state
+}
+
+func (c *lossChain) drop(rng *rand.Rand) bool {
+	switch c.Kind {
 	case LossUniform:
-		return &Uniform{P: l.P}
+		return rng.Float64() < c.P
 	case LossGE:
-		return &GilbertElliott{P: l.P, R: l.R, OneMinusH: l.OneMinusH, OneMinusK: l.OneMinusK}
+		uTrans := rng.Float64()
+		return c.step(uTrans, rng.Float64())
 	}
-	return noLoss{}
+	return false
 }
 
-// LossModel decides, frame by frame, whether a frame is lost, drawing only
-// from rng: a fixed seed gives the same decisions for the same frames.
-type LossModel interface {
-	Drop(rng *rand.Rand) bool
-}
-
-type noLoss struct{}
-
-func (noLoss) Drop(*rand.Rand) bool { return false }
-
-// Uniform drops each frame independently with probability P (one draw).
-type Uniform struct{ P float64 }
-
-func (u *Uniform) Drop(rng *rand.Rand) bool { return rng.Float64() < u.P }
-
-// GilbertElliott is the two-state loss chain of netem's `loss gemodel` as
-// Linux 6.18 runs it (sch_netem.c, loss_gilb_ell): the chain starts good;
-// per packet a first draw may flip the state (p when good, r when bad), and
-// a second decides the loss in the state the packet arrived in (1-k when
-// good, 1-h when bad), so the first packet is always judged good. (Old
-// kernels fell through from the good branch and compared the other way.)
-type GilbertElliott struct {
-	P, R, OneMinusH, OneMinusK float64
-	bad                        bool // the next frame is judged in the bad state
-}
-
-// Drop draws the transition number, then the loss number, as netem does.
-func (g *GilbertElliott) Drop(rng *rand.Rand) bool {
-	uTrans := rng.Float64()
-	return g.Step(uTrans, rng.Float64())
-}
-
-// Step advances the chain by one frame given its two draws in [0,1): uTrans
-// decides the transition, uLoss the verdict in the state the frame arrived in.
-func (g *GilbertElliott) Step(uTrans, uLoss float64) (drop bool) {
-	if g.bad {
-		drop = uLoss < g.OneMinusH
-		g.bad = !(uTrans < g.R)
+// step advances the GE chain by one frame given its two draws in [0,1):
+// uTrans decides the transition, uLoss the verdict in the state the frame
+// arrived in.
+func (c *lossChain) step(uTrans, uLoss float64) (drop bool) {
+	if c.bad {
+		drop = uLoss < c.OneMinusH
+		c.bad = !(uTrans < c.R)
 	} else {
-		drop = uLoss < g.OneMinusK
-		g.bad = uTrans < g.P
+		drop = uLoss < c.OneMinusK
+		c.bad = uTrans < c.P
 	}
 	return drop
 }

@@ -22,8 +22,8 @@ func geVariance(l Loss) float64 {
 }
 
 // newGE returns a chain in the good state.
-func newGE(p, r, oneMinusH, oneMinusK float64) *GilbertElliott {
-	return &GilbertElliott{P: p, R: r, OneMinusH: oneMinusH, OneMinusK: oneMinusK}
+func newGE(p, r, oneMinusH, oneMinusK float64) *lossChain {
+	return &lossChain{Loss: GELoss(p, r, oneMinusH, oneMinusK)}
 }
 
 func TestGEMeanLossHandComputed(t *testing.T) {
@@ -47,7 +47,7 @@ func TestGEMeanLossHandComputed(t *testing.T) {
 	}
 }
 
-// TestGEHandWorkedSequence feeds chosen uniforms to Step and checks every
+// TestGEHandWorkedSequence feeds chosen uniforms to step and checks every
 // verdict and state against a sequence worked out by hand with
 // p=0.5 r=0.5 1-h=0.8 1-k=0.1. Frames 5 and 6 tell the two possible
 // orders apart: judged after the transition they would come out the other
@@ -71,7 +71,7 @@ func TestGEHandWorkedSequence(t *testing.T) {
 		t.Fatal("chain must start in the good state")
 	}
 	for i, s := range steps {
-		if got := g.Step(s.uT, s.uL); got != s.drop {
+		if got := g.step(s.uT, s.uL); got != s.drop {
 			t.Errorf("frame %d: drop = %v, want %v", i+1, got, s.drop)
 		}
 		if g.bad != s.badNext {
@@ -87,17 +87,17 @@ func TestGEFirstFrameJudgedGood(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		g := newGE(1, 0, 1, 0) // good never loses, bad always does
-		if g.Drop(rng) {
+		if g.drop(rng) {
 			t.Fatalf("seed %d: first frame lost: judged in the bad state", seed)
 		}
-		if !g.Drop(rng) {
+		if !g.drop(rng) {
 			t.Fatalf("seed %d: second frame kept: chain did not move to bad", seed)
 		}
 		g = newGE(1, 0, 0, 1) // good always loses, bad never does
-		if !g.Drop(rng) {
+		if !g.drop(rng) {
 			t.Fatalf("seed %d: first frame kept: judged in the bad state", seed)
 		}
-		if g.Drop(rng) {
+		if g.drop(rng) {
 			t.Fatalf("seed %d: second frame lost", seed)
 		}
 	}
@@ -112,7 +112,7 @@ func TestGEDrawOrder(t *testing.T) {
 	h := newGE(0.3, 0.4, 0.7, 0.2)
 	for i := 0; i < 1000; i++ {
 		uT, uL := ref.Float64(), ref.Float64()
-		if g.Drop(rng) != h.Step(uT, uL) {
+		if g.drop(rng) != h.step(uT, uL) {
 			t.Fatalf("frame %d: Drop disagrees with Step(transition, loss)", i)
 		}
 	}
@@ -131,10 +131,10 @@ func TestGEStationary(t *testing.T) {
 	}
 	for i, l := range sets {
 		rng := rand.New(rand.NewPCG(uint64(42+i), 7))
-		g := l.NewModel()
+		g := &lossChain{Loss: l}
 		lost := 0
 		for j := 0; j < n; j++ {
-			if g.Drop(rng) {
+			if g.drop(rng) {
 				lost++
 			}
 		}
@@ -153,11 +153,11 @@ func TestGEStationary(t *testing.T) {
 func TestGEBurstLength(t *testing.T) {
 	const n = 1_000_000
 	l := GELoss(0.01, 0.3, 1, 0)
-	g := l.NewModel()
+	g := &lossChain{Loss: l}
 	rng := rand.New(rand.NewPCG(9, 9))
 	bursts, lost, run := 0, 0, 0
 	for i := 0; i < n; i++ {
-		if g.Drop(rng) {
+		if g.drop(rng) {
 			lost++
 			run++
 			continue
@@ -196,11 +196,11 @@ func TestPaperTable1(t *testing.T) {
 func TestUniformLossRate(t *testing.T) {
 	const n = 1_000_000
 	l := UniformLoss(0.05)
-	g := l.NewModel()
+	g := &lossChain{Loss: l}
 	rng := rand.New(rand.NewPCG(3, 4))
 	lost := 0
 	for i := 0; i < n; i++ {
-		if g.Drop(rng) {
+		if g.drop(rng) {
 			lost++
 		}
 	}
@@ -208,7 +208,7 @@ func TestUniformLossRate(t *testing.T) {
 	if math.Abs(got-0.05) > 4*sd {
 		t.Errorf("uniform loss %.5f, want 0.05 ± %.5f", got, 4*sd)
 	}
-	if (Loss{}).NewModel().Drop(rng) {
+	if (&lossChain{}).drop(rng) {
 		t.Error("LossNone dropped a frame")
 	}
 }

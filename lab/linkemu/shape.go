@@ -75,7 +75,7 @@ func newRNG(seed uint64, stream uint64, dir Direction) *rand.Rand {
 // pipe is the pure per-direction model: loss, serialization, delay, jitter.
 type pipe struct {
 	shape       Shape
-	loss        LossModel
+	loss        lossChain
 	ser         *Serializer
 	lossR, jitR *rand.Rand
 	marks       lossMarks
@@ -108,7 +108,7 @@ func newPipe(s Shape, dir Direction) *pipe {
 // in its initial state; the serializer and the frames in flight are kept.
 func (p *pipe) reseed(seed uint64, dir Direction) {
 	p.shape.Seed = seed
-	p.loss = p.shape.Loss.NewModel()
+	p.loss = lossChain{Loss: p.shape.Loss}
 	p.lossR = newRNG(seed, streamLoss, dir)
 	p.jitR = newRNG(seed, streamJitter, dir)
 	p.marks = lossMarks{}
@@ -119,10 +119,10 @@ func (p *pipe) reseed(seed uint64, dir Direction) {
 // the emulator's loss sequence, as the frames will meet it whatever they
 // carry. Loss is judged before the queue, so queue drops do not change it.
 func Drops(s Shape, dir Direction, n int) []bool {
-	m, rng := s.Loss.NewModel(), newRNG(s.Seed, streamLoss, dir)
+	m, rng := lossChain{Loss: s.Loss}, newRNG(s.Seed, streamLoss, dir)
 	out := make([]bool, n)
 	for i := range out {
-		out[i] = m.Drop(rng)
+		out[i] = m.drop(rng)
 	}
 	return out
 }
@@ -130,7 +130,7 @@ func Drops(s Shape, dir Direction, n int) []bool {
 // admit decides the fate of a frame of size bytes received at now and, if
 // it is forwarded, when it is to be sent.
 func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdict) {
-	lost, m := p.loss.Drop(p.lossR), &p.marks
+	lost, m := p.loss.drop(p.lossR), &p.marks
 	if lost && m.n < len(m.first) {
 		m.first[m.n] = m.judged
 		m.n++

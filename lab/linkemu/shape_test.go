@@ -60,7 +60,7 @@ func TestPipeLossBeforeQueue(t *testing.T) {
 	if b, n := backlog(p.ser, 0); b != 0 || n != 0 {
 		t.Errorf("lost frames left a backlog of %d B / %d", b, n)
 	}
-	p.loss = noLoss{}
+	p.loss = lossChain{}
 	if at, v := p.admit(0, 1000); v != forward || at != 1*ms {
 		t.Errorf("after loss-free: (%v, %v), want (1ms, forward)", at, v)
 	}

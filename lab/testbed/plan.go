@@ -230,10 +230,18 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 
 // Path returns the path named name (a scenario link's name).
 func (p *Plan) Path(name string) (Path, bool) {
-	for _, pa := range p.Paths {
-		if pa.Name == name {
-			return pa, true
-		}
+	i := slices.IndexFunc(p.Paths, func(pa Path) bool { return pa.Name == name })
+	if i < 0 {
+		return Path{}, false
 	}
-	return Path{}, false
+	return p.Paths[i], true
+}
+
+// emulated returns the emulated link named link (nil if none).
+func (p *Plan) emulated(link string) *Emulated {
+	i := slices.IndexFunc(p.Emulated, func(e Emulated) bool { return e.Link == link })
+	if i < 0 {
+		return nil
+	}
+	return &p.Emulated[i]
 }

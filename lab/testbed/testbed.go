@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -30,7 +31,6 @@ type Testbed struct {
 
 	ns    map[string]*netns.Namespace
 	links map[string]*linkemu.Link
-	media map[string]*linkemu.Medium
 
 	mu   sync.Mutex
 	undo []func() error
@@ -59,7 +59,7 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	if emu == EmulatorNetem && len(plan.Media) > 0 {
 		return nil, fmt.Errorf("testbed: netem cannot make links share a medium (%s); use --emulator userspace", plan.Media[0].Name)
 	}
-	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}, media: map[string]*linkemu.Medium{}}
+	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
 	defer func() {
 		if err != nil {
 			tb.Close()
@@ -74,10 +74,8 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 		}
 		tb.undo = append(tb.undo, ns.Close) // tb is not shared yet: no lock
 		tb.ns[n.Name] = ns
-	}
-	for _, n := range plan.Nodes {
 		for _, s := range plan.Sysctls[n.Name] {
-			if err := tb.ns[n.Name].SetSysctl(s.Key, s.Value); err != nil {
+			if err := ns.SetSysctl(s.Key, s.Value); err != nil {
 				why, ok := tolerable(s.Key, err)
 				if !ok {
 					return tb, fmt.Errorf("testbed: node %s: sysctl %s=%s: %w", n.Name, s.Key, s.Value, err)
@@ -117,12 +115,13 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 			}
 		}
 	}
+	media := map[string]*linkemu.Medium{}
 	for _, m := range plan.Media {
-		tb.media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
+		media[m.Name] = linkemu.NewMedium(uint64(m.Rate), m.QueueLimit)
 	}
 	for i := range plan.Emulated {
 		e := &plan.Emulated[i] // in place: Restore gives the link these shapes again
-		if m := tb.media[e.Medium]; m != nil {
+		if m := media[e.Medium]; m != nil {
 			e.AtoB.Medium, e.BtoA.Medium = m, m
 			e.AtoB.QueuePackets, e.BtoA.QueuePackets = 0, 0
 		}
@@ -229,20 +228,14 @@ func (tb *Testbed) FirstLosses() map[string][]uint64 {
 // link or with netem).
 func (tb *Testbed) LinkEmulator(link string) *linkemu.Link { return tb.links[link] }
 
-// Medium returns the shared medium name (nil if none).
-func (tb *Testbed) Medium(name string) *linkemu.Medium { return tb.media[name] }
-
 // Delivered returns the bytes an emulated link has delivered towards its A
 // end (the client's side of a path) since it started; 0 for a plain link.
 func (tb *Testbed) Delivered(link string) uint64 {
 	if l := tb.links[link]; l != nil {
 		return l.Stats(linkemu.BtoA).BytesForwarded
 	}
-	for _, e := range tb.Plan.Emulated {
-		if e.Link != link || tb.Emulator != EmulatorNetem {
-			continue
-		}
-		// With netem, what the link node transmitted on the interface to A.
+	// With netem, what the link node transmitted on the interface to A.
+	if e := tb.Plan.emulated(link); e != nil && tb.Emulator == EmulatorNetem {
 		if l, err := tb.ns[e.Node].Netlink().LinkByName(e.A); err == nil && l.Attrs().Statistics != nil {
 			return l.Attrs().Statistics.TxBytes
 		}
@@ -274,4 +267,93 @@ func (tb *Testbed) Close() error {
 		}
 	}
 	return first
+}
+
+// The changes a scenario's [[events]] make to a path while a download runs,
+// and their undo. Each returns an error naming the path.
+
+// onPath runs f on path name.
+func (tb *Testbed) onPath(name string, f func(Path) error) error {
+	if p, ok := tb.Plan.Path(name); ok {
+		return f(p)
+	}
+	return fmt.Errorf("testbed: no path %q", name)
+}
+
+// Cut makes path name's emulator drop every frame in both directions: a
+// failure inside the network that neither end's interface sees.
+func (tb *Testbed) Cut(name string) error { return tb.reshape(name, "cut") }
+
+// Restore gives path name's emulator back the scenario's shaping.
+func (tb *Testbed) Restore(name string) error { return tb.reshape(name, "restore") }
+
+func (tb *Testbed) reshape(name, verb string) error {
+	l, e := tb.links[name], tb.Plan.emulated(name)
+	if l == nil || e == nil {
+		return fmt.Errorf("testbed: cutting path %s needs its userspace emulator (not netem, not a plain link)", name)
+	}
+	for d, sh := range []linkemu.Shape{e.AtoB, e.BtoA} {
+		if verb == "cut" {
+			sh.Loss = linkemu.UniformLoss(1)
+		}
+		if err := l.SetShape(linkemu.Direction(d), sh); err != nil {
+			return fmt.Errorf("testbed: %s %s: %w", verb, name, err)
+		}
+	}
+	return nil
+}
+
+// SetPathDown takes the client's interface of path name down.
+func (tb *Testbed) SetPathDown(name string) error {
+	return tb.onPath(name, func(p Path) error { return tb.Client().SetDown(p.ClientIf) })
+}
+
+// SetPathUp brings the client's interface of path name up again, with the
+// routes of the path's table that going down flushed.
+func (tb *Testbed) SetPathUp(name string) error {
+	return tb.onPath(name, func(p Path) error {
+		if err := tb.Client().SetUp(p.ClientIf); err != nil {
+			return err
+		}
+		return tb.pathRoutes(p)
+	})
+}
+
+// pathRoutes re-adds the client's routes of path p's own table (the kernel
+// drops them when their interface goes down or their source address goes).
+func (tb *Testbed) pathRoutes(p Path) error {
+	for _, r := range tb.Plan.Routes[tb.node(scenario.RoleClient)] {
+		if r.Table != p.Table {
+			continue
+		}
+		if err := tb.Client().AddRoute(r); err != nil && !errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("testbed: path %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// MovedAddr is the address Readdress gives path p's client end: a host of
+// its subnet that neither end has.
+func MovedAddr(p Path) netip.Prefix {
+	return netip.PrefixFrom(p.ServerAddr.Next().Next().Next(), p.Subnet.Bits())
+}
+
+// Readdress moves the client's address on path name from its own to
+// MovedAddr (the old one out first, so that the new one is not a secondary
+// address removed with it), as a new DHCP lease does; back undoes it.
+func (tb *Testbed) Readdress(name string, back bool) error {
+	return tb.onPath(name, func(p Path) error {
+		from, to := netip.PrefixFrom(p.ClientAddr, p.Subnet.Bits()), MovedAddr(p)
+		if back {
+			from, to = to, from
+		}
+		if err := tb.Client().DelAddr(p.ClientIf, from); err != nil {
+			return err
+		}
+		if err := tb.Client().AddAddr(p.ClientIf, to); err != nil || !back {
+			return err
+		}
+		return tb.pathRoutes(p)
+	})
 }

@@ -219,7 +219,7 @@ medium = "air"
 	if mbps > 10.2 || mbps < 7 {
 		t.Errorf("together %.2f Mbit/s, want the medium's 10 (7..10.2), not two links' 20", mbps)
 	}
-	if st := tb.Medium("air").Stats(); st.Frames == 0 {
+	if st := tb.Plan.emulated("primary").AtoB.Medium.Stats(); st.Frames == 0 {
 		t.Errorf("medium saw no frames: %+v", st)
 	}
 }
