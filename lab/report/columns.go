@@ -374,15 +374,11 @@ func points(ps []results.Point) []*results.Point {
 // events, per sample also when each event fired. They come from the first
 // point with events, whose events every point shares.
 func eventColumns(run *results.Run) (point []pointColumn, sample []sampleColumn) {
-	var ev *results.EventsSummary
-	for i := range run.Points {
-		if ev = run.Points[i].Events; ev != nil {
-			break
-		}
-	}
-	if ev == nil {
+	first := slices.IndexFunc(run.Points, func(p results.Point) bool { return p.Events != nil })
+	if first < 0 {
 		return nil, nil
 	}
+	ev := run.Points[first].Events
 	point = []pointColumn{eventsColumn("max_stall_ms", "longest stall (ms)", func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}
 	for i, e := range ev.Events {
 		point = append(point, eventsColumn(fmt.Sprintf("event%d_react_ms", i+1), e.Event+": reaction (ms)", func(e *results.EventsSummary) *stats.Summary {

@@ -248,10 +248,8 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		p.Add(bars)
 	}
 	fitY(p, d.Top(), 0)
-	if len(f.series) > 0 {
-		p.NominalX(f.series...)
-		p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
-	}
+	p.NominalX(f.series...) // a figure has a point, so a series
+	p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	return p, nil
 }
 
@@ -309,7 +307,6 @@ func figures(run *results.Run) []figure {
 	}
 	var figs []figure
 	index := map[string]int{} // by the other axes' texts
-	used := map[string]bool{} // keys
 	for i := range run.Points {
 		p := &run.Points[i]
 		var texts, title []string
@@ -325,10 +322,9 @@ func figures(run *results.Run) []figure {
 		}
 		fi, ok := index[strings.Join(texts, "\x00")]
 		if !ok {
-			if used[key] {
+			if slices.ContainsFunc(figs, func(f figure) bool { return f.key == key }) {
 				key += "-" + strconv.Itoa(len(figs)+1)
 			}
-			used[key] = true
 			fi, index[strings.Join(texts, "\x00")] = len(figs), len(figs)
 			f := figure{base: cmp.Or(sanitize(run.Scenario), "run"), key: key, title: run.Scenario, x: x}
 			if len(title) > 0 {

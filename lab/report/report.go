@@ -94,20 +94,10 @@ func summaryOf(p *results.Point) *stats.Summary {
 // metric's name is in its plots' file names, its title is their y label.
 var (
 	goodput      = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
-	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", columnNamed(latencyColumns, "added_p95_ms").of}
-	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", columnNamed(realtimeColumns, "rt_miss_pct").of}
+	addedDelay   = latencyColumn("added-delay-p95", "added delay, p95 (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.AddedP95Ms })
+	realtimeMiss = realtimeColumn("realtime-miss", "real-time packets lost or late (%)", func(r *results.RealtimeSummary) *stats.Summary { return &r.MissPct })
 	metrics      = []pointColumn{goodput, addedDelay, realtimeMiss}
 )
-
-// columnNamed is cols' column of that name (a missing one panics as the
-// package loads).
-func columnNamed(cols []pointColumn, name string) pointColumn {
-	i := slices.IndexFunc(cols, func(c pointColumn) bool { return c.name == name })
-	if i < 0 {
-		panic("report: no column " + name)
-	}
-	return cols[i]
-}
 
 // measured reports whether the point has a mean of m to plot.
 func measured(p *results.Point, m pointColumn) bool {
