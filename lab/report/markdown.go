@@ -134,21 +134,17 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		if ev != nil {
 			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
 		}
-		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); rec != nil && len(pts) > 0 {
+		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
 			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
 		}
 	}
-	var rest []string
-	for _, p := range plots {
-		if _, ok := byStem[stem(p)]; ok {
-			rest = append(rest, filepath.ToSlash(p))
+	rest := slices.DeleteFunc(slices.Clone(plots), func(p string) bool { _, ok := byStem[stem(p)]; return !ok })
+	for i, p := range rest {
+		if i == 0 {
+			fmt.Fprintf(bw, "\n## Other plots\n\n")
 		}
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(bw, "\n## Other plots\n\n")
-		for _, p := range rest {
-			fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
-		}
+		p = filepath.ToSlash(p)
+		fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
 	}
 	return bw.Flush()
 }

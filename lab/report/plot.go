@@ -94,15 +94,13 @@ func (s *Series) Top() float64 {
 	return top
 }
 
-// newPlot starts a figure in the lab's style, y from 0 (an axis that does
-// not start at 0 exaggerates differences); bar charts' categories need no
-// vertical grid lines.
+// newPlot starts a figure in the lab's style; bar charts' categories need
+// no vertical grid lines.
 func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
 	p.Y.Label.Text = ylabel
-	p.Y.Min = 0
 	p.Legend.Padding = vg.Points(2)
 	p.Legend.XOffs = -vg.Points(6)
 	g := plotter.NewGrid()
@@ -113,8 +111,9 @@ func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	return p
 }
 
-// fitY sets y up to above the highest error bar, with headroom for a
-// legend of that many entries at the top.
+// fitY sets y from 0 (an axis that does not start at 0 exaggerates
+// differences) to above the highest error bar, with headroom for a legend
+// of that many entries at the top.
 func fitY(p *plot.Plot, top float64, legend int) {
 	if !(top > 0) {
 		top = 1
