@@ -275,22 +275,17 @@ func (f *figure) leadColumns() []column {
 	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
 }
 
+// embed shows a figure's first PNG and links its other files.
 func embed(w io.Writer, title string, files []string) {
-	var png string
-	var others []string
-	for _, f := range files {
-		if strings.EqualFold(path.Ext(f), ".png") && png == "" {
-			png = f
-		} else {
-			others = append(others, f)
-		}
-	}
 	fmt.Fprintln(w)
-	if png != "" {
-		fmt.Fprintf(w, "![%s](%s)\n", mdText(title), mdLink(png))
+	png := slices.IndexFunc(files, func(f string) bool { return strings.EqualFold(path.Ext(f), ".png") })
+	if png >= 0 {
+		fmt.Fprintf(w, "![%s](%s)\n", mdText(title), mdLink(files[png]))
 	}
-	for _, o := range others {
-		fmt.Fprintf(w, "\n[%s](%s)\n", strings.ToUpper(strings.TrimPrefix(path.Ext(o), ".")), mdLink(o))
+	for i, f := range files {
+		if i != png {
+			fmt.Fprintf(w, "\n[%s](%s)\n", strings.ToUpper(strings.TrimPrefix(path.Ext(f), ".")), mdLink(f))
+		}
 	}
 }
 
