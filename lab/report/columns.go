@@ -134,39 +134,23 @@ func withinBound(p *results.Point) string {
 	return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
 }
 
-// recoveryOff is the point that p's real-time bytes are compared with: the
-// same network and transport kind with recovery = "off" (nil for none).
-func recoveryOff(run *results.Run, p *results.Point) *results.Point {
-	if p.Realtime == nil || p.Options["recovery"] == "off" {
-		return nil
-	}
-	sameNet := func(q *results.Point) bool {
-		for _, a := range sweepAxes(run) {
-			x, _ := p.Param(a)
-			y, _ := q.Param(a)
-			if x.Text != y.Text {
-				return false
-			}
-		}
-		return true
-	}
-	for i := range run.Points {
-		q := &run.Points[i]
-		if q.Transport == p.Transport && q.Options["recovery"] == "off" && q.Realtime != nil && q.Error == "" && sameNet(q) {
-			return q
-		}
-	}
-	return nil
-}
-
 // extraBytesPct is how many more outer bytes per delivered payload byte p
-// sent than its recovery-off reference, in percent (NaN without one).
+// sent than the first point of the same network and transport kind with
+// recovery = "off", in percent (NaN without one, or for p being one).
 func extraBytesPct(run *results.Run, p *results.Point) float64 {
-	ref := recoveryOff(run, p)
-	if ref == nil || !(ref.Realtime.OuterPerPayload.Mean > 0) {
+	if p.Realtime == nil || p.Options["recovery"] == "off" {
 		return math.NaN()
 	}
-	return 100 * (p.Realtime.OuterPerPayload.Mean/ref.Realtime.OuterPerPayload.Mean - 1)
+	otherNet := func(q *results.Point) bool {
+		return slices.ContainsFunc(sweepAxes(run), func(a string) bool { x, _ := p.Param(a); y, _ := q.Param(a); return x.Text != y.Text })
+	}
+	i := slices.IndexFunc(run.Points, func(q results.Point) bool {
+		return q.Transport == p.Transport && q.Options["recovery"] == "off" && q.Realtime != nil && q.Error == "" && !otherNet(&q)
+	})
+	if i < 0 || !(run.Points[i].Realtime.OuterPerPayload.Mean > 0) {
+		return math.NaN()
+	}
+	return 100 * (p.Realtime.OuterPerPayload.Mean/run.Points[i].Realtime.OuterPerPayload.Mean - 1)
 }
 
 // sampleColumn is one column of samples.csv: the cell is a number, a
