@@ -12,11 +12,8 @@ import (
 	"github.com/braid-vpn/braid/lab/table"
 )
 
-// The columns of the tables of points (summary.csv and the Markdown's
-// tables) and of samples (samples.csv). A run gets the columns of what it
-// measured.
-
-// column is one column of a table of points: its head and a point's cell.
+// column is one column of a table of points (summary.csv and the
+// Markdown's tables): its head and a point's cell.
 type column struct {
 	head string
 	cell func(*results.Point) string
@@ -34,16 +31,14 @@ func pointRows(points []*results.Point, cols []column) [][]string {
 	return rows
 }
 
-// pointColumn is one per-point figure, a summary over the repetitions:
-// "mean ± ci" under title in the Markdown, <name>_mean and <name>_ci95 in
-// summary.csv.
+// pointColumn is a per-point summary over the repetitions: "mean ± ci"
+// under title in the Markdown, <name>_mean and <name>_ci95 in summary.csv.
 type pointColumn struct {
 	name, title string
 	of          func(*results.Point) *stats.Summary // nil: the point has none
 }
 
-// csvColumns are cols' mean and ci95 columns (empty for a point without
-// the figure), unit ending their heads.
+// csvColumns are cols' mean and ci95 columns, unit ending their heads.
 func csvColumns(cols []pointColumn, unit string) []column {
 	var out []column
 	for _, c := range cols {
@@ -68,9 +63,8 @@ func mdColumns(cols []pointColumn) []column {
 	return out
 }
 
-// partColumn makes the columns of one part of a point (its latency
-// probes, real-time flow, bulk recovery or events): none where the point
-// has not got the part.
+// partColumn makes the columns of one part of a point (latency, real-time,
+// bulk recovery, events): none where the point has not got the part.
 func partColumn[T any](part func(*results.Point) *T) func(name, title string, f func(*T) *stats.Summary) pointColumn {
 	return func(name, title string, f func(*T) *stats.Summary) pointColumn {
 		return pointColumn{name, title, func(p *results.Point) *stats.Summary {
@@ -123,8 +117,8 @@ func pct(s stats.Summary) *stats.Summary {
 	return &s
 }
 
-// pointColumns are the extra per-point figures of run: latency,
-// real-time and bulk recovery, each where some point has them.
+// pointColumns are the latency, real-time and bulk recovery columns, each
+// where some point has them.
 func pointColumns(run *results.Run) (lat, rt, rec []pointColumn) {
 	some := func(cols []pointColumn) []pointColumn {
 		if slices.ContainsFunc(run.Points, func(p results.Point) bool { return cols[0].of(&p) != nil }) {
@@ -140,44 +134,27 @@ func withinBound(p *results.Point) string {
 	return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
 }
 
-// recoveryOff is the point that p's real-time bytes are compared with: the
-// same network (every axis but the transport's), the same transport kind
-// with recovery = "off". nil for p itself being that, or without one.
-func recoveryOff(run *results.Run, p *results.Point) *results.Point {
-	if p.Realtime == nil || p.Options["recovery"] == "off" {
-		return nil
-	}
-	sameNet := func(q *results.Point) bool {
-		for _, a := range sweepAxes(run) {
-			x, _ := p.Param(a)
-			y, _ := q.Param(a)
-			if x.Text != y.Text {
-				return false
-			}
-		}
-		return true
-	}
-	for i := range run.Points {
-		q := &run.Points[i]
-		if q.Transport == p.Transport && q.Options["recovery"] == "off" && q.Realtime != nil && q.Error == "" && sameNet(q) {
-			return q
-		}
-	}
-	return nil
-}
-
 // extraBytesPct is how many more outer bytes per delivered payload byte p
-// sent than its recovery-off reference, in percent (NaN without one).
+// sent than the first point of the same network and transport kind with
+// recovery = "off", in percent (NaN without one, or for p being one).
 func extraBytesPct(run *results.Run, p *results.Point) float64 {
-	ref := recoveryOff(run, p)
-	if ref == nil || !(ref.Realtime.OuterPerPayload.Mean > 0) {
+	if p.Realtime == nil || p.Options["recovery"] == "off" {
 		return math.NaN()
 	}
-	return 100 * (p.Realtime.OuterPerPayload.Mean/ref.Realtime.OuterPerPayload.Mean - 1)
+	otherNet := func(q *results.Point) bool {
+		return slices.ContainsFunc(sweepAxes(run), func(a string) bool { x, _ := p.Param(a); y, _ := q.Param(a); return x.Text != y.Text })
+	}
+	i := slices.IndexFunc(run.Points, func(q results.Point) bool {
+		return q.Transport == p.Transport && q.Options["recovery"] == "off" && q.Realtime != nil && q.Error == "" && !otherNet(&q)
+	})
+	if i < 0 || !(run.Points[i].Realtime.OuterPerPayload.Mean > 0) {
+		return math.NaN()
+	}
+	return 100 * (p.Realtime.OuterPerPayload.Mean/run.Points[i].Realtime.OuterPerPayload.Mean - 1)
 }
 
-// sampleColumn is one per-sample CSV column: the cell is a number, written
-// as table.CSV writes it, a string, or nil for none.
+// sampleColumn is one column of samples.csv: the cell is a number, a
+// string, or nil for none.
 type sampleColumn struct {
 	head string
 	cell func(*results.Sample) any
@@ -247,10 +224,8 @@ var (
 	}
 )
 
-// sampleColumns are the per-sample columns of run after the downloads'
-// own: the path bytes, and the latency probes', the real-time flow's, the
-// bulk recovery's and the events' where some sample has them (a sample
-// without leaves them empty).
+// sampleColumns are the per-sample columns after the downloads' own: the
+// path bytes, then each part's where some sample has it.
 func sampleColumns(run *results.Run) []sampleColumn {
 	var samples []results.Sample
 	for _, p := range run.Points {
@@ -288,13 +263,9 @@ func sampleColumns(run *results.Run) []sampleColumn {
 	return cols
 }
 
-// leadColumns are the columns both CSV files start with: the point, the
-// run's axes (each axis's text, and for network axes also its numeric
-// value, "rtt", "rtt_value", so that a spreadsheet can both group by the
-// scenario's words and plot the numbers), then kind (the transport kind),
-// label (its name in tables and plots) and options ("key=value;…" in key
-// order). An axis that does not apply to the point (the scheduler of a
-// transport without one) is left empty.
+// leadColumns are the columns both CSV files start with: the point, each
+// axis's text and for network axes its value ("rtt", "rtt_value": a
+// spreadsheet can group by the words and plot the numbers), the transport.
 func leadColumns(run *results.Run) []column {
 	cols := []column{{"point", func(p *results.Point) string { return strconv.Itoa(p.Index) }}}
 	for _, a := range allAxes(run) {
@@ -312,11 +283,8 @@ func leadColumns(run *results.Run) []column {
 		column{"options", func(p *results.Point) string { return optionsString(p.Options) }})
 }
 
-// sampleRows is samples.csv, one row per sample: the lead columns, the
-// download's (downloadSampleColumns), the bytes of each path, then those
-// of the latency probes, the real-time flow, the bulk recovery and the
-// path events where the run has them. Points that failed have no samples
-// and so no rows; summary.csv lists them with their error.
+// sampleRows is samples.csv (docs/lab.md), one row per sample: failed
+// points have none (summary.csv lists them with their error).
 func sampleRows(run *results.Run) [][]string {
 	lead := pointRows(points(run.Points), leadColumns(run))
 	cols := append(slices.Clone(downloadSampleColumns), sampleColumns(run)...)
@@ -336,16 +304,9 @@ func sampleRows(run *results.Run) [][]string {
 	return rows
 }
 
-// summaryRows is summary.csv, one row per point: the lead columns, the
-// goodput's n, mean, ci95, median, min, max and standard deviation, each
-// path's share, then the competing flows', the latency probes', the
-// real-time flow's (and outer_extra_vs_off_pct: its outer bytes per
-// payload byte against the same network's transport of the same kind with
-// recovery = "off"), the bulk recovery's (and within_bound: how many
-// downloads' overhead was at most their bound) and the path events'
-// figures as <figure>_mean and <figure>_ci95 where the run has them, and
-// the error. ci95 is the half-width of the 95% Student-t interval (mean ±
-// ci95), empty where it is undefined (fewer than two samples).
+// summaryRows is summary.csv (docs/lab.md), one row per point: ci95 is the
+// half-width of the 95% Student-t interval, empty where it is undefined
+// (fewer than two samples).
 func summaryRows(run *results.Run) [][]string {
 	num := func(x float64) string { return table.CSV.Num(x, -1) }
 	cols := append(leadColumns(run), column{"n", func(p *results.Point) string { return strconv.Itoa(summaryOf(p).N) }})
@@ -392,21 +353,16 @@ func points(ps []results.Point) []*results.Point {
 	return out
 }
 
-// eventColumns are the path events' figures ([[events]]; nil without):
-// per point the longest stall, each event's reaction time and each path's
-// rate between events, and per sample when each event fired, the reaction
-// and the rates. The columns come from the first point's events, which
-// every point shares.
+// eventColumns are the path events' columns (nil without): per point the
+// longest stall, each event's reaction and each path's rate between
+// events, per sample also when each event fired. They come from the first
+// point with events, whose events every point shares.
 func eventColumns(run *results.Run) (point []pointColumn, sample []sampleColumn) {
-	var ev *results.EventsSummary
-	for i := range run.Points {
-		if ev = run.Points[i].Events; ev != nil {
-			break
-		}
-	}
-	if ev == nil {
+	first := slices.IndexFunc(run.Points, func(p results.Point) bool { return p.Events != nil })
+	if first < 0 {
 		return nil, nil
 	}
+	ev := run.Points[first].Events
 	point = []pointColumn{eventsColumn("max_stall_ms", "longest stall (ms)", func(e *results.EventsSummary) *stats.Summary { return &e.MaxStallMs })}
 	for i, e := range ev.Events {
 		point = append(point, eventsColumn(fmt.Sprintf("event%d_react_ms", i+1), e.Event+": reaction (ms)", func(e *results.EventsSummary) *stats.Summary {

@@ -17,13 +17,10 @@ import (
 	"github.com/braid-vpn/braid/lab/table"
 )
 
-// Markdown writes the report: the setup (scenario, download size,
-// repetitions, emulator, host, date), then per figure a table of its points
-// (the axes, the transport, goodput mean ± 95% CI in Mbit/s, n, median and
-// path shares) followed by the figure itself. plots are file names relative
-// to where the report will be stored, as Plot returns them (or made
-// relative to its directory); each figure embeds its PNG and links its SVG.
-// Plots that belong to no figure are listed at the end.
+// Markdown writes the report: the setup, then per figure its tables and
+// plots. plots are file names relative to the report's directory; each
+// figure embeds its PNG and links its SVG, and plots that belong to no
+// figure are listed at the end.
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
 	name := cmp.Or(run.Scenario, "(unnamed)")
@@ -137,21 +134,17 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		if ev != nil {
 			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
 		}
-		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); rec != nil && len(pts) > 0 {
+		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
 			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
 		}
 	}
-	var rest []string
-	for _, p := range plots {
-		if _, ok := byStem[stem(p)]; ok {
-			rest = append(rest, filepath.ToSlash(p))
+	rest := slices.DeleteFunc(slices.Clone(plots), func(p string) bool { _, ok := byStem[stem(p)]; return !ok })
+	for i, p := range rest {
+		if i == 0 {
+			fmt.Fprintf(bw, "\n## Other plots\n\n")
 		}
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(bw, "\n## Other plots\n\n")
-		for _, p := range rest {
-			fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
-		}
+		p = filepath.ToSlash(p)
+		fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
 	}
 	return bw.Flush()
 }
@@ -178,7 +171,7 @@ func provenanceRows(row func(k, v string), run *results.Run) {
 		}
 	}
 	if len(run.Command) > 0 {
-		row("Command", mdCode(shellJoin(run.Command)))
+		row("Command", mdCommand(run.Command))
 	}
 	if run.Commit != "" {
 		row("Commit", commitString(run.Commit, run.CommitFrom, run.Dirty))
@@ -194,22 +187,21 @@ func provenanceRows(row func(k, v string), run *results.Run) {
 
 // partsTable lists the shards a merged run was made from.
 func partsTable(w io.Writer, parts []results.Part) {
-	fmt.Fprintf(w, "\n### Shards\n\n| Shard | Host | Points | Date | Load at start / max | CPUs | Commit | Command |\n|---|---|---|---|---|---|---|---|\n")
+	rows := [][]string{{"Shard", "Host", "Points", "Date", "Load at start / max", "CPUs", "Commit", "Command"}}
 	for _, p := range parts {
-		commit := "unknown"
-		if p.Commit != "" {
-			commit = commitString(p.Commit, p.CommitFrom, p.Dirty)
-		}
-		cmd := ""
-		if len(p.Command) > 0 {
-			cmd = mdCode(shellJoin(p.Command))
-		}
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %.2f / %.2f | %d | %s | %s |\n", mdText(cmp.Or(p.Shard, "unknown")), mdText(cmp.Or(p.Host, "unknown")),
-			p.Points, dateRange(p.Started, p.Finished), p.LoadStart, p.LoadMax, p.CPUs, commit, cmd)
+		rows = append(rows, []string{mdText(cmp.Or(p.Shard, "unknown")), mdText(cmp.Or(p.Host, "unknown")), strconv.Itoa(p.Points),
+			dateRange(p.Started, p.Finished), fmt.Sprintf("%.2f / %.2f", p.LoadStart, p.LoadMax), strconv.Itoa(p.CPUs),
+			commitString(p.Commit, p.CommitFrom, p.Dirty), mdCommand(p.Command)})
 	}
+	fmt.Fprintf(w, "\n### Shards\n\n")
+	mdTable.Write(w, rows)
 }
 
+// commitString is "unknown" for no commit.
 func commitString(commit, from string, dirty bool) string {
+	if commit == "" {
+		return "unknown"
+	}
 	v := mdCode(commit)
 	if dirty {
 		v += " with uncommitted changes"
@@ -225,12 +217,15 @@ func commitString(commit, from string, dirty bool) string {
 
 // mdCode is s as a code span in a table cell.
 func mdCode(s string) string {
-	s = strings.NewReplacer("`", "'", "|", "\\|", "\n", " ").Replace(s)
-	return "`" + s + "`"
+	return "`" + strings.NewReplacer("`", "'", "|", "\\|", "\n", " ").Replace(s) + "`"
 }
 
-// shellJoin writes args as a shell would need them typed.
-func shellJoin(args []string) string {
+// mdCommand is args, as a shell would need them typed, as a code span; ""
+// for none.
+func mdCommand(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
@@ -239,7 +234,7 @@ func shellJoin(args []string) string {
 		}
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
-	return strings.Join(out, " ")
+	return mdCode(strings.Join(out, " "))
 }
 
 // goodputColumns are a figure's goodput table: mean ± 95% CI in Mbit/s
@@ -280,22 +275,17 @@ func (f *figure) leadColumns() []column {
 	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
 }
 
+// embed shows a figure's first PNG and links its other files.
 func embed(w io.Writer, title string, files []string) {
-	var png string
-	var others []string
-	for _, f := range files {
-		if strings.EqualFold(path.Ext(f), ".png") && png == "" {
-			png = f
-		} else {
-			others = append(others, f)
-		}
-	}
 	fmt.Fprintln(w)
-	if png != "" {
-		fmt.Fprintf(w, "![%s](%s)\n", mdText(title), mdLink(png))
+	png := slices.IndexFunc(files, func(f string) bool { return strings.EqualFold(path.Ext(f), ".png") })
+	if png >= 0 {
+		fmt.Fprintf(w, "![%s](%s)\n", mdText(title), mdLink(files[png]))
 	}
-	for _, o := range others {
-		fmt.Fprintf(w, "\n[%s](%s)\n", strings.ToUpper(strings.TrimPrefix(path.Ext(o), ".")), mdLink(o))
+	for i, f := range files {
+		if i != png {
+			fmt.Fprintf(w, "\n[%s](%s)\n", strings.ToUpper(strings.TrimPrefix(path.Ext(f), ".")), mdLink(f))
+		}
 	}
 }
 

@@ -22,18 +22,11 @@ import (
 // the labels would collide and gonum's own ticks read better.
 const maxValueTicks = 12
 
-// Plot draws the run's figures into dir as PNG and SVG and returns the
-// files written, PNG before SVG for each figure, in figure order.
-//
-// x is the first sweep axis (rtt, rtt_ratio, rate, rate_ratio, loss;
-// categories for an axis without a meaningful number), y the goodput in
-// Mbit/s, one series per transport label with its 95% confidence interval
-// as error bars, as in the paper's figures. Each value of the further
-// sweep axes gets a figure of its own; a run without a sweep axis gets one
-// bar chart of its transports. Failed points are left out of the plot (the
-// report's tables list them). File names are the scenario name, "goodput",
-// the x axis and the other axes' values: rtt-ratio-goodput-vs-rtt_ratio-
-// loss-gemodel-1pct-75pct-50pct-0pct.png.
+// Plot draws each figure's metrics into dir as PNG and SVG (a bar chart
+// where the run has no sweep axis; failed points left out) and returns the
+// files written, PNG before SVG, in figure order. File names are the
+// scenario, the metric, the x axis and the other axes' values:
+// rtt-ratio-goodput-vs-rtt_ratio-loss-gemodel-1pct-75pct-50pct-0pct.png.
 func Plot(run *results.Run, dir string) ([]string, error) {
 	var files []string
 	for _, f := range figures(run) {
@@ -59,9 +52,8 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 	return files, nil
 }
 
-// SavePlot writes p into dir as stem.png and stem.svg at the lab's figure
-// size and resolution (the PNG to embed in Markdown, the SVG to print) and
-// returns the files written, PNG first.
+// SavePlot writes p into dir as stem.png (to embed in Markdown) and
+// stem.svg (to print) and returns the files written.
 func SavePlot(p *plot.Plot, dir, stem string) ([]string, error) {
 	var files []string
 	for _, ext := range []string{".png", ".svg"} {
@@ -74,8 +66,8 @@ func SavePlot(p *plot.Plot, dir, stem string) ([]string, error) {
 	return files, nil
 }
 
-// Series is one line of a figure: points with the half-height of their
-// error bars, as the plotters take them (an XYer and a YErrorer).
+// Series is one line of a figure with its error bars (an XYer and a
+// YErrorer).
 type Series struct {
 	X, Y, CI []float64
 }
@@ -84,9 +76,8 @@ func (s *Series) Len() int                        { return len(s.X) }
 func (s *Series) XY(i int) (float64, float64)     { return s.X[i], s.Y[i] }
 func (s *Series) YError(i int) (float64, float64) { return s.CI[i], s.CI[i] }
 
-// Add appends a point whose error bar is ci, or none where ci is undefined
-// (one sample), which the tables then mark: a NaN bar would make the
-// figure's y range NaN.
+// Add appends a point whose error bar is ci, none where ci is undefined
+// (one sample): a NaN bar would make the figure's y range NaN.
 func (s *Series) Add(x, y, ci float64) {
 	if math.IsNaN(ci) || math.IsInf(ci, 0) || ci < 0 {
 		ci = 0
@@ -103,16 +94,13 @@ func (s *Series) Top() float64 {
 	return top
 }
 
-// newPlot starts a figure in the lab's style: the title, the y label,
-// y from 0 (a goodput axis that does not start at 0 exaggerates
-// differences), a grid and the legend's spacing. verticalGrid is false for
-// bar charts, whose categories need no vertical lines.
+// newPlot starts a figure in the lab's style; bar charts' categories need
+// no vertical grid lines.
 func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(8)
 	p.Y.Label.Text = ylabel
-	p.Y.Min = 0
 	p.Legend.Padding = vg.Points(2)
 	p.Legend.XOffs = -vg.Points(6)
 	g := plotter.NewGrid()
@@ -123,9 +111,9 @@ func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 	return p
 }
 
-// fitY sets the y range from 0 to above the highest error bar, with
-// headroom for a legend of n entries at the top so it does not cover the
-// data.
+// fitY sets y from 0 (an axis that does not start at 0 exaggerates
+// differences) to above the highest error bar, with headroom for a legend
+// of that many entries at the top.
 func fitY(p *plot.Plot, top float64, legend int) {
 	if !(top > 0) {
 		top = 1
@@ -134,8 +122,8 @@ func fitY(p *plot.Plot, top float64, legend int) {
 	p.Y.Max = top * (1.08 + 0.07*float64(legend))
 }
 
-// LineFigure is a figure of lines in the lab's style, as the campaigns
-// and the mesh lab draw them.
+// LineFigure is a figure of lines, as the campaigns and the mesh lab draw
+// them.
 type LineFigure struct {
 	Title, XLabel, YLabel string
 	// Series are drawn under Labels, each in its colour and marker with
@@ -150,8 +138,7 @@ type LineFigure struct {
 	Ticks []plot.Tick
 }
 
-// Plot draws the figure, the legend at the top and y fitted to the error
-// bars.
+// Plot draws the figure.
 func (f *LineFigure) Plot() (*plot.Plot, error) {
 	p := newPlot(f.Title, f.YLabel, true)
 	p.X.Label.Text = f.XLabel
@@ -189,8 +176,7 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 	return p, nil
 }
 
-// linePlot draws m against the figure's x axis, one series per transport
-// label in the order of x (positions on the run's scale) and of the run.
+// linePlot draws m against the figure's x axis, a series per transport.
 func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	sc := scaleFor(run, f.x)
 	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.title, Labels: f.series, Series: make([]Series, len(f.series))}
@@ -218,6 +204,7 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	lf.XMin, lf.XMax = lo-pad, hi+pad
 	if !sc.numeric || len(sc.ticks) <= maxValueTicks {
 		for _, t := range sc.ticks {
+			// A ratio keeps the scenario's text ("1:3"), as the paper writes it.
 			if sc.numeric && !strings.HasSuffix(f.x, "_ratio") {
 				t.Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
 			}
@@ -227,9 +214,9 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	return lf.Plot()
 }
 
-// barPlot draws a run without sweep axes: a bar per transport label with
-// its interval. Each bar is its own BarChart so that it takes its series
-// colour, the same as the label's line in swept figures.
+// barPlot draws a run without sweep axes, a bar per transport. Each bar is
+// its own BarChart so that it takes the colour of the label's line in
+// swept figures.
 func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	p := newPlot(f.title, m.title, false)
 	p.X.Label.Text = "transport"
@@ -260,41 +247,31 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		p.Add(bars)
 	}
 	fitY(p, d.Top(), 0)
-	if len(f.series) > 0 {
-		p.NominalX(f.series...)
-		p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
-	}
+	p.NominalX(f.series...) // a figure has a point, so a series
+	p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	return p, nil
 }
 
 // figure is one plot and its table: the points that share every sweep
 // value except the x axis's.
 type figure struct {
-	// base and key are the scenario and the axes parts of the file names
-	// of the figure's plots (stemOf).
-	base, key, title string
-	// x is the x axis; "" when the run has no sweep axis (a bar chart).
-	x string
-	// points are in run order, failed ones included (the table lists
-	// them; the plot skips them).
-	points []*results.Point
-	// series are the transport labels in order of first appearance.
-	series []string
+	base, key, title string           // base and key make the file names (stemOf)
+	x                string           // "" without a sweep axis (a bar chart)
+	points           []*results.Point // failed ones too, for the tables
+	series           []string         // the labels in order of first appearance
 }
 
-// xScale places a sweep axis's values on the x axis: a tick per distinct
-// text (its label), at its Param.Value if the scale is numeric, else at 0,
-// 1, … in order of first appearance; in position order.
+// xScale is a tick per distinct text of an axis, at its Param.Value if
+// numeric, else at 0, 1, … in order of first appearance.
 type xScale struct {
 	numeric bool
 	ticks   []plot.Tick
 }
 
-// scaleFor builds axis's scale over the whole run, so that every figure of
-// a campaign has the same ticks. An axis is numeric only if it is a known
-// quantity and no two of its texts share a value (a uniform and a
-// Gilbert-Elliott loss of the same mean would otherwise be drawn on top of
-// each other as if they were the same setting).
+// scaleFor builds axis's scale over the whole run, so that every figure
+// has the same ticks. An axis is numeric only if no two of its texts share
+// a value (a uniform and a Gilbert-Elliott loss of the same mean would
+// otherwise be drawn as one setting).
 func scaleFor(run *results.Run, axis string) xScale {
 	var s xScale
 	for i := range run.Points {
@@ -319,9 +296,8 @@ func scaleFor(run *results.Run, axis string) xScale {
 	return s
 }
 
-// figures splits the run into figures: x = the first sweep axis, one
-// figure per combination of the other sweep axes' values in order of
-// first appearance; with no sweep axis, one figure of every point.
+// figures splits the run: x is the first sweep axis, a figure per
+// combination of the other sweep axes' values.
 func figures(run *results.Run) []figure {
 	sweep := sweepAxes(run)
 	var x string
@@ -330,7 +306,6 @@ func figures(run *results.Run) []figure {
 	}
 	var figs []figure
 	index := map[string]int{} // by the other axes' texts
-	used := map[string]bool{} // keys
 	for i := range run.Points {
 		p := &run.Points[i]
 		var texts, title []string
@@ -346,10 +321,9 @@ func figures(run *results.Run) []figure {
 		}
 		fi, ok := index[strings.Join(texts, "\x00")]
 		if !ok {
-			if used[key] {
+			if slices.ContainsFunc(figs, func(f figure) bool { return f.key == key }) {
 				key += "-" + strconv.Itoa(len(figs)+1)
 			}
-			used[key] = true
 			fi, index[strings.Join(texts, "\x00")] = len(figs), len(figs)
 			f := figure{base: cmp.Or(sanitize(run.Scenario), "run"), key: key, title: run.Scenario, x: x}
 			if len(title) > 0 {
@@ -369,9 +343,8 @@ func figures(run *results.Run) []figure {
 // stemOf is the file name, without extension, of the figure's plot of m.
 func (f *figure) stemOf(m pointColumn) string { return f.base + "-" + m.name + f.key }
 
-// sanitize makes a file-name part from scenario text: lower case letters,
-// digits, '.', '_' and '-', with "%" spelt "pct" and ":" spelt "to" so that
-// "1%" and "1:3" stay readable.
+// sanitize makes a file-name part from scenario text, "1%" and "1:3"
+// readable as "1pct" and "1to3".
 func sanitize(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {

@@ -1,17 +1,13 @@
-// Package report turns a lab run (results.Run) into what a reader of the
-// paper would look for: every sample as JSON and CSV so that anyone can redo
-// the statistics, a per-point summary, figures in the paper's style (goodput
-// in Mbit/s against the swept parameter, one series per transport, 95%
-// confidence intervals as error bars) and a Markdown report that states the
-// setup next to the numbers, because a goodput without its RTT, loss, size
-// and repetitions cannot be compared with anything.
+// Package report writes a lab run (results.Run) as the files docs/lab.md
+// describes: the samples as JSON and CSV, a per-point summary, figures in
+// the paper's style and a Markdown report that states the setup next to the
+// numbers, because a goodput without its RTT, loss, size and repetitions
+// cannot be compared with anything. The bench and the mesh lab write
+// through the same writer (Doc).
 //
-// The bench and the mesh lab write their reports through the same writer
-// (Doc), filled from their own results.
-//
-// Everything here is a pure function of the Run: the same Run gives the same
-// bytes (rows and series follow the Run's point order, maps are written in
-// sorted key order), so a committed report only changes when the data does.
+// Everything here is a pure function of its input (rows and series in
+// point order, maps in sorted key order), so a committed report only
+// changes when the data does.
 package report
 
 import (
@@ -26,8 +22,6 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// Figure geometry and output names. One block so that the report, the
-// plots and docs/lab.md agree.
 const (
 	// PlotWidthInches and PlotHeightInches are a single-column figure with
 	// room for a legend of five transports.
@@ -37,18 +31,15 @@ const (
 	// when the image is shown at its natural size on a high-density screen.
 	PlotDPI = 150
 
-	// File names that Doc.Write writes inside its directory.
 	FileJSON     = "results.json"
 	FileSamples  = "samples.csv"
 	FileSummary  = "summary.csv"
 	FileMarkdown = "report.md"
 )
 
-// axisTitles name the x axis of a figure for the axes whose Param.Value is
-// a quantity that can be placed on a linear x axis (any other axis is drawn
-// as categories); the scenario package fixes the units (ms, ratio, Mbit/s,
-// percent). A ratio axis has its ticks labelled with the scenario's text
-// ("1:3") rather than the bare number, as the paper's Table 2 writes them.
+// axisTitles name the x axis for the axes whose Param.Value can be placed
+// on a linear x axis (any other is drawn as categories), in the units the
+// scenario package fixes.
 var axisTitles = map[string]string{
 	"rtt":        "RTT (ms)",
 	"rtt_ratio":  "RTT ratio (primary:secondary)",
@@ -74,10 +65,9 @@ func allAxes(run *results.Run) []string {
 	return out
 }
 
-// hasValue reports whether an axis is a network axis, whose Param.Value
-// carries information: transport and scheduler (0) are part of a
-// transport's identity, and make series (the label already carries the
-// scheduler), never an x axis or a figure of their own.
+// hasValue reports whether an axis is a network axis: transport and
+// scheduler are part of a transport's identity (its label), never an x axis
+// or a figure of their own.
 func hasValue(axis string) bool { return axis != "transport" && axis != "scheduler" }
 
 // sweepAxes are the network axes of the run.
@@ -85,10 +75,9 @@ func sweepAxes(run *results.Run) []string {
 	return slices.DeleteFunc(slices.Clone(allAxes(run)), func(a string) bool { return !hasValue(a) })
 }
 
-// summaryOf is the point's goodput summary. The runner fills Goodput; a Run
-// assembled by hand or by an older runner may not have, and then the
-// samples are summarized here so that nothing downstream shows an empty
-// point that has data, and a point without samples has NaN (not 0) fields.
+// summaryOf is the point's goodput summary, made from the samples where the
+// Run (by hand or an older runner) has none; without samples its fields
+// are NaN, not 0.
 func summaryOf(p *results.Point) *stats.Summary {
 	if p.Goodput.N > 0 {
 		return &p.Goodput
@@ -101,27 +90,14 @@ func summaryOf(p *results.Point) *stats.Summary {
 	return &s
 }
 
-// metrics are what the figures plot against their x axis, each where a
-// figure has it, one series per transport, as the mean and 95% interval
-// over the point's repetitions: the goodput, the latency probes' 95th
-// percentile of added delay and the real-time packets lost or late. A
+// metrics are what the figures plot, each where a figure has it: a
 // metric's name is in its plots' file names, its title is their y label.
 var (
 	goodput      = pointColumn{"goodput", "goodput (Mbit/s)", summaryOf}
-	addedDelay   = pointColumn{"added-delay-p95", "added delay, p95 (ms)", columnNamed(latencyColumns, "added_p95_ms").of}
-	realtimeMiss = pointColumn{"realtime-miss", "real-time packets lost or late (%)", columnNamed(realtimeColumns, "rt_miss_pct").of}
+	addedDelay   = latencyColumn("added-delay-p95", "added delay, p95 (ms)", func(l *results.LatencySummary) *stats.Summary { return &l.AddedP95Ms })
+	realtimeMiss = realtimeColumn("realtime-miss", "real-time packets lost or late (%)", func(r *results.RealtimeSummary) *stats.Summary { return &r.MissPct })
 	metrics      = []pointColumn{goodput, addedDelay, realtimeMiss}
 )
-
-// columnNamed is cols' column of that name; a name that is not there is a
-// bug, caught when the package loads.
-func columnNamed(cols []pointColumn, name string) pointColumn {
-	i := slices.IndexFunc(cols, func(c pointColumn) bool { return c.name == name })
-	if i < 0 {
-		panic("report: no column " + name)
-	}
-	return cols[i]
-}
 
 // measured reports whether the point has a mean of m to plot.
 func measured(p *results.Point, m pointColumn) bool {
@@ -170,9 +146,7 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// Document is the run's report as a Doc, with the campaign's own Markdown:
-// results.json, samples.csv, summary.csv, the figures (PNG and SVG) and
-// report.md, which links the figures by names relative to its directory.
+// Document is the run's report as a Doc, with the campaign's own Markdown.
 func Document(run *results.Run) *Doc {
 	return &Doc{
 		JSON:     run,
