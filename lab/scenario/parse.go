@@ -182,11 +182,9 @@ type parser struct {
 	lines tomlerr.Lines
 	err   error
 
-	// explicitSched[i] is true when transports[i] set its own scheduler,
-	// which the scheduler axis then leaves alone.
-	explicitSched []bool
-	// explicitCong is the same for the congestion controller.
-	explicitCong []bool
+	// explicit[i] holds the options transports[i] set itself, which the
+	// option axes then leave alone.
+	explicit []map[string]bool
 }
 
 func (p *parser) fail(key, format string, args ...any) {
@@ -228,7 +226,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	}
 	s.Transports = p.transports(t, raw.Transports)
 	if p.err == nil {
-		s.Sweep = p.sweep(t, &raw.Sweep)
+		p.sweep(s, &raw.Sweep)
 	}
 	if p.err == nil {
 		s.points = p.expand(s)
@@ -808,8 +806,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		if j := slices.IndexFunc(out, func(x Transport) bool { return x.Label == tr.Label }); j >= 0 {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
 		}
-		p.explicitSched = append(p.explicitSched, r.Scheduler != "")
-		p.explicitCong = append(p.explicitCong, r.Congestion != "")
+		p.explicit = append(p.explicit, set)
 		out = append(out, tr)
 	}
 	return out
@@ -891,7 +888,7 @@ func join[T ~string](names []T) string {
 func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
 // sweep reads [sweep] and checks that the testbed can carry each axis.
-func (p *parser) sweep(t *Topology, raw *rawSweep) Sweep {
+func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
 	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
 	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
@@ -902,22 +899,21 @@ func (p *parser) sweep(t *Topology, raw *rawSweep) Sweep {
 	choice := func(what string, valid []string) func(k, v string) string {
 		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
 	}
-	s := Sweep{
-		RTT:           sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false),
-		RTTRatio:      sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false),
-		Rate:          sweepAxis(p, "sweep.rate", raw.Rate, rate, false),
-		RateRatio:     sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false),
-		Loss:          sweepAxis(p, "sweep.loss", raw.Loss, loss, true),
-		LossSecondary: sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true),
-		Scheduler:     sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true),
-		Congestion:    sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true),
-	}
+	rtts := sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false)
+	rttRatios := sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false)
+	rates := sweepAxis(p, "sweep.rate", raw.Rate, rate, false)
+	rateRatios := sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false)
+	losses := sweepAxis(p, "sweep.loss", raw.Loss, loss, true)
+	secondary := sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true)
+	scheds := sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true)
+	ccs := sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true)
 	if p.err != nil {
-		return s
+		return
 	}
+	s.network, s.options = networkAxes(rtts, rttRatios, rates, rateRatios, losses, secondary), optionAxes(len(s.Topology.Paths()), scheds, ccs)
 
-	paths := t.Paths()
-	for _, ax := range s.networkAxes() {
+	paths := s.Topology.Paths()
+	for _, ax := range s.network {
 		key := "sweep." + string(ax.axis)
 		for _, l := range paths {
 			if ax.emulates != "" && !l.Emulated() {
@@ -929,8 +925,7 @@ func (p *parser) sweep(t *Topology, raw *rawSweep) Sweep {
 		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
 	}
 	f := paths[0]
-	p.failIf(s.RateRatio != nil && s.Rate == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
-	return s
+	p.failIf(rateRatios != nil && rates == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
 }
 
 // sweepAxis reads the values of one sweep axis: each through parse (which reports

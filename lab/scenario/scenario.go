@@ -114,9 +114,11 @@ type Scenario struct {
 	// Transports are the [[transports]] entries before the option axes
 	// expand them.
 	Transports []Transport
-	Sweep      Sweep
 
-	points []Point
+	// The declared [sweep] axes: network axes (outermost first), then the
+	// transport option axes.
+	network, options []sweptAxis
+	points           []Point
 }
 
 // Experiment is the measurement done at every point: [experiment] and
@@ -367,58 +369,27 @@ type Transport struct {
 	Priorities []int // nil = every path in tier 0
 }
 
-// Axis names one sweep dimension, as its key in [sweep].
+// Axis names one sweep dimension, as its key in [sweep] (docs/lab.md says
+// what each sets); the transport axis is the [[transports]] list.
 type Axis string
 
 const (
-	AxisRTT       Axis = "rtt"
-	AxisRTTRatio  Axis = "rtt_ratio"
-	AxisRate      Axis = "rate"
-	AxisRateRatio Axis = "rate_ratio"
-	AxisLoss      Axis = "loss"
-	// AxisLossSecondary sets the loss of every path but the first.
+	AxisRTT           Axis = "rtt"
+	AxisRTTRatio      Axis = "rtt_ratio"
+	AxisRate          Axis = "rate"
+	AxisRateRatio     Axis = "rate_ratio"
+	AxisLoss          Axis = "loss"
 	AxisLossSecondary Axis = "loss_secondary"
-	// AxisTransport is the [[transports]] list; every scenario has it.
-	AxisTransport  Axis = "transport"
-	AxisScheduler  Axis = "scheduler"
-	AxisCongestion Axis = "congestion"
+	AxisTransport     Axis = "transport"
+	AxisScheduler     Axis = "scheduler"
+	AxisCongestion    Axis = "congestion"
 )
-
-// Sweep holds the declared axes; a nil slice is an axis not declared.
-type Sweep struct {
-	// RTT sets every path's RTT (each direction's delay to half of it).
-	RTT []time.Duration
-	// RTTRatio sets every path after the first to the first path's RTT
-	// times the ratio (Table 2's 1:1 … 1:5 are 1 … 5).
-	RTTRatio []float64
-	// Rate sets every path's rate in both directions.
-	Rate []Rate
-	// RateRatio sets every path after the first to the first path's rate
-	// times the ratio, per direction.
-	RateRatio []float64
-	// Loss sets every path's loss model in both directions.
-	Loss []Loss
-	// LossSecondary sets the loss model of every path after the first (one
-	// lossy branch against a clean one).
-	LossSecondary []Loss
-	// Scheduler expands every transport that takes a scheduler and does not
-	// set one itself.
-	Scheduler []string
-	// Congestion does the same with the congestion controller.
-	Congestion []string
-}
 
 // Axes returns the axes of the scenario in the order Points nests them
 // (outermost first); the transport axis is always present.
 func (s *Scenario) Axes() []Axis {
-	out := append(mapf(s.Sweep.networkAxes(), func(a networkAxis) Axis { return a.axis }), AxisTransport)
-	if s.Sweep.Scheduler != nil {
-		out = append(out, AxisScheduler)
-	}
-	if s.Sweep.Congestion != nil {
-		out = append(out, AxisCongestion)
-	}
-	return out
+	name := func(a sweptAxis) Axis { return a.axis }
+	return slices.Concat(mapf(s.network, name), []Axis{AxisTransport}, mapf(s.options, name))
 }
 
 // Param is one axis value of a point.

@@ -16,44 +16,116 @@ type network struct {
 	top    *Topology
 }
 
-// expand builds the points: the network axes' cartesian product (rtt,
-// rtt_ratio, rate, rate_ratio, loss, outermost first) times the transports,
-// each transport that takes a scheduler and sets none times the scheduler
-// axis.
+// sweptAxis is one declared [sweep] axis: its values as the points show them
+// and how the i-th value sets the paths of a testbed (network axes) or a
+// transport (option axes, which fan out the transports that take opt and
+// do not set it).
+type sweptAxis struct {
+	axis   Axis
+	params []Param
+	apply  func(paths []*Link, i int)
+	opt    string
+	set    func(t *Transport, v string)
+	// What a network axis needs of every path: a link node to emulate
+	// something, a rate of its own, at least one other path.
+	emulates string
+	rate     bool
+	others   string
+}
+
+// axisOf makes the axis of vals (nil when the axis is not declared), each
+// value shown as param shows it.
+func axisOf[T any](axis Axis, vals []T, param func(T) (string, float64), a sweptAxis) []sweptAxis {
+	if vals == nil {
+		return nil
+	}
+	a.axis = axis
+	a.params = mapf(vals, func(v T) Param { text, x := param(v); return Param{axis, text, x} })
+	return []sweptAxis{a}
+}
+
+// networkAxes are the declared network axes, outermost first: the one order
+// of Axes and of the points.
+func networkAxes(rtts []time.Duration, rttRatios []float64, rates []Rate, rateRatios []float64, losses, secondary []Loss) []sweptAxis {
+	const relative = "the others are set relative to the first"
+	ratio := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
+	loss := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
+	setLoss := func(paths []*Link, m Loss) {
+		for _, l := range paths {
+			l.AB.Loss, l.BA.Loss = m, m
+		}
+	}
+	return slices.Concat(
+		axisOf(AxisRTT, rtts, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay", apply: func(paths []*Link, i int) {
+			for _, l := range paths {
+				l.AB.Delay, l.BA.Delay = splitRTT(rtts[i])
+			}
+		}}),
+		axisOf(AxisRTTRatio, rttRatios, ratio, sweptAxis{emulates: "delay", others: relative, apply: func(paths []*Link, i int) {
+			ref := paths[0].RTT()
+			for _, l := range paths[1:] {
+				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * rttRatios[i])))
+			}
+		}}),
+		axisOf(AxisRate, rates, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true, apply: func(paths []*Link, i int) {
+			for _, l := range paths {
+				l.AB.Rate, l.BA.Rate = rates[i], rates[i]
+			}
+		}}),
+		axisOf(AxisRateRatio, rateRatios, ratio, sweptAxis{rate: true, others: relative, apply: func(paths []*Link, i int) {
+			ref := paths[0]
+			for _, l := range paths[1:] {
+				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * rateRatios[i]))
+				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * rateRatios[i]))
+			}
+		}}),
+		axisOf(AxisLoss, losses, loss, sweptAxis{emulates: "loss", apply: func(paths []*Link, i int) { setLoss(paths, losses[i]) }}),
+		axisOf(AxisLossSecondary, secondary, loss, sweptAxis{emulates: "loss", others: "it sets every path after the first", apply: func(paths []*Link, i int) {
+			setLoss(paths[1:], secondary[i])
+		}}),
+	)
+}
+
+// optionAxes are the declared transport option axes, in the order Points
+// nests them.
+func optionAxes(paths int, scheds, ccs []string) []sweptAxis {
+	text := func(v string) (string, float64) { return v, 0 }
+	return slices.Concat(
+		axisOf(AxisScheduler, scheds, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+			t.Scheduler = sch
+			t.Weights = nil
+			if sch == "weighted" {
+				t.Weights = slices.Repeat([]float64{1}, paths)
+			}
+		}}),
+		axisOf(AxisCongestion, ccs, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}),
+	)
+}
+
+// expand builds the points: the network axes' cartesian product times the
+// transports, each transport times the option axes that apply to it.
 func (p *parser) expand(s *Scenario) []Point {
-	sw := &s.Sweep
 	var variants []variant
-	var fanSched, fanCong bool
+	fanned := map[Axis]bool{}
 	for i, tr := range s.Transports {
 		kind, _ := LookupTransport(tr.Name)
 		vs := []variant{{tr: tr, params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
-		if sw.Scheduler != nil && kind.Accepts(OptScheduler) && !p.explicitSched[i] {
-			fanSched = true
-			vs = fan(vs, AxisScheduler, sw.Scheduler, func(t *Transport, sch string) {
-				t.Scheduler = sch
-				t.Weights = nil
-				if sch == "weighted" {
-					t.Weights = slices.Repeat([]float64{1}, len(s.Topology.Paths()))
-				}
-			})
-		}
-		if sw.Congestion != nil && kind.Accepts(OptCongestion) && !p.explicitCong[i] {
-			fanCong = true
-			vs = fan(vs, AxisCongestion, sw.Congestion, func(t *Transport, cc string) { t.Congestion = cc })
+		for _, a := range s.options {
+			if kind.Accepts(a.opt) && !p.explicit[i][a.opt] {
+				fanned[a.axis] = true
+				vs = fan(vs, a)
+			}
 		}
 		variants = append(variants, vs...)
 	}
-	const unused = "no transport takes it: each either has no %s option or sets its own"
-	p.failIf(sw.Scheduler != nil && !fanSched, "sweep.scheduler", unused, OptScheduler)
-	p.failIf(sw.Congestion != nil && !fanCong, "sweep.congestion", unused, OptCongestion)
-	seen := map[string]int{}
 	clashKey := "sweep"
-	switch {
-	case sw.Congestion == nil:
-		clashKey = "sweep.scheduler"
-	case sw.Scheduler == nil:
-		clashKey = "sweep.congestion"
+	for _, a := range s.options {
+		p.failIf(!fanned[a.axis], "sweep."+string(a.axis), "no transport takes it: each either has no %s option or sets its own", a.opt)
+		if len(s.options) == 1 {
+			clashKey = "sweep." + string(a.axis)
+		}
 	}
+	seen := map[string]int{}
 	for i, v := range variants {
 		if j, ok := seen[v.tr.Label]; ok {
 			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
@@ -62,20 +134,21 @@ func (p *parser) expand(s *Scenario) []Point {
 	}
 
 	total := len(variants)
-	for _, a := range sw.networkAxes() {
-		total *= a.n
+	for _, a := range s.network {
+		total *= len(a.params)
 	}
 	if p.failIf(total > MaxPoints, "sweep", "expands to %d points; the limit is %d", total, MaxPoints) || p.err != nil {
 		return nil
 	}
 
 	nets := []network{{top: s.Topology}}
-	for _, a := range sw.networkAxes() {
-		next := make([]network, 0, len(nets)*a.n)
+	for _, a := range s.network {
+		next := make([]network, 0, len(nets)*len(a.params))
 		for _, base := range nets {
-			for i := range a.n {
+			for i, q := range a.params {
 				t := base.top.Clone()
-				next = append(next, network{params: append(slices.Clone(base.params), a.apply(t, i)), top: t})
+				a.apply(t.Paths(), i)
+				next = append(next, network{params: append(slices.Clone(base.params), q), top: t})
 			}
 		}
 		nets = next
@@ -107,88 +180,22 @@ func (p *parser) expand(s *Scenario) []Point {
 	return points
 }
 
-// networkAxis is a swept network axis: its number of values, what it needs
-// of every path (a link node to emulate something, a rate of its own, at
-// least one other path) and how the i-th value sets a topology.
-type networkAxis struct {
-	axis     Axis
-	n        int
-	emulates string
-	rate     bool
-	others   string
-	apply    func(t *Topology, i int) Param
-}
-
-// networkAxes are the sweep's network axes that have values, outermost
-// first: the one order of Axes and of the points.
-func (sw *Sweep) networkAxes() []networkAxis {
-	const relative = "the others are set relative to the first"
-	all := []networkAxis{
-		{AxisRTT, len(sw.RTT), "delay", false, "", func(t *Topology, i int) Param {
-			d := sw.RTT[i]
-			for _, l := range t.Paths() {
-				l.AB.Delay, l.BA.Delay = splitRTT(d)
-			}
-			return Param{Axis: AxisRTT, Text: d.String(), Value: stats.Ms(d)}
-		}},
-		{AxisRTTRatio, len(sw.RTTRatio), "delay", false, relative, func(t *Topology, i int) Param {
-			r := sw.RTTRatio[i]
-			paths := t.Paths()
-			ref := paths[0].RTT()
-			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
-			}
-			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
-		}},
-		{AxisRate, len(sw.Rate), "", true, "", func(t *Topology, i int) Param {
-			r := sw.Rate[i]
-			for _, l := range t.Paths() {
-				l.AB.Rate, l.BA.Rate = r, r
-			}
-			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
-		}},
-		{AxisRateRatio, len(sw.RateRatio), "", true, relative, func(t *Topology, i int) Param {
-			r := sw.RateRatio[i]
-			paths := t.Paths()
-			ref := paths[0]
-			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
-			}
-			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
-		}},
-		{AxisLoss, len(sw.Loss), "loss", false, "", func(t *Topology, i int) Param { return setLoss(t.Paths(), AxisLoss, sw.Loss[i]) }},
-		{AxisLossSecondary, len(sw.LossSecondary), "loss", false, "it sets every path after the first", func(t *Topology, i int) Param {
-			return setLoss(t.Paths()[1:], AxisLossSecondary, sw.LossSecondary[i])
-		}},
-	}
-	return slices.DeleteFunc(all, func(a networkAxis) bool { return a.n == 0 })
-}
-
-// setLoss gives paths loss model m both ways.
-func setLoss(paths []*Link, axis Axis, m Loss) Param {
-	for _, l := range paths {
-		l.AB.Loss, l.BA.Loss = m, m
-	}
-	return Param{Axis: axis, Text: m.String(), Value: 100 * m.MeanLoss()}
-}
-
 // variant is a transport with the sweep params that made it.
 type variant struct {
 	tr     Transport
 	params []Param
 }
 
-// fan multiplies variants by the values of an option axis, appending each
+// fan multiplies variants by the values of option axis a, appending each
 // value to the label.
-func fan(vs []variant, axis Axis, values []string, set func(*Transport, string)) []variant {
-	out := make([]variant, 0, len(vs)*len(values))
+func fan(vs []variant, a sweptAxis) []variant {
+	out := make([]variant, 0, len(vs)*len(a.params))
 	for _, v := range vs {
-		for _, val := range values {
+		for _, q := range a.params {
 			t := cloneTransport(v.tr)
-			set(&t, val)
-			t.Label = v.tr.Label + " " + val
-			out = append(out, variant{tr: t, params: append(slices.Clone(v.params), Param{Axis: axis, Text: val})})
+			a.set(&t, q.Text)
+			t.Label = v.tr.Label + " " + q.Text
+			out = append(out, variant{tr: t, params: append(slices.Clone(v.params), q)})
 		}
 	}
 	return out
