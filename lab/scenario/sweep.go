@@ -10,12 +10,6 @@ import (
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// network is one point of the network axes: a testbed with its params.
-type network struct {
-	params []Param
-	top    *Topology
-}
-
 // sweptAxis is one declared [sweep] axis: its values as the points show them
 // and how the i-th value sets the paths of a testbed (network axes) or a
 // transport (option axes, which fan out the transports that take opt and
@@ -102,14 +96,16 @@ func optionAxes(paths int, scheds, ccs []string) []sweptAxis {
 	)
 }
 
-// expand builds the points: the network axes' cartesian product times the
-// transports, each transport times the option axes that apply to it.
+// expand builds the points: the network axes' cartesian product (each a
+// Point with only Params and Topology) times the transports, each transport
+// times the option axes that apply to it (a Point with only Params and
+// Transport).
 func (p *parser) expand(s *Scenario) []Point {
-	var variants []variant
+	var variants []Point
 	fanned := map[Axis]bool{}
 	for i, tr := range s.Transports {
 		kind, _ := LookupTransport(tr.Name)
-		vs := []variant{{tr: tr, params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
+		vs := []Point{{Transport: tr, Params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
 		for _, a := range s.options {
 			if kind.Accepts(a.opt) && !p.explicit[i][a.opt] {
 				fanned[a.axis] = true
@@ -127,10 +123,10 @@ func (p *parser) expand(s *Scenario) []Point {
 	}
 	seen := map[string]int{}
 	for i, v := range variants {
-		if j, ok := seen[v.tr.Label]; ok {
-			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
+		if j, ok := seen[v.Transport.Label]; ok {
+			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.Transport.Label, j, i)
 		}
-		seen[v.tr.Label] = i
+		seen[v.Transport.Label] = i
 	}
 
 	total := len(variants)
@@ -141,14 +137,14 @@ func (p *parser) expand(s *Scenario) []Point {
 		return nil
 	}
 
-	nets := []network{{top: s.Topology}}
+	nets := []Point{{Topology: s.Topology}}
 	for _, a := range s.network {
-		next := make([]network, 0, len(nets)*len(a.params))
+		next := make([]Point, 0, len(nets)*len(a.params))
 		for _, base := range nets {
 			for i, q := range a.params {
-				t := base.top.Clone()
+				t := base.Topology.Clone()
 				a.apply(t.Paths(), i)
-				next = append(next, network{params: append(slices.Clone(base.params), q), top: t})
+				next = append(next, Point{Params: append(slices.Clone(base.Params), q), Topology: t})
 			}
 		}
 		nets = next
@@ -159,11 +155,11 @@ func (p *parser) expand(s *Scenario) []Point {
 	// every network, naming the point.
 	for _, n := range nets {
 		at := ""
-		if len(n.params) > 0 {
-			at = "at " + (&Point{Params: n.params}).String() + ": "
+		if len(n.Params) > 0 {
+			at = "at " + n.String() + ": "
 		}
-		for i := range n.top.Links {
-			p.checkShaping("sweep", &n.top.Links[i], at)
+		for i := range n.Topology.Links {
+			p.checkShaping("sweep", &n.Topology.Links[i], at)
 		}
 		if p.err != nil {
 			return nil
@@ -173,29 +169,23 @@ func (p *parser) expand(s *Scenario) []Point {
 	points := make([]Point, 0, total)
 	for ni, n := range nets {
 		for _, v := range variants {
-			params := slices.Concat(n.params, v.params)
-			points = append(points, Point{Index: len(points), Network: ni, Params: params, Topology: n.top, Transport: cloneTransport(v.tr)})
+			params := slices.Concat(n.Params, v.Params)
+			points = append(points, Point{Index: len(points), Network: ni, Params: params, Topology: n.Topology, Transport: cloneTransport(v.Transport)})
 		}
 	}
 	return points
 }
 
-// variant is a transport with the sweep params that made it.
-type variant struct {
-	tr     Transport
-	params []Param
-}
-
 // fan multiplies variants by the values of option axis a, appending each
 // value to the label.
-func fan(vs []variant, a sweptAxis) []variant {
-	out := make([]variant, 0, len(vs)*len(a.params))
+func fan(vs []Point, a sweptAxis) []Point {
+	out := make([]Point, 0, len(vs)*len(a.params))
 	for _, v := range vs {
 		for _, q := range a.params {
-			t := cloneTransport(v.tr)
+			t := cloneTransport(v.Transport)
 			a.set(&t, q.Text)
-			t.Label = v.tr.Label + " " + q.Text
-			out = append(out, variant{tr: t, params: append(slices.Clone(v.params), q)})
+			t.Label = v.Transport.Label + " " + q.Text
+			out = append(out, Point{Transport: t, Params: append(slices.Clone(v.Params), q)})
 		}
 	}
 	return out

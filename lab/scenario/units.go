@@ -66,17 +66,15 @@ func ParseRate(s string) (Rate, error) {
 // String writes the rate in the largest unit that keeps it short:
 // "10Mbit/s", "1Gbit/s", "2.5Mbit/s", "unlimited".
 func (r Rate) String() string {
-	switch {
-	case r == 0:
-		return "unlimited"
-	case r >= Gbit:
-		return fmtFloat(float64(r)/float64(Gbit)) + "Gbit/s"
-	case r >= Mbit:
-		return fmtFloat(float64(r)/float64(Mbit)) + "Mbit/s"
-	case r >= Kbit:
-		return fmtFloat(float64(r)/float64(Kbit)) + "kbit/s"
+	for _, u := range []struct {
+		r    Rate
+		name string
+	}{{Gbit, "Gbit/s"}, {Mbit, "Mbit/s"}, {Kbit, "kbit/s"}, {1, "bit/s"}} {
+		if r >= u.r {
+			return fmtFloat(float64(r)/float64(u.r)) + u.name
+		}
 	}
-	return strconv.FormatUint(uint64(r), 10) + "bit/s"
+	return "unlimited"
 }
 
 // Mbps is the rate in Mbit/s, the unit of the paper's plots.
