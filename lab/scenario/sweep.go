@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
@@ -38,24 +39,47 @@ func axisOf[T any](axis Axis, vals []T, param func(T) (string, float64), a swept
 	return []sweptAxis{a}
 }
 
-// networkAxes are the declared network axes, outermost first: the one order
-// of Axes and of the points.
-func networkAxes(rtts []time.Duration, rttRatios []float64, rates []Rate, rateRatios []float64, losses, secondary []Loss) []sweptAxis {
+// sweep reads [sweep] into the scenario's axes, network axes outermost
+// first (the one order of Axes and of the points), and checks that the
+// testbed can carry each.
+func (p *parser) sweep(s *Scenario, raw *rawSweep) {
+	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
+	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
+	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
+	ratio := func(k string, x float64) float64 {
+		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
+		return x
+	}
+	choice := func(what string, valid []string) func(k, v string) string {
+		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
+	}
+	rtts := sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false)
+	rttRatios := sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false)
+	rates := sweepAxis(p, "sweep.rate", raw.Rate, rate, false)
+	rateRatios := sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false)
+	losses := sweepAxis(p, "sweep.loss", raw.Loss, loss, true)
+	secondary := sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true)
+	scheds := sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true)
+	ccs := sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true)
+	if p.err != nil {
+		return
+	}
+	paths := s.Topology.Paths()
 	const relative = "the others are set relative to the first"
-	ratio := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
-	loss := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
+	ratioText := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
+	lossText := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
 	setLoss := func(paths []*Link, m Loss) {
 		for _, l := range paths {
 			l.AB.Loss, l.BA.Loss = m, m
 		}
 	}
-	return slices.Concat(
+	s.network = slices.Concat(
 		axisOf(AxisRTT, rtts, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay", apply: func(paths []*Link, i int) {
 			for _, l := range paths {
 				l.AB.Delay, l.BA.Delay = splitRTT(rtts[i])
 			}
 		}}),
-		axisOf(AxisRTTRatio, rttRatios, ratio, sweptAxis{emulates: "delay", others: relative, apply: func(paths []*Link, i int) {
+		axisOf(AxisRTTRatio, rttRatios, ratioText, sweptAxis{emulates: "delay", others: relative, apply: func(paths []*Link, i int) {
 			ref := paths[0].RTT()
 			for _, l := range paths[1:] {
 				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * rttRatios[i])))
@@ -66,34 +90,68 @@ func networkAxes(rtts []time.Duration, rttRatios []float64, rates []Rate, rateRa
 				l.AB.Rate, l.BA.Rate = rates[i], rates[i]
 			}
 		}}),
-		axisOf(AxisRateRatio, rateRatios, ratio, sweptAxis{rate: true, others: relative, apply: func(paths []*Link, i int) {
+		axisOf(AxisRateRatio, rateRatios, ratioText, sweptAxis{rate: true, others: relative, apply: func(paths []*Link, i int) {
 			ref := paths[0]
 			for _, l := range paths[1:] {
 				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * rateRatios[i]))
 				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * rateRatios[i]))
 			}
 		}}),
-		axisOf(AxisLoss, losses, loss, sweptAxis{emulates: "loss", apply: func(paths []*Link, i int) { setLoss(paths, losses[i]) }}),
-		axisOf(AxisLossSecondary, secondary, loss, sweptAxis{emulates: "loss", others: "it sets every path after the first", apply: func(paths []*Link, i int) {
+		axisOf(AxisLoss, losses, lossText, sweptAxis{emulates: "loss", apply: func(paths []*Link, i int) { setLoss(paths, losses[i]) }}),
+		axisOf(AxisLossSecondary, secondary, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first", apply: func(paths []*Link, i int) {
 			setLoss(paths[1:], secondary[i])
 		}}),
 	)
-}
-
-// optionAxes are the declared transport option axes, in the order Points
-// nests them.
-func optionAxes(paths int, scheds, ccs []string) []sweptAxis {
 	text := func(v string) (string, float64) { return v, 0 }
-	return slices.Concat(
+	s.options = slices.Concat(
 		axisOf(AxisScheduler, scheds, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
 			t.Scheduler = sch
 			t.Weights = nil
 			if sch == "weighted" {
-				t.Weights = slices.Repeat([]float64{1}, paths)
+				t.Weights = slices.Repeat([]float64{1}, len(paths))
 			}
 		}}),
 		axisOf(AxisCongestion, ccs, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}),
 	)
+
+	for _, ax := range s.network {
+		key := "sweep." + string(ax.axis)
+		for _, l := range paths {
+			if ax.emulates != "" && !l.Emulated() {
+				p.fail(key, "path %q has no link node (via) to emulate %s", l.Name, ax.emulates)
+			} else if ax.rate && l.Medium != "" {
+				p.fail(key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
+			}
+		}
+		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
+	}
+	f := paths[0]
+	p.failIf(rateRatios != nil && rates == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
+}
+
+// sweepAxis reads the values of one sweep axis: each through parse (which reports
+// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (quote
+// the value in that message or not). A nil list stays nil: the axis is not swept;
+// an empty one is an error.
+func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, quote bool) []T {
+	if raw == nil {
+		return nil
+	}
+	p.failIf(len(raw) == 0, key, "empty; list values or remove the key")
+	out := []T{}
+	for i, v := range raw {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		x := parse(k, v)
+		if j := slices.Index(out, x); j >= 0 {
+			show := fmt.Sprint(x)
+			if quote {
+				show = strconv.Quote(show)
+			}
+			p.fail(k, "%s duplicates %s[%d]", show, key, j)
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // expand builds the points: the network axes' cartesian product (each a
