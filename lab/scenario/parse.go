@@ -159,9 +159,7 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Parse parses and validates data as the scenario file name (used in errors
-// and, without directory and ".toml", as the default scenario name), and
-// expands its sweep.
+// Parse parses, validates and expands data as the scenario file name.
 func Parse(name string, data []byte) (*Scenario, error) {
 	var raw rawFile
 	if err := tomlerr.Decode(name, data, &raw); err != nil {
@@ -446,10 +444,9 @@ func (p *parser) endpoints(t *Topology, key, a, b string) {
 	}
 }
 
-// DefaultTopology is the paper's testbed (its Figure 1): a VPN client and
-// server joined by two 10 Mbit/s paths, each through its own link node, and
-// the web server 1 Gbit/s behind the VPN server. Both paths start at 20 ms
-// RTT (Table 2's primary path) and no loss; scenario files change that.
+// DefaultTopology is the paper's testbed (its Figure 1, declared below):
+// two 10 Mbit/s paths of 20 ms RTT (Table 2's primary path), each through
+// its own link node, and the web server 1 Gbit/s behind the VPN server.
 func DefaultTopology() *Topology {
 	p := &parser{file: "the built-in testbed"}
 	t := p.topology(nil, defaultNodes, defaultLinks)
@@ -501,10 +498,8 @@ func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 	return t
 }
 
-// link applies a link's keys: its mtu, that of the client's end of a path,
-// whose larger datagrams then vanish on the way in without an error (a
-// black hole); its symmetric keys to both directions, then its a_to_b and
-// b_to_a tables.
+// link applies a link's keys: its mtu, its symmetric keys to both
+// directions, then its a_to_b and b_to_a tables, then its medium.
 func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
 	l.MTU = p.num(key+".mtu", r.MTU, l.MTU, MinMTU, MaxMTU, "")
 	p.failIf(r.MTU != nil && !t.joins(l, t.Client(), t.Server()), key+".mtu", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
@@ -887,9 +882,7 @@ func join[T ~string](names []T) string {
 
 func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
-// media reads [[media]]. A link on a medium has no rate of its own: its
-// frames, both directions, serialize on the medium's one queue with every
-// other member's.
+// media reads [[media]].
 func (p *parser) media(rm []rawMedium) []Medium {
 	var out []Medium
 	seen := map[string]int{}

@@ -256,10 +256,8 @@ func cloneTransport(t Transport) Transport {
 
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-// Default is the scenario of an empty file: the paper's testbed (see
-// DefaultTopology), Table 3's TCP settings with cubic, 20 downloads of
-// 16 MiB, measured with direct, mptcp-direct and braid with its default
-// options.
+// Default is the scenario of an empty file: every default applied to the
+// built-in testbed.
 func Default() *Scenario {
 	s, err := Parse("default", nil)
 	if err != nil {
