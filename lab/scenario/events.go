@@ -6,21 +6,13 @@ import (
 	"time"
 )
 
-// Event actions ([[events]] action): what happens to a path during every
-// download of a point, the failures real paths have.
+// Event actions ([[events]] action): the failures real paths have, done to
+// a path during every download of a point (docs/lab.md says what each does).
 const (
-	// ActionCut makes the path's link node drop every frame, both ways: a
-	// failure inside the network that neither end's interface notices.
-	ActionCut = "cut"
-	// ActionRestore undoes a cut: the link shapes as the scenario says.
-	ActionRestore = "restore"
-	// ActionDown takes the client's interface of the path down (a modem
-	// unplugged, Wi-Fi lost); ActionUp brings it back.
-	ActionDown = "down"
-	ActionUp   = "up"
-	// ActionReaddress gives the client's interface of the path a new
-	// address in its subnet in place of the old one (a new DHCP lease, NAT
-	// rebinding).
+	ActionCut       = "cut"
+	ActionRestore   = "restore"
+	ActionDown      = "down"
+	ActionUp        = "up"
 	ActionReaddress = "readdress"
 )
 
@@ -43,8 +35,7 @@ const (
 type Event struct {
 	At     time.Duration
 	Action string
-	// Link names a path (a client–server link).
-	Link string
+	Link   string // a path (a client–server link)
 }
 
 // String is "cut secondary at 3s".

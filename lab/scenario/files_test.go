@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -164,6 +165,18 @@ func TestDemoScenario(t *testing.T) {
 	}
 }
 
+// swept returns the values of s's axis a as the points show them.
+func swept(s *Scenario, a Axis) []string {
+	for _, ax := range slices.Concat(s.network, s.options) {
+		if ax.axis == a {
+			return mapf(ax.params, func(p Param) string { return p.Text })
+		}
+	}
+	return nil
+}
+
+func texts[T fmt.Stringer](vs []T) []string { return mapf(vs, T.String) }
+
 // TestPaperTables checks the committed paper scenarios against the paper's
 // tables: §3.1.1's seven RTTs, Table 1's GE parameters, Table 2's ratios.
 func TestPaperTables(t *testing.T) {
@@ -178,17 +191,17 @@ func TestPaperTables(t *testing.T) {
 		{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: 3},
 	}
 	for _, name := range []string{"rtt-uniform.toml", "rtt-ge.toml"} {
-		if s := loadCommitted(t, name); !slices.Equal(s.Sweep.RTT, rtts) {
-			t.Errorf("%s: rtt = %v", name, s.Sweep.RTT)
+		if s := loadCommitted(t, name); !slices.Equal(swept(s, AxisRTT), texts(rtts)) {
+			t.Errorf("%s: rtt = %v", name, swept(s, AxisRTT))
 		}
 	}
-	if s := loadCommitted(t, "rtt-ge.toml"); !slices.Equal(s.Sweep.Loss, table1) {
-		t.Errorf("rtt-ge: loss = %v", s.Sweep.Loss)
+	if s := loadCommitted(t, "rtt-ge.toml"); !slices.Equal(swept(s, AxisLoss), texts(table1)) {
+		t.Errorf("rtt-ge: loss = %v", swept(s, AxisLoss))
 	}
 	for _, name := range []string{"rtt-ratio.toml", "splits.toml", "schedulers.toml"} {
 		s := loadCommitted(t, name)
-		if !slices.Equal(s.Sweep.RTTRatio, []float64{1, 2, 3, 4, 5}) || !slices.Equal(s.Sweep.Loss, table1) {
-			t.Errorf("%s: ratios %v, loss %v", name, s.Sweep.RTTRatio, s.Sweep.Loss)
+		if !slices.Equal(swept(s, AxisRTTRatio), []string{"1:1", "1:2", "1:3", "1:4", "1:5"}) || !slices.Equal(swept(s, AxisLoss), texts(table1)) {
+			t.Errorf("%s: ratios %v, loss %v", name, swept(s, AxisRTTRatio), swept(s, AxisLoss))
 		}
 		// Table 2: primary 20 ms, secondary 20·ratio ms.
 		for _, p := range s.Points() {
@@ -239,8 +252,8 @@ func TestRecoveryScenarios(t *testing.T) {
 	}
 	ge := loadCommitted(t, "recovery-ge.toml")
 	table1 := func(k float64) Loss { return Loss{Model: LossGE, P: 1, R: 75, OneMinusH: 50, OneMinusK: k} }
-	if !slices.Equal(ge.Sweep.LossSecondary, []Loss{table1(0.5), table1(1)}) || !slices.Equal(ge.Sweep.Loss, []Loss{{}, table1(1)}) {
-		t.Errorf("recovery-ge: loss %v, loss_secondary %v", ge.Sweep.Loss, ge.Sweep.LossSecondary)
+	if !slices.Equal(swept(ge, AxisLossSecondary), texts([]Loss{table1(0.5), table1(1)})) || !slices.Equal(swept(ge, AxisLoss), texts([]Loss{{}, table1(1)})) {
+		t.Errorf("recovery-ge: loss %v, loss_secondary %v", swept(ge, AxisLoss), swept(ge, AxisLossSecondary))
 	}
 	for _, p := range ge.Points() {
 		if a, b := p.Topology.Link("primary").RTT(), p.Topology.Link("secondary").RTT(); a != 30*time.Millisecond || b != a {

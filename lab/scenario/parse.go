@@ -159,9 +159,7 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Parse parses and validates data as the scenario file name (used in errors
-// and, without directory and ".toml", as the default scenario name), and
-// expands its sweep.
+// Parse parses, validates and expands data as the scenario file name.
 func Parse(name string, data []byte) (*Scenario, error) {
 	var raw rawFile
 	if err := tomlerr.Decode(name, data, &raw); err != nil {
@@ -182,11 +180,9 @@ type parser struct {
 	lines tomlerr.Lines
 	err   error
 
-	// explicitSched[i] is true when transports[i] set its own scheduler,
-	// which the scheduler axis then leaves alone.
-	explicitSched []bool
-	// explicitCong is the same for the congestion controller.
-	explicitCong []bool
+	// explicit[i] holds the options transports[i] set itself, which the
+	// option axes then leave alone.
+	explicit []map[string]bool
 }
 
 func (p *parser) fail(key, format string, args ...any) {
@@ -228,7 +224,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	}
 	s.Transports = p.transports(t, raw.Transports)
 	if p.err == nil {
-		s.Sweep = p.sweep(t, &raw.Sweep)
+		p.sweep(s, &raw.Sweep)
 	}
 	if p.err == nil {
 		s.points = p.expand(s)
@@ -448,10 +444,9 @@ func (p *parser) endpoints(t *Topology, key, a, b string) {
 	}
 }
 
-// DefaultTopology is the paper's testbed (its Figure 1): a VPN client and
-// server joined by two 10 Mbit/s paths, each through its own link node, and
-// the web server 1 Gbit/s behind the VPN server. Both paths start at 20 ms
-// RTT (Table 2's primary path) and no loss; scenario files change that.
+// DefaultTopology is the paper's testbed (its Figure 1, declared below):
+// two 10 Mbit/s paths of 20 ms RTT (Table 2's primary path), each through
+// its own link node, and the web server 1 Gbit/s behind the VPN server.
 func DefaultTopology() *Topology {
 	p := &parser{file: "the built-in testbed"}
 	t := p.topology(nil, defaultNodes, defaultLinks)
@@ -503,10 +498,8 @@ func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 	return t
 }
 
-// link applies a link's keys: its mtu, that of the client's end of a path,
-// whose larger datagrams then vanish on the way in without an error (a
-// black hole); its symmetric keys to both directions, then its a_to_b and
-// b_to_a tables.
+// link applies a link's keys: its mtu, its symmetric keys to both
+// directions, then its a_to_b and b_to_a tables, then its medium.
 func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
 	l.MTU = p.num(key+".mtu", r.MTU, l.MTU, MinMTU, MaxMTU, "")
 	p.failIf(r.MTU != nil && !t.joins(l, t.Client(), t.Server()), key+".mtu", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
@@ -808,8 +801,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		if j := slices.IndexFunc(out, func(x Transport) bool { return x.Label == tr.Label }); j >= 0 {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
 		}
-		p.explicitSched = append(p.explicitSched, r.Scheduler != "")
-		p.explicitCong = append(p.explicitCong, r.Congestion != "")
+		p.explicit = append(p.explicit, set)
 		out = append(out, tr)
 	}
 	return out
@@ -890,77 +882,7 @@ func join[T ~string](names []T) string {
 
 func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
-// sweep reads [sweep] and checks that the testbed can carry each axis.
-func (p *parser) sweep(t *Topology, raw *rawSweep) Sweep {
-	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
-	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
-	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
-	ratio := func(k string, x float64) float64 {
-		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
-		return x
-	}
-	choice := func(what string, valid []string) func(k, v string) string {
-		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
-	}
-	s := Sweep{
-		RTT:           sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false),
-		RTTRatio:      sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false),
-		Rate:          sweepAxis(p, "sweep.rate", raw.Rate, rate, false),
-		RateRatio:     sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false),
-		Loss:          sweepAxis(p, "sweep.loss", raw.Loss, loss, true),
-		LossSecondary: sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true),
-		Scheduler:     sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true),
-		Congestion:    sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true),
-	}
-	if p.err != nil {
-		return s
-	}
-
-	paths := t.Paths()
-	for _, ax := range s.networkAxes() {
-		key := "sweep." + string(ax.axis)
-		for _, l := range paths {
-			if ax.emulates != "" && !l.Emulated() {
-				p.fail(key, "path %q has no link node (via) to emulate %s", l.Name, ax.emulates)
-			} else if ax.rate && l.Medium != "" {
-				p.fail(key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
-			}
-		}
-		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
-	}
-	f := paths[0]
-	p.failIf(s.RateRatio != nil && s.Rate == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
-	return s
-}
-
-// sweepAxis reads the values of one sweep axis: each through parse (which reports
-// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (quote
-// the value in that message or not). A nil list stays nil: the axis is not swept;
-// an empty one is an error.
-func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, quote bool) []T {
-	if raw == nil {
-		return nil
-	}
-	p.failIf(len(raw) == 0, key, "empty; list values or remove the key")
-	out := []T{}
-	for i, v := range raw {
-		k := fmt.Sprintf("%s[%d]", key, i)
-		x := parse(k, v)
-		if j := slices.Index(out, x); j >= 0 {
-			show := fmt.Sprint(x)
-			if quote {
-				show = strconv.Quote(show)
-			}
-			p.fail(k, "%s duplicates %s[%d]", show, key, j)
-		}
-		out = append(out, x)
-	}
-	return out
-}
-
-// media reads [[media]]. A link on a medium has no rate of its own: its
-// frames, both directions, serialize on the medium's one queue with every
-// other member's.
+// media reads [[media]].
 func (p *parser) media(rm []rawMedium) []Medium {
 	var out []Medium
 	seen := map[string]int{}

@@ -1,20 +1,14 @@
-// Package scenario reads the lab's scenario files: the emulated testbed (nodes
-// in network namespaces and the links between them, with rate, delay, jitter,
-// loss and queue limit per direction), the experiment run on it (download
-// size, repetitions, TCP settings, transports under test) and the sweeps that
-// turn one file into a campaign of points.
+// Package scenario reads the lab's scenario files (the format is documented
+// in docs/lab.md): the emulated testbed, the experiment run on it and the
+// sweeps that turn one file into a campaign of points.
 //
 // Files are strict TOML, like braid's config: an unknown key, a value of the
-// wrong type or a value out of range is a one-line error naming the file, the
-// line where the decoder knows it, and the key. A campaign that silently ran
-// with a default because of a misspelt "rtt_ratio" would cost hours and prove
-// nothing.
+// wrong type or out of range is a one-line error naming the file, line and
+// key. A campaign that silently ran with a default because of a misspelt
+// "rtt_ratio" would cost hours and prove nothing.
 //
 // Everything is resolved here, once: each Point carries a complete Topology
-// (every link's shaping in both directions, every node's TCP settings) and a
-// complete Transport, so the emulator and the runner never interpret the file.
-//
-// The format is documented in docs/lab.md.
+// and Transport, so the emulator and the runner never interpret the file.
 package scenario
 
 import (
@@ -26,33 +20,24 @@ import (
 	"time"
 )
 
-// Defaults and limits, in one block so that docs/lab.md, the validation and
-// the tests point at the same numbers.
+// Defaults and limits, in one block so that docs/lab.md (which says why each
+// is what it is), the validation and the tests point at the same numbers.
 const (
-	// DefaultSize is the paper's 16 MB wget download, read as 16 MiB (a file
-	// made with dd bs=1M count=16); write "16MB" for 16 000 000 bytes.
-	DefaultSize = 16 << 20
-	// DefaultReps is the paper's 20 downloads per configuration, enough for a
-	// Student-t interval that is not dominated by its t quantile.
-	DefaultReps = 20
-	MaxReps     = 10000
-	// MaxCompeting bounds [experiment] competing.
+	// DefaultSize is the paper's 16 MB download, read as 16 MiB.
+	DefaultSize  = 16 << 20
+	DefaultReps  = 20
+	MaxReps      = 10000
 	MaxCompeting = 16
 
-	// DefaultTimeout bounds one download. A 16 MiB file at 10 Mbit/s takes
-	// 13.4 s unimpeded; 7% loss at 100 ms RTT can make it ten times slower.
 	DefaultTimeout = 5 * time.Minute
 	MinTimeout     = time.Second
 	MaxTimeout     = 24 * time.Hour
 
-	// DefaultQueueLimit is netem's default limit, and the txqueuelen of the
-	// paper's Ethernet NICs whose queue held packets at the 10 Mbit/s
-	// bottleneck.
 	DefaultQueueLimit = 1000
 	MaxQueueLimit     = 1_000_000
 
-	// MaxDelay bounds one-way delay and jitter: the paper stops at 100 ms
-	// RTT, satellite paths reach 600 ms; seconds are a typo.
+	// MaxDelay bounds one-way delay and jitter: satellite paths reach
+	// 600 ms RTT; seconds are a typo.
 	MaxDelay = 10 * time.Second
 
 	// MaxNameLen keeps node and link names short enough that the runner can
@@ -63,25 +48,16 @@ const (
 	// of weeks starts.
 	MaxPoints = 10000
 
-	// MaxLinks bounds automatic /24 subnet assignment (198.18.1.0/24,
-	// 198.18.2.0/24, …).
+	// MaxLinks bounds automatic /24 subnet assignment (198.18.1.0/24, …).
 	MaxLinks = 64
 
-	// DefaultLatencyInterval is the spacing of the latency probes
-	// ([experiment] latency): one UDP echo every 10 ms.
 	DefaultLatencyInterval = 10 * time.Millisecond
 	MinLatencyInterval     = time.Millisecond
 	MaxLatencyInterval     = time.Second
-	// DefaultLatencyIdle is how long the probes run before each download,
-	// on the idle transport; the median of those RTTs is the baseline the
-	// added delay is measured from (100 probes at the default interval).
-	DefaultLatencyIdle = time.Second
-	MinLatencyIdle     = 100 * time.Millisecond
-	MaxLatencyIdle     = time.Minute
+	DefaultLatencyIdle     = time.Second
+	MinLatencyIdle         = 100 * time.Millisecond
+	MaxLatencyIdle         = time.Minute
 
-	// The real-time workload's defaults: 1 Mbit/s of 200-byte UDP payloads
-	// (625 packets/s, a voice or game stream) for 10 s, a packet counting
-	// as late after 40 ms one-way.
 	DefaultRealtimeRate     = 1 * Mbit
 	DefaultRealtimeSize     = 200
 	DefaultRealtimeDuration = 10 * time.Second
@@ -100,12 +76,10 @@ const (
 	MaxRealtimeDeadline = 10 * time.Second
 )
 
-// Workloads: what one repetition of a point measures ([experiment] workload).
+// Workloads: what one repetition of a point measures ([experiment] workload):
+// the paper's HTTP download of Experiment.Size, or Experiment.Realtime.
 const (
-	// WorkloadDownload is the paper's HTTP download of Experiment.Size.
 	WorkloadDownload = "download"
-	// WorkloadRealtime is a constant-rate UDP flow from the web server to
-	// the client (Experiment.Realtime).
 	WorkloadRealtime = "realtime"
 )
 
@@ -116,19 +90,14 @@ var Workloads = []string{WorkloadDownload, WorkloadRealtime}
 // range of RFC 2544, which no real network routes.
 var LabPrefix = netip.MustParsePrefix("198.18.0.0/15")
 
-// Role is what a node does in the testbed.
+// Role is what a node does in the testbed (docs/lab.md, [[nodes]]).
 type Role string
 
 const (
-	// RoleClient is the VPN client; the download runs here.
 	RoleClient Role = "client"
-	// RoleLink is a link node: a bump in the wire between client and server
-	// whose two interfaces the emulator joins, shaping each direction.
-	RoleLink Role = "link"
-	// RoleServer is the VPN server (and the router to the web server).
+	RoleLink   Role = "link"
 	RoleServer Role = "server"
-	// RoleWeb serves the file, behind the server, as the paper's intranet host.
-	RoleWeb Role = "web"
+	RoleWeb    Role = "web"
 )
 
 // Roles lists the valid roles in the order the testbed is drawn.
@@ -136,61 +105,45 @@ var Roles = []Role{RoleClient, RoleLink, RoleServer, RoleWeb}
 
 // Scenario is a parsed, validated scenario file with every default applied.
 type Scenario struct {
-	// File names the source, as given to Parse or Load.
-	File string
-	// Name defaults to the file's base name without ".toml".
-	Name        string
+	File        string // as given to Parse or Load
+	Name        string // defaults to the file's base name without ".toml"
 	Description string
 
-	// Topology is the testbed before any sweep is applied.
-	Topology *Topology
-	// Experiment holds what every point shares.
+	Topology   *Topology // before any sweep is applied
 	Experiment Experiment
-	// Transports are the [[transports]] entries (the transport axis) before
-	// the scheduler axis expands them.
+	// Transports are the [[transports]] entries before the option axes
+	// expand them.
 	Transports []Transport
-	Sweep      Sweep
 
-	points []Point
+	// The declared [sweep] axes: network axes (outermost first), then the
+	// transport option axes.
+	network, options []sweptAxis
+	points           []Point
 }
 
-// Experiment is the measurement done at every point.
+// Experiment is the measurement done at every point: [experiment] and
+// [[events]] as docs/lab.md describes them.
 type Experiment struct {
-	// Size of the downloaded file in bytes.
-	Size int64
-	// Reps is the number of downloads per point.
-	Reps int
-	// Timeout bounds one download; a timed-out download is a failed sample.
+	Size    int64 // bytes
+	Reps    int   // downloads per point
 	Timeout time.Duration
 	// Seed seeds the emulators' random loss and jitter; 0 lets the runner
 	// choose (and record) one.
-	Seed uint64
-	// Competing is the number of ordinary TCP downloads (the web server to
-	// the client over CompetingPath, the nodes' congestion control) that
-	// run during every measured download: the "do no harm" setting, where
-	// the tunnel shares a bottleneck with other traffic.
+	Seed          uint64
 	Competing     int
 	CompetingPath string
 
-	// Latency turns on the latency probes: UDP echoes through the
-	// transport every LatencyInterval, for LatencyIdle before each
-	// download (the idle baseline) and during it.
 	Latency         bool
 	LatencyInterval time.Duration
 	LatencyIdle     time.Duration
 
-	// Workload is WorkloadDownload or WorkloadRealtime.
-	Workload string
-	// Realtime is the real-time flow (WorkloadRealtime only).
-	Realtime Realtime
+	Workload string   // WorkloadDownload or WorkloadRealtime
+	Realtime Realtime // WorkloadRealtime only
 
-	// ECN sets net.ipv4.tcp_ecn = 1 where the TCP endpoints run (the
-	// client, server and web nodes' TCP.ECN).
+	// ECN is copied to the TCP.ECN of the client, server and web nodes.
 	ECN bool
 
-	// Events change the paths during every download ([[events]]), in
-	// time order.
-	Events []Event
+	Events []Event // in time order
 }
 
 // Realtime is a constant-rate UDP flow, web server → client through the
@@ -224,9 +177,7 @@ func (r Realtime) Packets() int {
 type Node struct {
 	Name string
 	Role Role
-	// TCP is applied inside this node's namespace (sysctls, and the
-	// congestion control of the sockets the lab opens there).
-	TCP TCP
+	TCP  TCP
 }
 
 // Link joins nodes A and B. A path link (client–server) may pass through a
@@ -239,22 +190,16 @@ type Node struct {
 type Link struct {
 	Name string
 	A, B string
-	// Via is the link node carrying the emulator, "" for a plain veth pair.
-	Via string
-	// Subnet is shared by both ends: a link node forwards frames and has no
-	// address of its own.
-	Subnet netip.Prefix
-	// AddrA and AddrB are the interface addresses (the first and second
-	// host of Subnet) with Subnet's prefix length.
+	Via  string
+	// Subnet is shared by both ends (a link node has no address);
+	// AddrA and AddrB are its first and second hosts.
+	Subnet       netip.Prefix
 	AddrA, AddrB netip.Prefix
-	// AB shapes frames from A to B (upload), BA from B to A (download).
-	AB, BA Shaping
+	AB, BA       Shaping // upload, download
 	// Medium names the Topology.Media entry whose capacity the link shares
 	// ("" = its own). Its Rate fields are then 0.
 	Medium string
-	// MTU, if > 0, is the MTU of a path's client end: larger frames coming
-	// in are dropped silently, a black hole for big datagrams.
-	MTU int
+	MTU    int // of a path's client end; 0 = unchanged
 }
 
 // Medium is a capacity several emulated links share ([[media]]): one queue
@@ -274,17 +219,13 @@ func (l *Link) Emulated() bool { return l.Via != "" }
 
 // Shaping is what one direction of a link does to frames.
 type Shaping struct {
-	// Rate in bits/s; 0 = unshaped.
-	Rate Rate
-	// Delay is the one-way propagation delay added to every frame.
+	Rate  Rate // 0 = unshaped
 	Delay time.Duration
 	// Jitter spreads the delay uniformly over [Delay-Jitter, Delay+Jitter]
 	// (netem's jitter without a distribution table). Jitter ≤ Delay.
-	Jitter time.Duration
-	Loss   Loss
-	// QueueLimit is the most frames waiting in this direction; more are
-	// tail-dropped.
-	QueueLimit int
+	Jitter     time.Duration
+	Loss       Loss
+	QueueLimit int // frames; more are tail-dropped
 }
 
 // Topology is a complete testbed: nodes and the links between them.
@@ -357,21 +298,17 @@ func (t *Topology) Clone() *Topology {
 }
 
 // TCP holds the TCP settings of one namespace: the paper's Table 3.
+// The fields are the sysctls Sysctls writes; docs/lab.md ([tcp]) says why
+// each is set.
 type TCP struct {
-	// Congestion is the congestion control algorithm. This machine's
-	// default is bbr and a namespace only accepts what the host allows, so
-	// the runner sets it per socket (TCP_CONGESTION) as well as by sysctl.
 	Congestion string
-	// Rmem and Wmem are net.ipv4.tcp_rmem / tcp_wmem: min, default, max.
-	Rmem, Wmem [3]int
-	// net.core.{r,w}mem_{max,default}.
+	Rmem, Wmem [3]int // min, default, max
+
 	CoreRmemMax, CoreRmemDefault, CoreWmemMax, CoreWmemDefault int
-	// NoMetricsSave is net.ipv4.tcp_no_metrics_save: without it, a
-	// download would start with the cwnd and ssthresh the previous one
-	// ended with, and the 20 repetitions would not be independent.
+
 	NoMetricsSave bool
-	// ECN is net.ipv4.tcp_ecn = 1 (request ECN on outgoing connections);
-	// false leaves the kernel's default (2: accept it when asked).
+	// ECN is net.ipv4.tcp_ecn = 1; false leaves the kernel's default (2:
+	// accept it when asked).
 	ECN bool
 }
 
@@ -415,86 +352,44 @@ func (t TCP) Sysctls() []Sysctl {
 }
 
 // Transport is one transport under test with its options resolved.
+// Its fields are the kind's options (the Opt* keys); a kind's other fields
+// are zero.
 type Transport struct {
-	// Name is the transport kind ("direct", "mptcp-direct", "braid", or one
-	// registered later).
-	Name string
+	Name string // the kind
 	// Label names this transport in tables, plots and JSON; unique within a
 	// scenario. Defaults to Name plus the options set explicitly.
 	Label string
-	// Path is the path link a single-path transport uses.
-	Path string
-	// Scheduler, Reorder and Congestion are braid's client options.
-	Scheduler, Reorder, Congestion string
-	// Recovery is braid's client option recovery; "" leaves braid's
-	// default (the option was not set).
-	Recovery string
-	// Weights holds one weight per path (Topology.Paths order) for the
-	// "weighted" scheduler.
-	Weights []float64
-	// Cipher is OpenVPN's data channel cipher: CipherDefault (OpenVPN's
-	// own negotiation) or CipherNone (no encryption, as the paper ran).
-	Cipher string
-	// Subflows is the number of MPTCP subflows per path of an MPTCP tunnel
-	// (1 = full mesh; more = ndiffports-like extra subflows per path).
-	Subflows int
-	// Priorities holds one tier per path (braid's client.priorities); nil
-	// leaves every path in tier 0.
-	Priorities []int
+	Path  string
+
+	Scheduler, Reorder, Congestion, Recovery string // Recovery "" = braid's default
+
+	Weights    []float64
+	Cipher     string
+	Subflows   int
+	Priorities []int // nil = every path in tier 0
 }
 
-// Axis names one sweep dimension, as its key in [sweep].
+// Axis names one sweep dimension, as its key in [sweep] (docs/lab.md says
+// what each sets); the transport axis is the [[transports]] list.
 type Axis string
 
 const (
-	AxisRTT       Axis = "rtt"
-	AxisRTTRatio  Axis = "rtt_ratio"
-	AxisRate      Axis = "rate"
-	AxisRateRatio Axis = "rate_ratio"
-	AxisLoss      Axis = "loss"
-	// AxisLossSecondary sets the loss of every path but the first.
+	AxisRTT           Axis = "rtt"
+	AxisRTTRatio      Axis = "rtt_ratio"
+	AxisRate          Axis = "rate"
+	AxisRateRatio     Axis = "rate_ratio"
+	AxisLoss          Axis = "loss"
 	AxisLossSecondary Axis = "loss_secondary"
-	// AxisTransport is the [[transports]] list; every scenario has it.
-	AxisTransport  Axis = "transport"
-	AxisScheduler  Axis = "scheduler"
-	AxisCongestion Axis = "congestion"
+	AxisTransport     Axis = "transport"
+	AxisScheduler     Axis = "scheduler"
+	AxisCongestion    Axis = "congestion"
 )
-
-// Sweep holds the declared axes; a nil slice is an axis not declared.
-type Sweep struct {
-	// RTT sets every path's RTT (each direction's delay to half of it).
-	RTT []time.Duration
-	// RTTRatio sets every path after the first to the first path's RTT
-	// times the ratio (Table 2's 1:1 … 1:5 are 1 … 5).
-	RTTRatio []float64
-	// Rate sets every path's rate in both directions.
-	Rate []Rate
-	// RateRatio sets every path after the first to the first path's rate
-	// times the ratio, per direction.
-	RateRatio []float64
-	// Loss sets every path's loss model in both directions.
-	Loss []Loss
-	// LossSecondary sets the loss model of every path after the first (one
-	// lossy branch against a clean one).
-	LossSecondary []Loss
-	// Scheduler expands every transport that takes a scheduler and does not
-	// set one itself.
-	Scheduler []string
-	// Congestion does the same with the congestion controller.
-	Congestion []string
-}
 
 // Axes returns the axes of the scenario in the order Points nests them
 // (outermost first); the transport axis is always present.
 func (s *Scenario) Axes() []Axis {
-	out := append(mapf(s.Sweep.networkAxes(), func(a networkAxis) Axis { return a.axis }), AxisTransport)
-	if s.Sweep.Scheduler != nil {
-		out = append(out, AxisScheduler)
-	}
-	if s.Sweep.Congestion != nil {
-		out = append(out, AxisCongestion)
-	}
-	return out
+	name := func(a sweptAxis) Axis { return a.axis }
+	return slices.Concat(mapf(s.network, name), []Axis{AxisTransport}, mapf(s.options, name))
 }
 
 // Param is one axis value of a point.

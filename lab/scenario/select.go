@@ -54,26 +54,23 @@ func (s *Scenario) Select(specs []string) (*Selection, error) {
 	return sel, nil
 }
 
-// Match reports whether p is selected. A point without a parameter on a
-// selected axis (a transport the scheduler axis does not apply to) is kept:
-// it is the same measurement whichever scheduler was asked for.
-func (sel *Selection) Match(p *Point) bool {
-	if sel == nil {
-		return true
-	}
-	for axis, vals := range sel.want {
-		q, ok := p.Param(axis)
-		if ok && !slices.Contains(vals, q.Text) {
-			return false
-		}
-	}
-	return true
-}
-
 // Points returns s's points that sel matches, keeping their Index and
-// Network so results stay comparable with a full run.
+// Network so results stay comparable with a full run. A point without a
+// parameter on a selected axis (a transport the scheduler axis does not
+// apply to) is kept: it is the same measurement whichever scheduler was
+// asked for.
 func (sel *Selection) Points(s *Scenario) []Point {
-	return where(s.Points(), func(p Point) bool { return sel.Match(&p) })
+	if sel == nil {
+		return s.Points()
+	}
+	return where(s.Points(), func(p Point) bool {
+		for axis, vals := range sel.want {
+			if q, ok := p.Param(axis); ok && !slices.Contains(vals, q.Text) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // Specs returns the selection as given, for the report ("" when the run is
@@ -116,10 +113,7 @@ func (sh Shard) String() string {
 	return fmt.Sprintf("%d/%d", sh.I, sh.N)
 }
 
-// Match reports whether p belongs to the shard.
-func (sh Shard) Match(p *Point) bool { return sh.Whole() || p.Index%sh.N == sh.I }
-
 // Filter returns the points of ps that belong to the shard, in order.
 func (sh Shard) Filter(ps []Point) []Point {
-	return where(ps, func(p Point) bool { return sh.Match(&p) })
+	return where(ps, func(p Point) bool { return sh.Whole() || p.Index%sh.N == sh.I })
 }

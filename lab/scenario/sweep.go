@@ -7,75 +7,202 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/lab/stats"
 )
 
-// network is one point of the network axes: a testbed with its params.
-type network struct {
+// sweptAxis is one declared [sweep] axis: its values as the points show them
+// and how the i-th value sets the paths of a testbed (network axes) or a
+// transport (option axes, which fan out the transports that take opt and
+// do not set it).
+type sweptAxis struct {
+	axis   Axis
 	params []Param
-	top    *Topology
+	apply  func(paths []*Link, i int)
+	opt    string
+	set    func(t *Transport, v string)
+	// What a network axis needs of every path: a link node to emulate
+	// something, a rate of its own, at least one other path.
+	emulates string
+	rate     bool
+	others   string
 }
 
-// expand builds the points: the network axes' cartesian product (rtt,
-// rtt_ratio, rate, rate_ratio, loss, outermost first) times the transports,
-// each transport that takes a scheduler and sets none times the scheduler
-// axis.
+// axisOf makes the axis of vals (nil when the axis is not declared), each
+// value shown as param shows it.
+func axisOf[T any](axis Axis, vals []T, param func(T) (string, float64), a sweptAxis) []sweptAxis {
+	if vals == nil {
+		return nil
+	}
+	a.axis = axis
+	a.params = mapf(vals, func(v T) Param { text, x := param(v); return Param{axis, text, x} })
+	return []sweptAxis{a}
+}
+
+// sweep reads [sweep] into the scenario's axes, network axes outermost
+// first (the one order of Axes and of the points), and checks that the
+// testbed can carry each.
+func (p *parser) sweep(s *Scenario, raw *rawSweep) {
+	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
+	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
+	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
+	ratio := func(k string, x float64) float64 {
+		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
+		return x
+	}
+	choice := func(what string, valid []string) func(k, v string) string {
+		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
+	}
+	rtts := sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false)
+	rttRatios := sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false)
+	rates := sweepAxis(p, "sweep.rate", raw.Rate, rate, false)
+	rateRatios := sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false)
+	losses := sweepAxis(p, "sweep.loss", raw.Loss, loss, true)
+	secondary := sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true)
+	scheds := sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true)
+	ccs := sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true)
+	if p.err != nil {
+		return
+	}
+	paths := s.Topology.Paths()
+	const relative = "the others are set relative to the first"
+	ratioText := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
+	lossText := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
+	setLoss := func(paths []*Link, m Loss) {
+		for _, l := range paths {
+			l.AB.Loss, l.BA.Loss = m, m
+		}
+	}
+	s.network = slices.Concat(
+		axisOf(AxisRTT, rtts, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay", apply: func(paths []*Link, i int) {
+			for _, l := range paths {
+				l.AB.Delay, l.BA.Delay = splitRTT(rtts[i])
+			}
+		}}),
+		axisOf(AxisRTTRatio, rttRatios, ratioText, sweptAxis{emulates: "delay", others: relative, apply: func(paths []*Link, i int) {
+			ref := paths[0].RTT()
+			for _, l := range paths[1:] {
+				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * rttRatios[i])))
+			}
+		}}),
+		axisOf(AxisRate, rates, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true, apply: func(paths []*Link, i int) {
+			for _, l := range paths {
+				l.AB.Rate, l.BA.Rate = rates[i], rates[i]
+			}
+		}}),
+		axisOf(AxisRateRatio, rateRatios, ratioText, sweptAxis{rate: true, others: relative, apply: func(paths []*Link, i int) {
+			ref := paths[0]
+			for _, l := range paths[1:] {
+				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * rateRatios[i]))
+				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * rateRatios[i]))
+			}
+		}}),
+		axisOf(AxisLoss, losses, lossText, sweptAxis{emulates: "loss", apply: func(paths []*Link, i int) { setLoss(paths, losses[i]) }}),
+		axisOf(AxisLossSecondary, secondary, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first", apply: func(paths []*Link, i int) {
+			setLoss(paths[1:], secondary[i])
+		}}),
+	)
+	text := func(v string) (string, float64) { return v, 0 }
+	s.options = slices.Concat(
+		axisOf(AxisScheduler, scheds, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+			t.Scheduler = sch
+			t.Weights = nil
+			if sch == "weighted" {
+				t.Weights = slices.Repeat([]float64{1}, len(paths))
+			}
+		}}),
+		axisOf(AxisCongestion, ccs, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}),
+	)
+
+	for _, ax := range s.network {
+		key := "sweep." + string(ax.axis)
+		for _, l := range paths {
+			if ax.emulates != "" && !l.Emulated() {
+				p.fail(key, "path %q has no link node (via) to emulate %s", l.Name, ax.emulates)
+			} else if ax.rate && l.Medium != "" {
+				p.fail(key, "path %q is on medium %q, which sets its rate", l.Name, l.Medium)
+			}
+		}
+		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
+	}
+	f := paths[0]
+	p.failIf(rateRatios != nil && rates == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
+}
+
+// sweepAxis reads the values of one sweep axis: each through parse (which reports
+// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (quote
+// the value in that message or not). A nil list stays nil: the axis is not swept;
+// an empty one is an error.
+func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, quote bool) []T {
+	if raw == nil {
+		return nil
+	}
+	p.failIf(len(raw) == 0, key, "empty; list values or remove the key")
+	out := []T{}
+	for i, v := range raw {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		x := parse(k, v)
+		if j := slices.Index(out, x); j >= 0 {
+			show := fmt.Sprint(x)
+			if quote {
+				show = strconv.Quote(show)
+			}
+			p.fail(k, "%s duplicates %s[%d]", show, key, j)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// expand builds the points: the network axes' cartesian product (each a
+// Point with only Params and Topology) times the transports, each transport
+// times the option axes that apply to it (a Point with only Params and
+// Transport).
 func (p *parser) expand(s *Scenario) []Point {
-	sw := &s.Sweep
-	var variants []variant
-	var fanSched, fanCong bool
+	var variants []Point
+	fanned := map[Axis]bool{}
 	for i, tr := range s.Transports {
 		kind, _ := LookupTransport(tr.Name)
-		vs := []variant{{tr: tr, params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
-		if sw.Scheduler != nil && kind.Accepts(OptScheduler) && !p.explicitSched[i] {
-			fanSched = true
-			vs = fan(vs, AxisScheduler, sw.Scheduler, func(t *Transport, sch string) {
-				t.Scheduler = sch
-				t.Weights = nil
-				if sch == "weighted" {
-					t.Weights = slices.Repeat([]float64{1}, len(s.Topology.Paths()))
-				}
-			})
-		}
-		if sw.Congestion != nil && kind.Accepts(OptCongestion) && !p.explicitCong[i] {
-			fanCong = true
-			vs = fan(vs, AxisCongestion, sw.Congestion, func(t *Transport, cc string) { t.Congestion = cc })
+		vs := []Point{{Transport: tr, Params: []Param{{Axis: AxisTransport, Text: tr.Label}}}}
+		for _, a := range s.options {
+			if kind.Accepts(a.opt) && !p.explicit[i][a.opt] {
+				fanned[a.axis] = true
+				vs = fan(vs, a)
+			}
 		}
 		variants = append(variants, vs...)
 	}
-	const unused = "no transport takes it: each either has no %s option or sets its own"
-	p.failIf(sw.Scheduler != nil && !fanSched, "sweep.scheduler", unused, OptScheduler)
-	p.failIf(sw.Congestion != nil && !fanCong, "sweep.congestion", unused, OptCongestion)
-	seen := map[string]int{}
 	clashKey := "sweep"
-	switch {
-	case sw.Congestion == nil:
-		clashKey = "sweep.scheduler"
-	case sw.Scheduler == nil:
-		clashKey = "sweep.congestion"
-	}
-	for i, v := range variants {
-		if j, ok := seen[v.tr.Label]; ok {
-			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.tr.Label, j, i)
+	for _, a := range s.options {
+		p.failIf(!fanned[a.axis], "sweep."+string(a.axis), "no transport takes it: each either has no %s option or sets its own", a.opt)
+		if len(s.options) == 1 {
+			clashKey = "sweep." + string(a.axis)
 		}
-		seen[v.tr.Label] = i
+	}
+	seen := map[string]int{}
+	for i, v := range variants {
+		if j, ok := seen[v.Transport.Label]; ok {
+			p.fail(clashKey, "expands two transports to the label %q (variants %d and %d); set label on the [[transports]] entries", v.Transport.Label, j, i)
+		}
+		seen[v.Transport.Label] = i
 	}
 
 	total := len(variants)
-	for _, a := range sw.networkAxes() {
-		total *= a.n
+	for _, a := range s.network {
+		total *= len(a.params)
 	}
 	if p.failIf(total > MaxPoints, "sweep", "expands to %d points; the limit is %d", total, MaxPoints) || p.err != nil {
 		return nil
 	}
 
-	nets := []network{{top: s.Topology}}
-	for _, a := range sw.networkAxes() {
-		next := make([]network, 0, len(nets)*a.n)
+	nets := []Point{{Topology: s.Topology}}
+	for _, a := range s.network {
+		next := make([]Point, 0, len(nets)*len(a.params))
 		for _, base := range nets {
-			for i := range a.n {
-				t := base.top.Clone()
-				next = append(next, network{params: append(slices.Clone(base.params), a.apply(t, i)), top: t})
+			for i, q := range a.params {
+				t := base.Topology.Clone()
+				a.apply(t.Paths(), i)
+				next = append(next, Point{Params: append(slices.Clone(base.Params), q), Topology: t})
 			}
 		}
 		nets = next
@@ -86,11 +213,11 @@ func (p *parser) expand(s *Scenario) []Point {
 	// every network, naming the point.
 	for _, n := range nets {
 		at := ""
-		if len(n.params) > 0 {
-			at = "at " + (&Point{Params: n.params}).String() + ": "
+		if len(n.Params) > 0 {
+			at = "at " + n.String() + ": "
 		}
-		for i := range n.top.Links {
-			p.checkShaping("sweep", &n.top.Links[i], at)
+		for i := range n.Topology.Links {
+			p.checkShaping("sweep", &n.Topology.Links[i], at)
 		}
 		if p.err != nil {
 			return nil
@@ -100,95 +227,23 @@ func (p *parser) expand(s *Scenario) []Point {
 	points := make([]Point, 0, total)
 	for ni, n := range nets {
 		for _, v := range variants {
-			params := slices.Concat(n.params, v.params)
-			points = append(points, Point{Index: len(points), Network: ni, Params: params, Topology: n.top, Transport: cloneTransport(v.tr)})
+			params := slices.Concat(n.Params, v.Params)
+			points = append(points, Point{Index: len(points), Network: ni, Params: params, Topology: n.Topology, Transport: cloneTransport(v.Transport)})
 		}
 	}
 	return points
 }
 
-// networkAxis is a swept network axis: its number of values, what it needs
-// of every path (a link node to emulate something, a rate of its own, at
-// least one other path) and how the i-th value sets a topology.
-type networkAxis struct {
-	axis     Axis
-	n        int
-	emulates string
-	rate     bool
-	others   string
-	apply    func(t *Topology, i int) Param
-}
-
-// networkAxes are the sweep's network axes that have values, outermost
-// first: the one order of Axes and of the points.
-func (sw *Sweep) networkAxes() []networkAxis {
-	const relative = "the others are set relative to the first"
-	all := []networkAxis{
-		{AxisRTT, len(sw.RTT), "delay", false, "", func(t *Topology, i int) Param {
-			d := sw.RTT[i]
-			for _, l := range t.Paths() {
-				l.AB.Delay, l.BA.Delay = splitRTT(d)
-			}
-			return Param{Axis: AxisRTT, Text: d.String(), Value: stats.Ms(d)}
-		}},
-		{AxisRTTRatio, len(sw.RTTRatio), "delay", false, relative, func(t *Topology, i int) Param {
-			r := sw.RTTRatio[i]
-			paths := t.Paths()
-			ref := paths[0].RTT()
-			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
-			}
-			return Param{Axis: AxisRTTRatio, Text: "1:" + fmtFloat(r), Value: r}
-		}},
-		{AxisRate, len(sw.Rate), "", true, "", func(t *Topology, i int) Param {
-			r := sw.Rate[i]
-			for _, l := range t.Paths() {
-				l.AB.Rate, l.BA.Rate = r, r
-			}
-			return Param{Axis: AxisRate, Text: r.String(), Value: r.Mbps()}
-		}},
-		{AxisRateRatio, len(sw.RateRatio), "", true, relative, func(t *Topology, i int) Param {
-			r := sw.RateRatio[i]
-			paths := t.Paths()
-			ref := paths[0]
-			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
-			}
-			return Param{Axis: AxisRateRatio, Text: "1:" + fmtFloat(r), Value: r}
-		}},
-		{AxisLoss, len(sw.Loss), "loss", false, "", func(t *Topology, i int) Param { return setLoss(t.Paths(), AxisLoss, sw.Loss[i]) }},
-		{AxisLossSecondary, len(sw.LossSecondary), "loss", false, "it sets every path after the first", func(t *Topology, i int) Param {
-			return setLoss(t.Paths()[1:], AxisLossSecondary, sw.LossSecondary[i])
-		}},
-	}
-	return slices.DeleteFunc(all, func(a networkAxis) bool { return a.n == 0 })
-}
-
-// setLoss gives paths loss model m both ways.
-func setLoss(paths []*Link, axis Axis, m Loss) Param {
-	for _, l := range paths {
-		l.AB.Loss, l.BA.Loss = m, m
-	}
-	return Param{Axis: axis, Text: m.String(), Value: 100 * m.MeanLoss()}
-}
-
-// variant is a transport with the sweep params that made it.
-type variant struct {
-	tr     Transport
-	params []Param
-}
-
-// fan multiplies variants by the values of an option axis, appending each
+// fan multiplies variants by the values of option axis a, appending each
 // value to the label.
-func fan(vs []variant, axis Axis, values []string, set func(*Transport, string)) []variant {
-	out := make([]variant, 0, len(vs)*len(values))
+func fan(vs []Point, a sweptAxis) []Point {
+	out := make([]Point, 0, len(vs)*len(a.params))
 	for _, v := range vs {
-		for _, val := range values {
-			t := cloneTransport(v.tr)
-			set(&t, val)
-			t.Label = v.tr.Label + " " + val
-			out = append(out, variant{tr: t, params: append(slices.Clone(v.params), Param{Axis: axis, Text: val})})
+		for _, q := range a.params {
+			t := cloneTransport(v.Transport)
+			a.set(&t, q.Text)
+			t.Label = v.Transport.Label + " " + q.Text
+			out = append(out, Point{Transport: t, Params: append(slices.Clone(v.Params), q)})
 		}
 	}
 	return out
@@ -201,10 +256,8 @@ func cloneTransport(t Transport) Transport {
 
 func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-// Default is the scenario of an empty file: the paper's testbed (see
-// DefaultTopology), Table 3's TCP settings with cubic, 20 downloads of
-// 16 MiB, measured with direct, mptcp-direct and braid with its default
-// options.
+// Default is the scenario of an empty file: every default applied to the
+// built-in testbed.
 func Default() *Scenario {
 	s, err := Parse("default", nil)
 	if err != nil {

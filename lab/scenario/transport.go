@@ -6,38 +6,29 @@ import (
 	"sync"
 )
 
-// Transport option keys, as written in a [[transports]] entry. Their meaning
-// and validation are the same for every kind that accepts them.
+// Transport option keys, as written in a [[transports]] entry (docs/lab.md
+// says what each sets). Their meaning and validation are the same for every
+// kind that accepts them.
 const (
-	// OptPath names the path link a single-path transport uses (default:
-	// the first path).
-	OptPath = "path"
-	// OptScheduler, OptReorder and OptCongestion take braid's config names
-	// (config.Schedulers, config.Reorders, config.CongestionChoices).
+	OptPath       = "path"
 	OptScheduler  = "scheduler"
 	OptReorder    = "reorder"
 	OptCongestion = "congestion"
-	// OptWeights gives one weight per path; scheduler = "weighted" only.
-	OptWeights = "weights"
-	// OptCipher is OpenVPN's data cipher: "default" or "none".
-	OptCipher = "cipher"
-	// OptSubflows is the MPTCP subflows per path of an MPTCP tunnel.
-	OptSubflows = "subflows"
-	// OptRecovery is braid's loss recovery (config.Recoveries); unset
-	// keeps braid's default.
-	OptRecovery = "recovery"
-	// OptPriorities gives one tier per path (braid's client.priorities).
+	OptWeights    = "weights"
+	OptCipher     = "cipher"
+	OptSubflows   = "subflows"
+	OptRecovery   = "recovery"
 	OptPriorities = "priorities"
 )
 
-// OpenVPN data channel ciphers (OptCipher).
+var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptCipher, OptSubflows, OptPriorities}
+
+// OpenVPN data channel ciphers (OptCipher), and the bound of OptSubflows.
 const (
 	CipherDefault = "default"
 	CipherNone    = "none"
+	MaxSubflows   = 8
 )
-
-// MaxSubflows bounds OptSubflows.
-const MaxSubflows = 8
 
 // TransportKind describes a transport the lab can measure. The scenario
 // package registers the built-in kinds; the packages that implement more
@@ -64,17 +55,14 @@ var registry struct {
 	kinds []TransportKind
 }
 
-// Built-in transport kinds.
+// Built-in transport kinds (their summaries below say what each is).
 const (
-	TransportDirect      = "direct"
-	TransportMPTCPDirect = "mptcp-direct"
-	TransportBraid       = "braid"
-	// braid's single-path and stream-transport variants (the paper's
-	// TCP-in-UDP, TCP-in-TCP and TCP-in-MPTCP tunnels).
-	TransportUDPTunnel   = "udp-tunnel"
-	TransportTCPTunnel   = "tcp-tunnel"
-	TransportMPTCPTunnel = "mptcp-tunnel"
-	// OpenVPN 2.x over UDP, TCP, and TCP made MPTCP by mptcpize.
+	TransportDirect       = "direct"
+	TransportMPTCPDirect  = "mptcp-direct"
+	TransportBraid        = "braid"
+	TransportUDPTunnel    = "udp-tunnel"
+	TransportTCPTunnel    = "tcp-tunnel"
+	TransportMPTCPTunnel  = "mptcp-tunnel"
 	TransportOpenVPNUDP   = "openvpn-udp"
 	TransportOpenVPNTCP   = "openvpn-tcp"
 	TransportOpenVPNMPTCP = "openvpn-mptcp"
@@ -113,8 +101,6 @@ func RegisterTransport(k TransportKind) {
 	k.Options = slices.Clone(k.Options)
 	registry.kinds = append(registry.kinds, k)
 }
-
-var optionKeys = []string{OptPath, OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptCipher, OptSubflows, OptPriorities}
 
 // TransportNames lists the registered kinds in registration order.
 func TransportNames() []string {

@@ -66,17 +66,15 @@ func ParseRate(s string) (Rate, error) {
 // String writes the rate in the largest unit that keeps it short:
 // "10Mbit/s", "1Gbit/s", "2.5Mbit/s", "unlimited".
 func (r Rate) String() string {
-	switch {
-	case r == 0:
-		return "unlimited"
-	case r >= Gbit:
-		return fmtFloat(float64(r)/float64(Gbit)) + "Gbit/s"
-	case r >= Mbit:
-		return fmtFloat(float64(r)/float64(Mbit)) + "Mbit/s"
-	case r >= Kbit:
-		return fmtFloat(float64(r)/float64(Kbit)) + "kbit/s"
+	for _, u := range []struct {
+		r    Rate
+		name string
+	}{{Gbit, "Gbit/s"}, {Mbit, "Mbit/s"}, {Kbit, "kbit/s"}, {1, "bit/s"}} {
+		if r >= u.r {
+			return fmtFloat(float64(r)/float64(u.r)) + u.name
+		}
 	}
-	return strconv.FormatUint(uint64(r), 10) + "bit/s"
+	return "unlimited"
 }
 
 // Mbps is the rate in Mbit/s, the unit of the paper's plots.
@@ -152,13 +150,8 @@ func (m LossModel) String() string {
 
 // Loss is a loss model with its parameters in percent, exactly as netem
 // takes them, so that the netem backend passes them on unchanged and the
-// userspace emulator matches it.
-//
-// Gilbert-Elliott (netem "loss gemodel p r 1-h 1-k"): the chain starts in
-// the good state. For each packet, the drop decision uses the state the
-// chain is in before this packet's transition: in the good state the packet
-// is dropped with probability 1-k, in the bad state with 1-h; then the chain
-// moves good→bad with probability p, bad→good with probability r.
+// userspace emulator matches it (docs/lab.md, "Loss models", says what the
+// Gilbert-Elliott chain does with them).
 type Loss struct {
 	Model LossModel
 	// Percent is the drop probability of LossUniform.
@@ -167,15 +160,9 @@ type Loss struct {
 	P, R, OneMinusH, OneMinusK float64
 }
 
-// ParseLoss reads a loss model in netem's words:
-//
-//	"none"                      no loss ("0%" too)
-//	"1%" or "random 1%"         uniform
-//	"gemodel 1% 75% 50% 0.5%"   Gilbert-Elliott: p r 1-h 1-k
-//
-// As in netem, numbers are percent with or without the % sign, and gemodel's
-// trailing parameters may be left out: r defaults to 100%-p, 1-h to 100%,
-// 1-k to 0% (which makes "gemodel p" a Bernoulli loss of p).
+// ParseLoss reads a loss model in netem's words: "none", "1%", "random 1%",
+// "gemodel 1% 75% 50% 0.5%" (p r 1-h 1-k; docs/lab.md has the defaults of
+// the ones left out, netem's).
 func ParseLoss(s string) (Loss, error) {
 	f := strings.Fields(strings.ToLower(s))
 	if len(f) == 0 || (len(f) == 1 && f[0] == "none") {
@@ -253,8 +240,7 @@ func (l Loss) String() string {
 func pct(x float64) string { return fmtFloat(x) + "%" }
 
 // MeanLoss is the long-run fraction (0..1) of packets dropped in one
-// direction. For gemodel it is the stationary mix of the two states:
-// π_bad = p/(p+r), loss = (1-π_bad)(1-k) + π_bad(1-h).
+// direction; for gemodel the stationary mix of the two states.
 func (l Loss) MeanLoss() float64 {
 	switch l.Model {
 	case LossUniform:
