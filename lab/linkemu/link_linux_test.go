@@ -50,6 +50,7 @@ type topo struct {
 
 func newNS(t testing.TB) *netns.Namespace {
 	t.Helper()
+	netns.Cleanup("braid-emu") // what a killed run left
 	ns, err := netns.New("braid-emu")
 	if err != nil {
 		t.Fatal(err)
