@@ -43,15 +43,14 @@ type BraidCommand struct {
 }
 
 // Command is the exec.Cmd of `braid args…`.
-func (b BraidCommand) Command(args ...string) (*exec.Cmd, error) {
+func (b BraidCommand) Command(args ...string) (cmd *exec.Cmd, err error) {
 	exe := b.Exe
 	if exe == "" {
-		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(exe, args...)
+	cmd = exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), b.Env...)
 	return cmd, nil
 }
@@ -85,9 +84,7 @@ func BraidClientConfig(t scenario.Transport, paths []testbed.Path, web netip.Pre
 	c.Scheduler, c.Reorder, c.Congestion, c.Recovery = t.Scheduler, t.Reorder, t.Congestion, t.Recovery
 	if t.Scheduler == "weighted" { // every subflow of a path (one per server address) takes its weight
 		for _, w := range t.Weights {
-			for range servers {
-				c.Weights = append(c.Weights, w)
-			}
+			c.Weights = append(c.Weights, slices.Repeat([]float64{w}, len(servers))...)
 		}
 	}
 	for _, p := range t.Priorities {

@@ -30,17 +30,12 @@ var loadavgFile = "/proc/loadavg"
 
 // readLoad returns the 1-minute load average of the machine: the first
 // field of /proc/loadavg ("0.52 0.58 0.59 1/389 12345").
-func readLoad() (float64, error) {
+func readLoad() (v float64, err error) {
 	data, err := os.ReadFile(loadavgFile)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		_, err = fmt.Sscan(string(data), &v)
 	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
-	v, err := strconv.ParseFloat(first, 64)
-	if err != nil {
-		return 0, fmt.Errorf("loadavg: %w", err)
-	}
-	return v, nil
+	return v, err
 }
 
 // HighLoadWarning is the warning for a run that starts at load (1-minute
@@ -234,5 +229,5 @@ func lockOwnerAlive(pid int, command string) bool {
 	if err != nil || command == "" {
 		return true
 	}
-	return strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ") == command
+	return strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") == command
 }

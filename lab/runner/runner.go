@@ -67,11 +67,8 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
-	points := s.Points()
-	if opt.Only != nil {
-		points = opt.Only.Points(s)
-	}
-	if points = opt.Shard.Filter(points); len(points) == 0 && !opt.Shard.Whole() {
+	points := opt.Shard.Filter(opt.Only.Points(s))
+	if len(points) == 0 && !opt.Shard.Whole() {
 		return nil, fmt.Errorf("scenario %s: shard %s has no point to run", s.Name, opt.Shard)
 	} else if len(points) == 0 {
 		return nil, fmt.Errorf("scenario %s: no point to run", s.Name)
@@ -123,14 +120,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	defer r.bar.Done()
 	for i := range points {
 		p := &points[i]
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		if r.tb == nil || p.Network != r.network {
+		if err = ctx.Err(); err == nil && (r.tb == nil || p.Network != r.network) {
 			r.closeNet()
-			if err = r.openNet(p); err != nil {
-				break
-			}
+			err = r.openNet(p)
+		}
+		if err != nil {
+			break
 		}
 		rp := r.measure(ctx, p)
 		if err = ctx.Err(); err != nil {
@@ -180,10 +175,8 @@ func (r *runState) closeNet() {
 // them: only those set.
 func TransportOptions(t scenario.Transport) map[string]string {
 	m := map[string]string{scenario.OptPath: t.Path, scenario.OptScheduler: t.Scheduler, scenario.OptReorder: t.Reorder,
-		scenario.OptCongestion: t.Congestion, scenario.OptRecovery: t.Recovery}
-	if len(t.Priorities) > 0 {
-		m[scenario.OptPriorities] = scenario.FormatTiers(t.Priorities)
-	}
+		scenario.OptCongestion: t.Congestion, scenario.OptRecovery: t.Recovery,
+		scenario.OptPriorities: scenario.FormatTiers(t.Priorities)}
 	var ws []string
 	for _, w := range t.Weights {
 		ws = append(ws, strconv.FormatFloat(w, 'g', -1, 64))
@@ -224,13 +217,13 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	defer sess.Close()
 
 	var errs []string
-	var goodputs, competing []float64
+	var goodputs []float64
 	totals := map[string]uint64{}
+	run := r.download
+	if r.exp.Workload == scenario.WorkloadRealtime {
+		run = r.realtime
+	}
 	for rep := 0; rep < r.exp.Reps && ctx.Err() == nil; rep++ {
-		run := r.download
-		if r.exp.Workload == scenario.WorkloadRealtime {
-			run = r.realtime
-		}
 		// Every transport on p's network meets the same loss sequence in
 		// repetition rep (testbed.RepSeed); netem cannot be seeded (0).
 		var seed uint64
@@ -247,18 +240,16 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		smp.Seed, smp.FirstLosses = seed, r.tb.FirstLosses()
 		rp.Samples = append(rp.Samples, smp)
 		goodputs = append(goodputs, smp.GoodputMbps)
-		if smp.CompetingMbps != nil {
-			competing = append(competing, *smp.CompetingMbps)
-		}
 		for k, v := range smp.PathBytes {
 			totals[k] += v
 		}
 		time.Sleep(RepPause)
 	}
 	rp.Goodput = stats.Summarize(goodputs)
-	if len(competing) > 0 {
-		c := stats.Summarize(competing)
-		rp.Competing = &c
+	competing := summarize(rp.Samples, func(s *results.Sample) *float64 { return s.CompetingMbps },
+		func(v *float64) []float64 { return []float64{*v} })
+	if competing != nil {
+		rp.Competing = &competing[0]
 	}
 	rp.PathShares = Shares(totals)
 	rp.Latency, rp.Realtime = SummarizeLatency(rp.Samples), SummarizeRealtime(rp.Samples)

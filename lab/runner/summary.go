@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -100,12 +101,8 @@ func BulkOverhead(before, after control.Status, payload int64) *results.BulkReco
 			}
 			on = true
 			was := old[pathKey{peer.PublicKey, ps.ID}]
-			var w control.PathRecovery
-			if was.Recovery != nil {
-				w = *was.Recovery
-			}
+			w, now := cmp.Or(was.Recovery, &control.PathRecovery{}), ps.Recovery
 			// The probes' repairs and resends have their own budget.
-			now := ps.Recovery
 			r.ResentBytes += sub(now.RetransmittedBytes, w.RetransmittedBytes) - sub(now.RetransmittedLatencyBytes, w.RetransmittedLatencyBytes)
 			r.RepairBytes += sub(now.RepairSentBytes, w.RepairSentBytes) - sub(now.RepairSentLatencyBytes, w.RepairSentLatencyBytes)
 			r.TxPackets += sub(ps.TxPackets, was.TxPackets)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -209,14 +210,12 @@ func checkRunnable(points []scenario.Point) error {
 
 // pathFor is the path a single-path transport takes: the point's, or the primary.
 func pathFor(env *Env) (testbed.Path, error) {
-	name := env.Point.Transport.Path
-	if name == "" {
-		return env.TB.Plan.Paths[0], nil
+	name := cmp.Or(env.Point.Transport.Path, env.TB.Plan.Paths[0].Name)
+	p, ok := env.TB.Plan.Path(name)
+	if !ok {
+		return p, fmt.Errorf("no path %q", name)
 	}
-	if p, ok := env.TB.Plan.Path(name); ok {
-		return p, nil
-	}
-	return testbed.Path{}, fmt.Errorf("no path %q", name)
+	return p, nil
 }
 
 func webTarget(env *Env, port uint16) string { return netip.AddrPortFrom(env.Web.Addr, port).String() }

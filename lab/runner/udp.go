@@ -119,14 +119,10 @@ func (s *UDPService) sendFlow(to netip.AddrPort, m startMsg) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := range m.Count {
-		if d := time.Until(start.Add(time.Duration(i) * time.Duration(m.Interval))); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-s.ctx.Done():
-				return
-			}
-		} else if s.ctx.Err() != nil {
+		timer.Reset(time.Until(start.Add(time.Duration(i) * time.Duration(m.Interval))))
+		select {
+		case <-timer.C:
+		case <-s.ctx.Done():
 			return
 		}
 		binary.Encode(pkt, be, dataMsg{udpRealtime, m.Flow, i, int64(clock())})
