@@ -316,31 +316,22 @@ func (p *parser) without(on bool, what string, keys []string, set ...bool) {
 	}
 }
 
-// unique fails when name repeats an earlier entry of table; seen holds the
-// earlier names and their indices.
-func (p *parser) unique(seen map[string]int, key, table, name string, i int) bool {
-	if j, ok := seen[name]; ok {
-		p.fail(key, "%q duplicates %s[%d].name", name, table, j)
-		return false
-	}
-	seen[name] = i
-	return true
-}
-
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-func (p *parser) name(key, s string) bool {
-	switch {
+// name checks s, the name of entry i of table, and that it repeats no
+// earlier entry; seen holds the earlier names and their indices.
+func (p *parser) name(seen map[string]int, key, table, s string, i int) {
+	switch j, dup := seen[s]; {
 	case s == "":
 		p.fail(key, "required")
 	case len(s) > MaxNameLen:
 		p.fail(key, "%q is %d bytes; names have at most %d (interface names are built from them)", s, len(s), MaxNameLen)
 	case !nameRE.MatchString(s):
 		p.fail(key, "%q is not a valid name (lower-case letters, digits and '-', starting with a letter)", s)
-	default:
-		return true
+	case dup:
+		p.fail(key, "%q duplicates %s[%d].name", s, table, j)
 	}
-	return false
+	seen[s] = i
 }
 
 // topology builds a testbed declared in full by [[nodes]] and [[links]].
@@ -353,14 +344,14 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 	seen := map[string]int{}
 	for i, n := range rn {
 		key := fmt.Sprintf("nodes[%d]", i)
-		p.name(key+".name", n.Name)
-		p.unique(seen, key+".name", "nodes", n.Name, i)
+		p.name(seen, key+".name", "nodes", n.Name, i)
 		p.failIf(n.Role == "", key+".role", "required (one of: %s)", roles)
 		p.failIf(!slices.Contains(Roles, Role(n.Role)), key+".role", "unknown role %q (valid: %s)", n.Role, roles)
-		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: Role(n.Role)})
+		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: Role(n.Role), TCP: DefaultTCP()})
 	}
 	for _, r := range []Role{RoleClient, RoleServer, RoleWeb} {
-		p.exactlyOne("nodes", mapf(where(t.Nodes, func(n Node) bool { return n.Role == r }), Node.name), "node with role = %q", r)
+		others := func(n Node) bool { return n.Role != r }
+		p.exactlyOne("nodes", mapf(slices.DeleteFunc(slices.Clone(t.Nodes), others), Node.name), "node with role = %q", r)
 	}
 	if p.err != nil {
 		return t
@@ -377,8 +368,7 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 		key := fmt.Sprintf("links[%d]", i)
 		sh := Shaping{QueueLimit: DefaultQueueLimit}
 		l := Link{Name: r.Name, A: r.A, B: r.B, Via: r.Via, AB: sh, BA: sh}
-		p.name(key+".name", r.Name)
-		p.unique(seen, key+".name", "links", r.Name, i)
+		p.name(seen, key+".name", "links", r.Name, i)
 		p.endpoints(t, key, r.A, r.B)
 		if v := t.Node(r.Via); r.Via != "" {
 			switch j, used := viaUsed[r.Via]; {
@@ -404,7 +394,7 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 		return t
 	}
 	p.failIf(len(t.Paths()) == 0, "links", "no link joins the client %q and the server %q", t.Client().Name, t.Server().Name)
-	webLinks := where(t.Links, func(l Link) bool { return t.joins(&l, t.Server(), t.Web()) })
+	webLinks := slices.DeleteFunc(slices.Clone(t.Links), func(l Link) bool { return !t.joins(&l, t.Server(), t.Web()) })
 	p.exactlyOne("links", mapf(webLinks, Link.name), "link between the server %q and the web server %q", t.Server().Name, t.Web().Name)
 	p.subnets(t, rl)
 	p.checkLinks(t, rl)
@@ -453,9 +443,6 @@ func DefaultTopology() *Topology {
 	if p.err != nil {
 		panic(p.err)
 	}
-	for i := range t.Nodes {
-		t.Nodes[i].TCP = DefaultTCP()
-	}
 	return t
 }
 
@@ -488,7 +475,7 @@ func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 			p.fail(key+".name", "no link %q in the built-in testbed (links: %s); declare [[nodes]] and every link to build another topology", r.Name, names)
 			continue
 		}
-		p.unique(seen, key+".name", "links", r.Name, i)
+		p.name(seen, key+".name", "links", r.Name, i)
 		for _, f := range []struct{ k, v string }{{"a", r.A}, {"b", r.B}, {"via", r.Via}, {"subnet", r.Subnet}} {
 			p.failIf(f.v != "", key+"."+f.k, "is fixed in the built-in testbed; declare [[nodes]] and every link to build another topology")
 		}
@@ -567,10 +554,7 @@ func (p *parser) checkShaping(key string, l *Link, where string) {
 			p.fail(key, "%slink %q %s: jitter %v exceeds delay %v (the delay is spread over delay±jitter)", where, l.Name, dir, sh.Jitter, sh.Delay)
 		case sh.Rate != 0 && (sh.Rate < MinRate || sh.Rate > MaxRate):
 			p.fail(key, "%slink %q %s: rate %v out of range (%v..%v)", where, l.Name, dir, sh.Rate, MinRate, MaxRate)
-		default:
-			continue
 		}
-		return
 	}
 }
 
@@ -610,13 +594,9 @@ func (p *parser) subnets(t *Topology, rl []rawLink) {
 				l.Subnet = c
 			}
 		}
-		l.AddrA, l.AddrB = hostAddrs(l.Subnet)
+		a := l.Subnet.Addr().Next()
+		l.AddrA, l.AddrB = netip.PrefixFrom(a, l.Subnet.Bits()), netip.PrefixFrom(a.Next(), l.Subnet.Bits())
 	}
-}
-
-func hostAddrs(sub netip.Prefix) (a, b netip.Prefix) {
-	x := sub.Addr().Next()
-	return netip.PrefixFrom(x, sub.Bits()), netip.PrefixFrom(x.Next(), sub.Bits())
 }
 
 func (p *parser) tcp(t *Topology, raw *rawTCP) {
@@ -671,13 +651,9 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 		return
 	}
 	for i, x := range v {
-		if p.failIf(x < 1 || x > math.MaxInt32, fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32) {
-			return
-		}
+		p.failIf(x < 1 || x > math.MaxInt32, fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32)
 	}
-	if p.failIf(v[0] > v[1] || v[1] > v[2], key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2]) {
-		return
-	}
+	p.failIf(v[0] > v[1] || v[1] > v[2], key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2])
 	*dst = [3]int{int(v[0]), int(v[1]), int(v[2])}
 }
 
@@ -741,9 +717,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		kind, ok := LookupTransport(r.Name)
 		valid := strings.Join(TransportNames(), ", ")
 		p.failIf(r.Name == "", key+".name", "required (one of: %s)", valid)
-		if p.failIf(!ok, key+".name", "unknown transport %q (valid: %s)", r.Name, valid) {
-			return nil
-		}
+		p.failIf(!ok, key+".name", "unknown transport %q (valid: %s)", r.Name, valid)
 		set := map[string]bool{
 			OptPath: r.Path != "", OptScheduler: r.Scheduler != "", OptWeights: r.Weights != nil,
 			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "", OptRecovery: r.Recovery != "",
@@ -808,9 +782,8 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 }
 
 // perPath fails unless a list of n values (each one what) has one per path.
-func (p *parser) perPath(key string, n, paths int, what string) bool {
+func (p *parser) perPath(key string, n, paths int, what string) {
 	p.failIf(n != paths, key, "%d %s for %d %s (one per client–server link, in file order)", n, tomlerr.Plural(n, what, what+"s"), paths, tomlerr.Plural(paths, "path", "paths"))
-	return n == paths
 }
 
 // weights validates per-path weights. The weighted scheduler without
@@ -822,27 +795,20 @@ func (p *parser) weights(key string, w []float64, sched string, paths int) []flo
 		return nil
 	case w == nil:
 		return slices.Repeat([]float64{1}, paths)
-	case !p.perPath(key, len(w), paths, "weight"):
-		return nil
 	}
+	p.perPath(key, len(w), paths, "weight")
 	sum := 0.0
 	for i, v := range w {
-		if p.failIf(math.IsNaN(v) || math.IsInf(v, 0) || v < 0, fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v) {
-			return nil
-		}
+		p.failIf(math.IsNaN(v) || math.IsInf(v, 0) || v < 0, fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v)
 		sum += v
 	}
-	if p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic") {
-		return nil
-	}
+	p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic")
 	return slices.Clone(w)
 }
 
 // priorities validates per-path tiers (braid's client.priorities).
 func (p *parser) priorities(key string, v []int64, paths int) []int {
-	if !p.perPath(key, len(v), paths, "tier") {
-		return nil
-	}
+	p.perPath(key, len(v), paths, "tier")
 	out := make([]int, len(v))
 	for i := range v {
 		out[i] = p.num(fmt.Sprintf("%s[%d]", key, i), &v[i], 0, 0, config.MaxPriority, "")
@@ -864,17 +830,6 @@ func mapf[T, U any](xs []T, f func(T) U) []U {
 	return out
 }
 
-// where returns the elements of xs that keep accepts.
-func where[T any](xs []T, keep func(T) bool) []T {
-	var out []T
-	for _, x := range xs {
-		if keep(x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // join lists names for a message: "a, b, c".
 func join[T ~string](names []T) string {
 	return strings.Join(mapf(names, func(n T) string { return string(n) }), ", ")
@@ -888,10 +843,8 @@ func (p *parser) media(rm []rawMedium) []Medium {
 	seen := map[string]int{}
 	for i, r := range rm {
 		key := fmt.Sprintf("media[%d]", i)
-		if !p.name(key+".name", r.Name) || !p.unique(seen, key+".name", "media", r.Name, i) ||
-			p.failIf(r.Rate == "", key+".rate", "required (the capacity the medium's links share)") {
-			return out
-		}
+		p.name(seen, key+".name", "media", r.Name, i)
+		p.failIf(r.Rate == "", key+".rate", "required (the capacity the medium's links share)")
 		rate, ql := p.rate(key+".rate", r.Rate, 0), p.num(key+".queue_limit", r.QueueLimit, DefaultQueueLimit, 1, MaxQueueLimit, "")
 		out = append(out, Medium{Name: r.Name, Rate: rate, QueueLimit: ql})
 	}

@@ -291,12 +291,6 @@ func (t *Topology) WebLink() *Link {
 	return find(t.Links, func(l *Link) bool { return t.joins(l, t.Server(), t.Web()) })
 }
 
-// Clone returns a deep copy (nodes and links hold no references), so that
-// a sweep can change one point's links without touching another's.
-func (t *Topology) Clone() *Topology {
-	return &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links), Media: slices.Clone(t.Media)}
-}
-
 // TCP holds the TCP settings of one namespace: the paper's Table 3.
 // The fields are the sysctls Sysctls writes; docs/lab.md ([tcp]) says why
 // each is set.

@@ -63,13 +63,13 @@ func (sel *Selection) Points(s *Scenario) []Point {
 	if sel == nil {
 		return s.Points()
 	}
-	return where(s.Points(), func(p Point) bool {
+	return slices.DeleteFunc(s.Points(), func(p Point) bool {
 		for axis, vals := range sel.want {
 			if q, ok := p.Param(axis); ok && !slices.Contains(vals, q.Text) {
-				return false
+				return true
 			}
 		}
-		return true
+		return false
 	})
 }
 
@@ -115,5 +115,5 @@ func (sh Shard) String() string {
 
 // Filter returns the points of ps that belong to the shard, in order.
 func (sh Shard) Filter(ps []Point) []Point {
-	return where(ps, func(p Point) bool { return sh.Whole() || p.Index%sh.N == sh.I })
+	return slices.DeleteFunc(slices.Clone(ps), func(p Point) bool { return !sh.Whole() && p.Index%sh.N != sh.I })
 }
