@@ -223,12 +223,8 @@ func (p *parser) build(raw *rawFile) *Scenario {
 		}
 	}
 	s.Transports = p.transports(t, raw.Transports)
-	if p.err == nil {
-		p.sweep(s, &raw.Sweep)
-	}
-	if p.err == nil {
-		s.points = p.expand(s)
-	}
+	p.sweep(s, &raw.Sweep)
+	s.points = p.expand(s)
 	return s
 }
 
@@ -337,9 +333,7 @@ func (p *parser) name(seen map[string]int, key, table, s string, i int) {
 // topology builds a testbed declared in full by [[nodes]] and [[links]].
 func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology {
 	t := &Topology{Media: media}
-	if p.failIf(len(rn) > MaxLinks, "nodes", "%d nodes; at most %d", len(rn), MaxLinks) {
-		return t
-	}
+	p.failIf(len(rn) > MaxLinks, "nodes", "%d nodes; at most %d", len(rn), MaxLinks)
 	roles := join(Roles)
 	seen := map[string]int{}
 	for i, n := range rn {
@@ -357,12 +351,8 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 		return t
 	}
 
-	if p.failIf(len(rl) == 0, "links", "required with [[nodes]]: at least one client–server link and one server–web link") {
-		return t
-	}
-	if p.failIf(len(rl) > MaxLinks, "links", "%d links; at most %d", len(rl), MaxLinks) {
-		return t
-	}
+	p.failIf(len(rl) == 0, "links", "required with [[nodes]]: at least one client–server link and one server–web link")
+	p.failIf(len(rl) > MaxLinks, "links", "%d links; at most %d", len(rl), MaxLinks)
 	seen, viaUsed := map[string]int{}, map[string]int{}
 	for i, r := range rl {
 		key := fmt.Sprintf("links[%d]", i)
