@@ -98,7 +98,7 @@ type rawExperiment struct {
 	Competing     *int64 `toml:"competing"`
 	CompetingPath string `toml:"competing_path"`
 
-	Latency         *bool  `toml:"latency"`
+	Latency         bool   `toml:"latency"`
 	LatencyInterval string `toml:"latency_interval"`
 	LatencyIdle     string `toml:"latency_idle"`
 
@@ -108,7 +108,7 @@ type rawExperiment struct {
 	RealtimeDuration string `toml:"realtime_duration"`
 	RealtimeDeadline string `toml:"realtime_deadline"`
 
-	ECN *bool `toml:"ecn"`
+	ECN bool `toml:"ecn"`
 }
 
 // rawTCP is both [tcp] and [tcp.nodes.NAME]; nodes inside a per-node table
@@ -210,18 +210,13 @@ func (p *parser) build(raw *rawFile) *Scenario {
 		return s
 	}
 	t := s.Topology
-	p.tcp(t, &raw.TCP)
+	p.tcp(t, &raw.TCP, raw.Experiment.ECN)
 	p.experiment(&s.Experiment, &raw.Experiment)
 	if e := &s.Experiment; e.Competing > 0 {
 		e.CompetingPath = cmp.Or(e.CompetingPath, t.Paths()[0].Name)
 		p.path("experiment.competing_path", e.CompetingPath, t)
 	}
 	s.Experiment.Events = p.events(t, raw.Events)
-	for i := range t.Nodes {
-		if n := &t.Nodes[i]; n.Role != RoleLink {
-			n.TCP.ECN = s.Experiment.ECN
-		}
-	}
 	s.Transports = p.transports(t, raw.Transports)
 	p.sweep(s, &raw.Sweep)
 	s.points = p.expand(s)
@@ -589,11 +584,15 @@ func (p *parser) subnets(t *Topology, rl []rawLink) {
 	}
 }
 
-func (p *parser) tcp(t *Topology, raw *rawTCP) {
+// tcp sets every node's TCP: [tcp], then its [tcp.nodes.NAME]; ecn for
+// the client, server and web nodes.
+func (p *parser) tcp(t *Topology, raw *rawTCP, ecn bool) {
 	base := DefaultTCP()
 	p.applyTCP("tcp", &base, raw)
 	for i := range t.Nodes {
-		t.Nodes[i].TCP = base
+		n := &t.Nodes[i]
+		n.TCP = base
+		n.TCP.ECN = ecn && n.Role != RoleLink
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw.Nodes)) {
 		key, rt, n := "tcp.nodes."+name, raw.Nodes[name], t.Node(name)
@@ -601,7 +600,6 @@ func (p *parser) tcp(t *Topology, raw *rawTCP) {
 			continue
 		}
 		p.failIf(rt.Nodes != nil, key+".nodes", "per-node settings do not nest")
-		n.TCP = base
 		p.applyTCP(key, &n.TCP, &rt)
 	}
 }
@@ -659,37 +657,27 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
 	e.CompetingPath = raw.CompetingPath
 
-	e.Latency = raw.Latency != nil && *raw.Latency
+	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
 	e.LatencyInterval = p.durOr("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval, egShort)
 	e.LatencyIdle = p.durOr("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle, egShort)
 
-	e.Workload = WorkloadDownload
-	if raw.Workload != "" {
-		e.Workload = p.oneOf("experiment.workload", "workload", raw.Workload, Workloads)
-	}
+	e.Workload = p.oneOf("experiment.workload", "workload", cmp.Or(raw.Workload, WorkloadDownload), Workloads)
 	rt := e.Workload == WorkloadRealtime
 	p.without(rt, fmt.Sprintf("workload = %q", WorkloadRealtime), []string{"realtime_rate", "realtime_size", "realtime_duration", "realtime_deadline"},
 		raw.RealtimeRate != "", raw.RealtimeSize != nil, raw.RealtimeDuration != "", raw.RealtimeDeadline != "")
 	if rt {
-		p.realtime(e, raw)
+		p.failIf(e.Latency, "experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
+		p.failIf(e.Competing > 0, "experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
+		r := &e.Realtime
+		r.Rate = p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate)
+		r.Size = p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload")
+		r.Duration = p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort)
+		r.Deadline = p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort)
+		pps := float64(r.Rate) / float64(8*r.Size)
+		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
-	e.ECN = raw.ECN != nil && *raw.ECN
-}
-
-// realtime reads the real-time flow's keys.
-func (p *parser) realtime(e *Experiment, raw *rawExperiment) {
-	p.failIf(e.Latency, "experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
-	p.failIf(e.Competing > 0, "experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
-	r := Realtime{
-		Rate:     p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate),
-		Size:     p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload"),
-		Duration: p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort),
-		Deadline: p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort),
-	}
-	pps := float64(r.Rate) / float64(8*r.Size)
-	p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
-	e.Realtime = r
+	e.ECN = raw.ECN
 }
 
 // defaultTransports is the list a file without [[transports]] measures: the
@@ -754,7 +742,13 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			word(r.Subflows != nil, fmt.Sprintf("×%d", tr.Subflows))
 		}
 		if kind.Accepts(OptPriorities) && r.Priorities != nil {
-			tr.Priorities = p.priorities(key+".priorities", r.Priorities, len(paths))
+			// braid's client.priorities: a tier per path
+			k := key + ".priorities"
+			p.perPath(k, len(r.Priorities), len(paths), "tier")
+			tr.Priorities = make([]int, len(r.Priorities))
+			for i := range r.Priorities {
+				tr.Priorities[i] = p.num(fmt.Sprintf("%s[%d]", k, i), &r.Priorities[i], 0, 0, config.MaxPriority, "")
+			}
 			word(true, "tiers="+FormatTiers(tr.Priorities))
 		}
 		tr.Label = cmp.Or(r.Label, strings.Join(label, " "))
@@ -794,16 +788,6 @@ func (p *parser) weights(key string, w []float64, sched string, paths int) []flo
 	}
 	p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic")
 	return slices.Clone(w)
-}
-
-// priorities validates per-path tiers (braid's client.priorities).
-func (p *parser) priorities(key string, v []int64, paths int) []int {
-	p.perPath(key, len(v), paths, "tier")
-	out := make([]int, len(v))
-	for i := range v {
-		out[i] = p.num(fmt.Sprintf("%s[%d]", key, i), &v[i], 0, 0, config.MaxPriority, "")
-	}
-	return out
 }
 
 // FormatTiers writes per-path tiers as labels and records show them: "0/4".

@@ -199,14 +199,11 @@ func (p *parser) expand(s *Scenario) []Point {
 
 	// A swept value can break what the file's links allow (an RTT below
 	// twice the jitter, a ratio that takes a rate out of range): check
-	// every network, naming the point.
+	// every network, naming the point. (Without network axes the one
+	// network is the file's, whose links passed these checks already.)
 	for _, n := range nets {
-		at := ""
-		if len(n.Params) > 0 {
-			at = "at " + n.String() + ": "
-		}
 		for i := range n.Topology.Links {
-			p.checkShaping("sweep", &n.Topology.Links[i], at)
+			p.checkShaping("sweep", &n.Topology.Links[i], "at "+n.String()+": ")
 		}
 		if p.err != nil {
 			return nil
