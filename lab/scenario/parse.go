@@ -206,6 +206,14 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	} else {
 		s.Topology = p.topology(media, raw.Nodes, raw.Links)
 	}
+	// What only the resolved links show (delay, jitter and loss need an
+	// emulator, which runs on a link node), under the [[links]] entry that
+	// set the link.
+	for i, r := range raw.Links {
+		if l := s.Topology.Link(r.Name); l != nil {
+			p.checkShaping(fmt.Sprintf("links[%d]", i), l, "")
+		}
+	}
 	if p.err != nil {
 		return s
 	}
@@ -382,7 +390,6 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 	webLinks := slices.DeleteFunc(slices.Clone(t.Links), func(l Link) bool { return !t.joins(&l, t.Server(), t.Web()) })
 	p.exactlyOne("links", mapf(webLinks, Link.name), "link between the server %q and the web server %q", t.Server().Name, t.Web().Name)
 	p.subnets(t, rl)
-	p.checkLinks(t, rl)
 	return t
 }
 
@@ -466,7 +473,6 @@ func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 		}
 		p.link(t, key, l, &r)
 	}
-	p.checkLinks(t, rl)
 	return t
 }
 
@@ -514,17 +520,6 @@ func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
 	sh.Jitter = p.durOr(key+".jitter", d.Jitter, sh.Jitter, 0, MaxDelay, egDelay)
 	sh.Loss = parseOpt(p, key+".loss", d.Loss, sh.Loss, ParseLoss)
 	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
-}
-
-// checkLinks validates what only the resolved links show (delay, jitter and
-// loss need an emulator, which runs on a link node), naming the [[links]]
-// entry that set the link.
-func (p *parser) checkLinks(t *Topology, rl []rawLink) {
-	for i, r := range rl {
-		if l := t.Link(r.Name); l != nil {
-			p.checkShaping(fmt.Sprintf("links[%d]", i), l, "")
-		}
-	}
 }
 
 // checkShaping validates one link's resolved shaping. where, if not "",

@@ -22,9 +22,6 @@ type Selection struct {
 // lists what the scenario offers.
 func (s *Scenario) Select(specs []string) (*Selection, error) {
 	sel := &Selection{specs: slices.Clone(specs), want: map[Axis][]string{}}
-	if len(specs) == 0 {
-		return sel, nil
-	}
 	offered := map[Axis][]string{}
 	for _, p := range s.Points() {
 		for _, q := range p.Params {

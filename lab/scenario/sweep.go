@@ -183,18 +183,7 @@ func (p *parser) expand(s *Scenario) []Point {
 
 	nets := []Point{{Topology: s.Topology}}
 	for _, a := range s.network {
-		next := make([]Point, 0, len(nets)*len(a.params))
-		for _, base := range nets {
-			for i, q := range a.params {
-				// A deep copy (nodes and links hold no references): a
-				// point's links change without touching another's.
-				b := base.Topology
-				t := &Topology{Nodes: slices.Clone(b.Nodes), Links: slices.Clone(b.Links), Media: slices.Clone(b.Media)}
-				a.apply(t.Paths(), i)
-				next = append(next, Point{Params: append(slices.Clone(base.Params), q), Topology: t})
-			}
-		}
-		nets = next
+		nets = fan(nets, a)
 	}
 
 	// A swept value can break what the file's links allow (an RTT below
@@ -220,16 +209,23 @@ func (p *parser) expand(s *Scenario) []Point {
 	return points
 }
 
-// fan multiplies variants by the values of option axis a, appending each
-// value to the label.
+// fan multiplies the partial points vs by the values of axis a: a network
+// axis sets a deep copy of each one's testbed (nodes and links hold no
+// references), an option axis a copy of its transport, labelled with the
+// value.
 func fan(vs []Point, a sweptAxis) []Point {
 	out := make([]Point, 0, len(vs)*len(a.params))
 	for _, v := range vs {
-		for _, q := range a.params {
-			t := cloneTransport(v.Transport)
-			a.set(&t, q.Text)
-			t.Label = v.Transport.Label + " " + q.Text
-			out = append(out, Point{Transport: t, Params: append(slices.Clone(v.Params), q)})
+		for i, q := range a.params {
+			w := Point{Params: append(slices.Clone(v.Params), q), Transport: cloneTransport(v.Transport)}
+			if b := v.Topology; a.apply != nil {
+				w.Topology = &Topology{Nodes: slices.Clone(b.Nodes), Links: slices.Clone(b.Links), Media: slices.Clone(b.Media)}
+				a.apply(w.Topology.Paths(), i)
+			} else {
+				a.set(&w.Transport, q.Text)
+				w.Transport.Label += " " + q.Text
+			}
+			out = append(out, w)
 		}
 	}
 	return out
