@@ -191,7 +191,6 @@ func (p *parser) fail(key, format string, args ...any) {
 	}
 }
 
-// failIf fails when bad, and returns bad.
 func (p *parser) failIf(bad bool, key, format string, args ...any) bool {
 	if bad {
 		p.fail(key, format, args...)
@@ -599,20 +598,13 @@ func (p *parser) tcp(t *Topology, raw *rawTCP, ecn bool) {
 	}
 }
 
-// coupledCC are MPTCP's coupled algorithms from the out-of-tree kernel the
-// paper used; a file naming one gets a specific answer.
-var coupledCC = []string{"balia", "lia", "olia", "wvegas"}
-
 func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 	if raw.Congestion != "" {
-		switch valid := strings.Join(CongestionControls, ", "); {
-		case slices.Contains(CongestionControls, raw.Congestion):
-		case slices.Contains(coupledCC, raw.Congestion):
-			p.fail(key+".congestion", "%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, valid)
-		default:
-			p.fail(key+".congestion", "unknown congestion control %q (valid: %s)", raw.Congestion, valid)
-		}
-		t.Congestion = raw.Congestion
+		// MPTCP's coupled algorithms, of the out-of-tree kernel the paper
+		// used, get a specific answer.
+		p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
+			"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+		t.Congestion = p.oneOf(key+".congestion", "congestion control", raw.Congestion, CongestionControls)
 	}
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
@@ -675,13 +667,10 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 	e.ECN = raw.ECN
 }
 
-// defaultTransports is the list a file without [[transports]] measures: the
-// issue's three-way comparison.
-var defaultTransports = []rawTransport{{Name: TransportDirect}, {Name: TransportMPTCPDirect}, {Name: TransportBraid}}
-
 func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 	if len(raw) == 0 {
-		raw = defaultTransports
+		// the three-way comparison
+		raw = []rawTransport{{Name: TransportDirect}, {Name: TransportMPTCPDirect}, {Name: TransportBraid}}
 	}
 	paths := t.Paths()
 	var out []Transport
@@ -806,7 +795,6 @@ func join[T ~string](names []T) string {
 
 func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
-// media reads [[media]].
 func (p *parser) media(rm []rawMedium) []Medium {
 	var out []Medium
 	seen := map[string]int{}
