@@ -54,9 +54,7 @@ type rawEvent struct {
 // events reads [[events]]: in time order, each naming a path and an
 // action that makes sense after the ones before it on that path.
 func (p *parser) events(t *Topology, raw []rawEvent) []Event {
-	if p.failIf(len(raw) > MaxEvents, "events", "%d events; at most %d", len(raw), MaxEvents) {
-		return nil
-	}
+	p.failIf(len(raw) > MaxEvents, "events", "%d events; at most %d", len(raw), MaxEvents)
 	state := map[string]PathState{}
 	var out []Event
 	for i, r := range raw {

@@ -98,7 +98,7 @@ type rawExperiment struct {
 	Competing     *int64 `toml:"competing"`
 	CompetingPath string `toml:"competing_path"`
 
-	Latency         *bool  `toml:"latency"`
+	Latency         bool   `toml:"latency"`
 	LatencyInterval string `toml:"latency_interval"`
 	LatencyIdle     string `toml:"latency_idle"`
 
@@ -108,7 +108,7 @@ type rawExperiment struct {
 	RealtimeDuration string `toml:"realtime_duration"`
 	RealtimeDeadline string `toml:"realtime_deadline"`
 
-	ECN *bool `toml:"ecn"`
+	ECN bool `toml:"ecn"`
 }
 
 // rawTCP is both [tcp] and [tcp.nodes.NAME]; nodes inside a per-node table
@@ -191,7 +191,6 @@ func (p *parser) fail(key, format string, args ...any) {
 	}
 }
 
-// failIf fails when bad, and returns bad.
 func (p *parser) failIf(bad bool, key, format string, args ...any) bool {
 	if bad {
 		p.fail(key, format, args...)
@@ -206,29 +205,28 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	} else {
 		s.Topology = p.topology(media, raw.Nodes, raw.Links)
 	}
+	// What only the resolved links show (delay, jitter and loss need an
+	// emulator, which runs on a link node), under the [[links]] entry that
+	// set the link.
+	for i, r := range raw.Links {
+		if l := s.Topology.Link(r.Name); l != nil {
+			p.checkShaping(fmt.Sprintf("links[%d]", i), l, "")
+		}
+	}
 	if p.err != nil {
 		return s
 	}
 	t := s.Topology
-	p.tcp(t, &raw.TCP)
+	p.tcp(t, &raw.TCP, raw.Experiment.ECN)
 	p.experiment(&s.Experiment, &raw.Experiment)
 	if e := &s.Experiment; e.Competing > 0 {
 		e.CompetingPath = cmp.Or(e.CompetingPath, t.Paths()[0].Name)
 		p.path("experiment.competing_path", e.CompetingPath, t)
 	}
 	s.Experiment.Events = p.events(t, raw.Events)
-	for i := range t.Nodes {
-		if n := &t.Nodes[i]; n.Role != RoleLink {
-			n.TCP.ECN = s.Experiment.ECN
-		}
-	}
 	s.Transports = p.transports(t, raw.Transports)
-	if p.err == nil {
-		p.sweep(s, &raw.Sweep)
-	}
-	if p.err == nil {
-		s.points = p.expand(s)
-	}
+	p.sweep(s, &raw.Sweep)
+	s.points = p.expand(s)
 	return s
 }
 
@@ -316,69 +314,53 @@ func (p *parser) without(on bool, what string, keys []string, set ...bool) {
 	}
 }
 
-// unique fails when name repeats an earlier entry of table; seen holds the
-// earlier names and their indices.
-func (p *parser) unique(seen map[string]int, key, table, name string, i int) bool {
-	if j, ok := seen[name]; ok {
-		p.fail(key, "%q duplicates %s[%d].name", name, table, j)
-		return false
-	}
-	seen[name] = i
-	return true
-}
-
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-func (p *parser) name(key, s string) bool {
-	switch {
+// name checks s, the name of entry i of table, and that it repeats no
+// earlier entry; seen holds the earlier names and their indices.
+func (p *parser) name(seen map[string]int, key, table, s string, i int) {
+	switch j, dup := seen[s]; {
 	case s == "":
 		p.fail(key, "required")
 	case len(s) > MaxNameLen:
 		p.fail(key, "%q is %d bytes; names have at most %d (interface names are built from them)", s, len(s), MaxNameLen)
 	case !nameRE.MatchString(s):
 		p.fail(key, "%q is not a valid name (lower-case letters, digits and '-', starting with a letter)", s)
-	default:
-		return true
+	case dup:
+		p.fail(key, "%q duplicates %s[%d].name", s, table, j)
 	}
-	return false
+	seen[s] = i
 }
 
 // topology builds a testbed declared in full by [[nodes]] and [[links]].
 func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology {
 	t := &Topology{Media: media}
-	if p.failIf(len(rn) > MaxLinks, "nodes", "%d nodes; at most %d", len(rn), MaxLinks) {
-		return t
-	}
+	p.failIf(len(rn) > MaxLinks, "nodes", "%d nodes; at most %d", len(rn), MaxLinks)
 	roles := join(Roles)
 	seen := map[string]int{}
 	for i, n := range rn {
 		key := fmt.Sprintf("nodes[%d]", i)
-		p.name(key+".name", n.Name)
-		p.unique(seen, key+".name", "nodes", n.Name, i)
+		p.name(seen, key+".name", "nodes", n.Name, i)
 		p.failIf(n.Role == "", key+".role", "required (one of: %s)", roles)
 		p.failIf(!slices.Contains(Roles, Role(n.Role)), key+".role", "unknown role %q (valid: %s)", n.Role, roles)
-		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: Role(n.Role)})
+		t.Nodes = append(t.Nodes, Node{Name: n.Name, Role: Role(n.Role), TCP: DefaultTCP()})
 	}
 	for _, r := range []Role{RoleClient, RoleServer, RoleWeb} {
-		p.exactlyOne("nodes", mapf(where(t.Nodes, func(n Node) bool { return n.Role == r }), Node.name), "node with role = %q", r)
+		others := func(n Node) bool { return n.Role != r }
+		p.exactlyOne("nodes", mapf(slices.DeleteFunc(slices.Clone(t.Nodes), others), Node.name), "node with role = %q", r)
 	}
 	if p.err != nil {
 		return t
 	}
 
-	if p.failIf(len(rl) == 0, "links", "required with [[nodes]]: at least one client–server link and one server–web link") {
-		return t
-	}
-	if p.failIf(len(rl) > MaxLinks, "links", "%d links; at most %d", len(rl), MaxLinks) {
-		return t
-	}
+	p.failIf(len(rl) == 0, "links", "required with [[nodes]]: at least one client–server link and one server–web link")
+	p.failIf(len(rl) > MaxLinks, "links", "%d links; at most %d", len(rl), MaxLinks)
 	seen, viaUsed := map[string]int{}, map[string]int{}
 	for i, r := range rl {
 		key := fmt.Sprintf("links[%d]", i)
 		sh := Shaping{QueueLimit: DefaultQueueLimit}
 		l := Link{Name: r.Name, A: r.A, B: r.B, Via: r.Via, AB: sh, BA: sh}
-		p.name(key+".name", r.Name)
-		p.unique(seen, key+".name", "links", r.Name, i)
+		p.name(seen, key+".name", "links", r.Name, i)
 		p.endpoints(t, key, r.A, r.B)
 		if v := t.Node(r.Via); r.Via != "" {
 			switch j, used := viaUsed[r.Via]; {
@@ -404,10 +386,9 @@ func (p *parser) topology(media []Medium, rn []rawNode, rl []rawLink) *Topology 
 		return t
 	}
 	p.failIf(len(t.Paths()) == 0, "links", "no link joins the client %q and the server %q", t.Client().Name, t.Server().Name)
-	webLinks := where(t.Links, func(l Link) bool { return t.joins(&l, t.Server(), t.Web()) })
+	webLinks := slices.DeleteFunc(slices.Clone(t.Links), func(l Link) bool { return !t.joins(&l, t.Server(), t.Web()) })
 	p.exactlyOne("links", mapf(webLinks, Link.name), "link between the server %q and the web server %q", t.Server().Name, t.Web().Name)
 	p.subnets(t, rl)
-	p.checkLinks(t, rl)
 	return t
 }
 
@@ -453,9 +434,6 @@ func DefaultTopology() *Topology {
 	if p.err != nil {
 		panic(p.err)
 	}
-	for i := range t.Nodes {
-		t.Nodes[i].TCP = DefaultTCP()
-	}
 	return t
 }
 
@@ -488,13 +466,12 @@ func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
 			p.fail(key+".name", "no link %q in the built-in testbed (links: %s); declare [[nodes]] and every link to build another topology", r.Name, names)
 			continue
 		}
-		p.unique(seen, key+".name", "links", r.Name, i)
+		p.name(seen, key+".name", "links", r.Name, i)
 		for _, f := range []struct{ k, v string }{{"a", r.A}, {"b", r.B}, {"via", r.Via}, {"subnet", r.Subnet}} {
 			p.failIf(f.v != "", key+"."+f.k, "is fixed in the built-in testbed; declare [[nodes]] and every link to build another topology")
 		}
 		p.link(t, key, l, &r)
 	}
-	p.checkLinks(t, rl)
 	return t
 }
 
@@ -544,17 +521,6 @@ func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
 	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
 }
 
-// checkLinks validates what only the resolved links show (delay, jitter and
-// loss need an emulator, which runs on a link node), naming the [[links]]
-// entry that set the link.
-func (p *parser) checkLinks(t *Topology, rl []rawLink) {
-	for i, r := range rl {
-		if l := t.Link(r.Name); l != nil {
-			p.checkShaping(fmt.Sprintf("links[%d]", i), l, "")
-		}
-	}
-}
-
 // checkShaping validates one link's resolved shaping. where, if not "",
 // says which sweep point produced it.
 func (p *parser) checkShaping(key string, l *Link, where string) {
@@ -567,10 +533,7 @@ func (p *parser) checkShaping(key string, l *Link, where string) {
 			p.fail(key, "%slink %q %s: jitter %v exceeds delay %v (the delay is spread over delay±jitter)", where, l.Name, dir, sh.Jitter, sh.Delay)
 		case sh.Rate != 0 && (sh.Rate < MinRate || sh.Rate > MaxRate):
 			p.fail(key, "%slink %q %s: rate %v out of range (%v..%v)", where, l.Name, dir, sh.Rate, MinRate, MaxRate)
-		default:
-			continue
 		}
-		return
 	}
 }
 
@@ -610,20 +573,20 @@ func (p *parser) subnets(t *Topology, rl []rawLink) {
 				l.Subnet = c
 			}
 		}
-		l.AddrA, l.AddrB = hostAddrs(l.Subnet)
+		a := l.Subnet.Addr().Next()
+		l.AddrA, l.AddrB = netip.PrefixFrom(a, l.Subnet.Bits()), netip.PrefixFrom(a.Next(), l.Subnet.Bits())
 	}
 }
 
-func hostAddrs(sub netip.Prefix) (a, b netip.Prefix) {
-	x := sub.Addr().Next()
-	return netip.PrefixFrom(x, sub.Bits()), netip.PrefixFrom(x.Next(), sub.Bits())
-}
-
-func (p *parser) tcp(t *Topology, raw *rawTCP) {
+// tcp sets every node's TCP: [tcp], then its [tcp.nodes.NAME]; ecn for
+// the client, server and web nodes.
+func (p *parser) tcp(t *Topology, raw *rawTCP, ecn bool) {
 	base := DefaultTCP()
 	p.applyTCP("tcp", &base, raw)
 	for i := range t.Nodes {
-		t.Nodes[i].TCP = base
+		n := &t.Nodes[i]
+		n.TCP = base
+		n.TCP.ECN = ecn && n.Role != RoleLink
 	}
 	for _, name := range slices.Sorted(maps.Keys(raw.Nodes)) {
 		key, rt, n := "tcp.nodes."+name, raw.Nodes[name], t.Node(name)
@@ -631,25 +594,17 @@ func (p *parser) tcp(t *Topology, raw *rawTCP) {
 			continue
 		}
 		p.failIf(rt.Nodes != nil, key+".nodes", "per-node settings do not nest")
-		n.TCP = base
 		p.applyTCP(key, &n.TCP, &rt)
 	}
 }
 
-// coupledCC are MPTCP's coupled algorithms from the out-of-tree kernel the
-// paper used; a file naming one gets a specific answer.
-var coupledCC = []string{"balia", "lia", "olia", "wvegas"}
-
 func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 	if raw.Congestion != "" {
-		switch valid := strings.Join(CongestionControls, ", "); {
-		case slices.Contains(CongestionControls, raw.Congestion):
-		case slices.Contains(coupledCC, raw.Congestion):
-			p.fail(key+".congestion", "%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, valid)
-		default:
-			p.fail(key+".congestion", "unknown congestion control %q (valid: %s)", raw.Congestion, valid)
-		}
-		t.Congestion = raw.Congestion
+		// MPTCP's coupled algorithms, of the out-of-tree kernel the paper
+		// used, get a specific answer.
+		p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
+			"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+		t.Congestion = p.oneOf(key+".congestion", "congestion control", raw.Congestion, CongestionControls)
 	}
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
@@ -671,13 +626,9 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 		return
 	}
 	for i, x := range v {
-		if p.failIf(x < 1 || x > math.MaxInt32, fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32) {
-			return
-		}
+		p.failIf(x < 1 || x > math.MaxInt32, fmt.Sprintf("%s[%d]", key, i), "%d out of range (1..%d bytes)", x, math.MaxInt32)
 	}
-	if p.failIf(v[0] > v[1] || v[1] > v[2], key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2]) {
-		return
-	}
+	p.failIf(v[0] > v[1] || v[1] > v[2], key, "[%d, %d, %d] is not ordered min ≤ default ≤ max", v[0], v[1], v[2])
 	*dst = [3]int{int(v[0]), int(v[1]), int(v[2])}
 }
 
@@ -693,46 +644,33 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
 	e.CompetingPath = raw.CompetingPath
 
-	e.Latency = raw.Latency != nil && *raw.Latency
+	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
 	e.LatencyInterval = p.durOr("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval, egShort)
 	e.LatencyIdle = p.durOr("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle, egShort)
 
-	e.Workload = WorkloadDownload
-	if raw.Workload != "" {
-		e.Workload = p.oneOf("experiment.workload", "workload", raw.Workload, Workloads)
-	}
+	e.Workload = p.oneOf("experiment.workload", "workload", cmp.Or(raw.Workload, WorkloadDownload), Workloads)
 	rt := e.Workload == WorkloadRealtime
 	p.without(rt, fmt.Sprintf("workload = %q", WorkloadRealtime), []string{"realtime_rate", "realtime_size", "realtime_duration", "realtime_deadline"},
 		raw.RealtimeRate != "", raw.RealtimeSize != nil, raw.RealtimeDuration != "", raw.RealtimeDeadline != "")
 	if rt {
-		p.realtime(e, raw)
+		p.failIf(e.Latency, "experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
+		p.failIf(e.Competing > 0, "experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
+		r := &e.Realtime
+		r.Rate = p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate)
+		r.Size = p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload")
+		r.Duration = p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort)
+		r.Deadline = p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort)
+		pps := float64(r.Rate) / float64(8*r.Size)
+		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
-	e.ECN = raw.ECN != nil && *raw.ECN
+	e.ECN = raw.ECN
 }
-
-// realtime reads the real-time flow's keys.
-func (p *parser) realtime(e *Experiment, raw *rawExperiment) {
-	p.failIf(e.Latency, "experiment.latency", "probes the delay under a download; workload = %q measures its own packets' delay", WorkloadRealtime)
-	p.failIf(e.Competing > 0, "experiment.competing", "competing flows run during downloads, not with workload = %q", WorkloadRealtime)
-	r := Realtime{
-		Rate:     p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate),
-		Size:     p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload"),
-		Duration: p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort),
-		Deadline: p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort),
-	}
-	pps := float64(r.Rate) / float64(8*r.Size)
-	p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
-	e.Realtime = r
-}
-
-// defaultTransports is the list a file without [[transports]] measures: the
-// issue's three-way comparison.
-var defaultTransports = []rawTransport{{Name: TransportDirect}, {Name: TransportMPTCPDirect}, {Name: TransportBraid}}
 
 func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 	if len(raw) == 0 {
-		raw = defaultTransports
+		// the issue's three-way comparison
+		raw = []rawTransport{{Name: TransportDirect}, {Name: TransportMPTCPDirect}, {Name: TransportBraid}}
 	}
 	paths := t.Paths()
 	var out []Transport
@@ -741,9 +679,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		kind, ok := LookupTransport(r.Name)
 		valid := strings.Join(TransportNames(), ", ")
 		p.failIf(r.Name == "", key+".name", "required (one of: %s)", valid)
-		if p.failIf(!ok, key+".name", "unknown transport %q (valid: %s)", r.Name, valid) {
-			return nil
-		}
+		p.failIf(!ok, key+".name", "unknown transport %q (valid: %s)", r.Name, valid)
 		set := map[string]bool{
 			OptPath: r.Path != "", OptScheduler: r.Scheduler != "", OptWeights: r.Weights != nil,
 			OptReorder: r.Reorder != "", OptCongestion: r.Congestion != "", OptRecovery: r.Recovery != "",
@@ -790,7 +726,13 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			word(r.Subflows != nil, fmt.Sprintf("×%d", tr.Subflows))
 		}
 		if kind.Accepts(OptPriorities) && r.Priorities != nil {
-			tr.Priorities = p.priorities(key+".priorities", r.Priorities, len(paths))
+			// braid's client.priorities: a tier per path
+			k := key + ".priorities"
+			p.perPath(k, len(r.Priorities), len(paths), "tier")
+			tr.Priorities = make([]int, len(r.Priorities))
+			for i := range r.Priorities {
+				tr.Priorities[i] = p.num(fmt.Sprintf("%s[%d]", k, i), &r.Priorities[i], 0, 0, config.MaxPriority, "")
+			}
 			word(true, "tiers="+FormatTiers(tr.Priorities))
 		}
 		tr.Label = cmp.Or(r.Label, strings.Join(label, " "))
@@ -808,9 +750,8 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 }
 
 // perPath fails unless a list of n values (each one what) has one per path.
-func (p *parser) perPath(key string, n, paths int, what string) bool {
+func (p *parser) perPath(key string, n, paths int, what string) {
 	p.failIf(n != paths, key, "%d %s for %d %s (one per client–server link, in file order)", n, tomlerr.Plural(n, what, what+"s"), paths, tomlerr.Plural(paths, "path", "paths"))
-	return n == paths
 }
 
 // weights validates per-path weights. The weighted scheduler without
@@ -822,32 +763,15 @@ func (p *parser) weights(key string, w []float64, sched string, paths int) []flo
 		return nil
 	case w == nil:
 		return slices.Repeat([]float64{1}, paths)
-	case !p.perPath(key, len(w), paths, "weight"):
-		return nil
 	}
+	p.perPath(key, len(w), paths, "weight")
 	sum := 0.0
 	for i, v := range w {
-		if p.failIf(math.IsNaN(v) || math.IsInf(v, 0) || v < 0, fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v) {
-			return nil
-		}
+		p.failIf(math.IsNaN(v) || math.IsInf(v, 0) || v < 0, fmt.Sprintf("%s[%d]", key, i), "%v is not a finite number ≥ 0", v)
 		sum += v
 	}
-	if p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic") {
-		return nil
-	}
+	p.failIf(sum == 0, key, "all weights are 0; at least one path must carry traffic")
 	return slices.Clone(w)
-}
-
-// priorities validates per-path tiers (braid's client.priorities).
-func (p *parser) priorities(key string, v []int64, paths int) []int {
-	if !p.perPath(key, len(v), paths, "tier") {
-		return nil
-	}
-	out := make([]int, len(v))
-	for i := range v {
-		out[i] = p.num(fmt.Sprintf("%s[%d]", key, i), &v[i], 0, 0, config.MaxPriority, "")
-	}
-	return out
 }
 
 // FormatTiers writes per-path tiers as labels and records show them: "0/4".
@@ -864,17 +788,6 @@ func mapf[T, U any](xs []T, f func(T) U) []U {
 	return out
 }
 
-// where returns the elements of xs that keep accepts.
-func where[T any](xs []T, keep func(T) bool) []T {
-	var out []T
-	for _, x := range xs {
-		if keep(x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // join lists names for a message: "a, b, c".
 func join[T ~string](names []T) string {
 	return strings.Join(mapf(names, func(n T) string { return string(n) }), ", ")
@@ -882,16 +795,13 @@ func join[T ~string](names []T) string {
 
 func nodeNames(t *Topology) string { return join(mapf(t.Nodes, Node.name)) }
 
-// media reads [[media]].
 func (p *parser) media(rm []rawMedium) []Medium {
 	var out []Medium
 	seen := map[string]int{}
 	for i, r := range rm {
 		key := fmt.Sprintf("media[%d]", i)
-		if !p.name(key+".name", r.Name) || !p.unique(seen, key+".name", "media", r.Name, i) ||
-			p.failIf(r.Rate == "", key+".rate", "required (the capacity the medium's links share)") {
-			return out
-		}
+		p.name(seen, key+".name", "media", r.Name, i)
+		p.failIf(r.Rate == "", key+".rate", "required (the capacity the medium's links share)")
 		rate, ql := p.rate(key+".rate", r.Rate, 0), p.num(key+".queue_limit", r.QueueLimit, DefaultQueueLimit, 1, MaxQueueLimit, "")
 		out = append(out, Medium{Name: r.Name, Rate: rate, QueueLimit: ql})
 	}

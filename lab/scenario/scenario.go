@@ -291,12 +291,6 @@ func (t *Topology) WebLink() *Link {
 	return find(t.Links, func(l *Link) bool { return t.joins(l, t.Server(), t.Web()) })
 }
 
-// Clone returns a deep copy (nodes and links hold no references), so that
-// a sweep can change one point's links without touching another's.
-func (t *Topology) Clone() *Topology {
-	return &Topology{Nodes: slices.Clone(t.Nodes), Links: slices.Clone(t.Links), Media: slices.Clone(t.Media)}
-}
-
 // TCP holds the TCP settings of one namespace: the paper's Table 3.
 // The fields are the sysctls Sysctls writes; docs/lab.md ([tcp]) says why
 // each is set.
@@ -331,10 +325,6 @@ type Sysctl struct{ Key, Value string }
 // control first.
 func (t TCP) Sysctls() []Sysctl {
 	triple := func(v [3]int) string { return fmt.Sprintf("%d %d %d", v[0], v[1], v[2]) }
-	nms := "0"
-	if t.NoMetricsSave {
-		nms = "1"
-	}
 	out := []Sysctl{
 		{"net.ipv4.tcp_congestion_control", t.Congestion},
 		{"net.ipv4.tcp_rmem", triple(t.Rmem)},
@@ -343,7 +333,7 @@ func (t TCP) Sysctls() []Sysctl {
 		{"net.core.rmem_default", strconv.Itoa(t.CoreRmemDefault)},
 		{"net.core.wmem_max", strconv.Itoa(t.CoreWmemMax)},
 		{"net.core.wmem_default", strconv.Itoa(t.CoreWmemDefault)},
-		{"net.ipv4.tcp_no_metrics_save", nms},
+		{"net.ipv4.tcp_no_metrics_save", map[bool]string{false: "0", true: "1"}[t.NoMetricsSave]},
 	}
 	if t.ECN {
 		out = append(out, Sysctl{"net.ipv4.tcp_ecn", "1"})

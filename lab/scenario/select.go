@@ -22,9 +22,6 @@ type Selection struct {
 // lists what the scenario offers.
 func (s *Scenario) Select(specs []string) (*Selection, error) {
 	sel := &Selection{specs: slices.Clone(specs), want: map[Axis][]string{}}
-	if len(specs) == 0 {
-		return sel, nil
-	}
 	offered := map[Axis][]string{}
 	for _, p := range s.Points() {
 		for _, q := range p.Params {
@@ -63,13 +60,13 @@ func (sel *Selection) Points(s *Scenario) []Point {
 	if sel == nil {
 		return s.Points()
 	}
-	return where(s.Points(), func(p Point) bool {
+	return slices.DeleteFunc(s.Points(), func(p Point) bool {
 		for axis, vals := range sel.want {
 			if q, ok := p.Param(axis); ok && !slices.Contains(vals, q.Text) {
-				return false
+				return true
 			}
 		}
-		return true
+		return false
 	})
 }
 
@@ -115,5 +112,5 @@ func (sh Shard) String() string {
 
 // Filter returns the points of ps that belong to the shard, in order.
 func (sh Shard) Filter(ps []Point) []Point {
-	return where(ps, func(p Point) bool { return sh.Whole() || p.Index%sh.N == sh.I })
+	return slices.DeleteFunc(slices.Clone(ps), func(p Point) bool { return !sh.Whole() && p.Index%sh.N != sh.I })
 }

@@ -28,17 +28,6 @@ type sweptAxis struct {
 	others   string
 }
 
-// axisOf makes the axis of vals (nil when the axis is not declared), each
-// value shown as param shows it.
-func axisOf[T any](axis Axis, vals []T, param func(T) (string, float64), a sweptAxis) []sweptAxis {
-	if vals == nil {
-		return nil
-	}
-	a.axis = axis
-	a.params = mapf(vals, func(v T) Param { text, x := param(v); return Param{axis, text, x} })
-	return []sweptAxis{a}
-}
-
 // sweep reads [sweep] into the scenario's axes, network axes outermost
 // first (the one order of Axes and of the points), and checks that the
 // testbed can carry each.
@@ -53,17 +42,6 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 	choice := func(what string, valid []string) func(k, v string) string {
 		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
 	}
-	rtts := sweepAxis(p, "sweep.rtt", raw.RTT, rtt, false)
-	rttRatios := sweepAxis(p, "sweep.rtt_ratio", raw.RTTRatio, ratio, false)
-	rates := sweepAxis(p, "sweep.rate", raw.Rate, rate, false)
-	rateRatios := sweepAxis(p, "sweep.rate_ratio", raw.RateRatio, ratio, false)
-	losses := sweepAxis(p, "sweep.loss", raw.Loss, loss, true)
-	secondary := sweepAxis(p, "sweep.loss_secondary", raw.LossSecondary, loss, true)
-	scheds := sweepAxis(p, "sweep.scheduler", raw.Scheduler, choice("scheduler", config.Schedulers), true)
-	ccs := sweepAxis(p, "sweep.congestion", raw.Congestion, choice("congestion controller", config.CongestionChoices), true)
-	if p.err != nil {
-		return
-	}
 	paths := s.Topology.Paths()
 	const relative = "the others are set relative to the first"
 	ratioText := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
@@ -74,46 +52,45 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 		}
 	}
 	s.network = slices.Concat(
-		axisOf(AxisRTT, rtts, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay", apply: func(paths []*Link, i int) {
+		sweepAxis(p, AxisRTT, raw.RTT, rtt, false, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(paths []*Link, d time.Duration) {
 			for _, l := range paths {
-				l.AB.Delay, l.BA.Delay = splitRTT(rtts[i])
+				l.AB.Delay, l.BA.Delay = splitRTT(d)
 			}
-		}}),
-		axisOf(AxisRTTRatio, rttRatios, ratioText, sweptAxis{emulates: "delay", others: relative, apply: func(paths []*Link, i int) {
+		}),
+		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, false, ratioText, sweptAxis{emulates: "delay", others: relative}, func(paths []*Link, r float64) {
 			ref := paths[0].RTT()
 			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * rttRatios[i])))
+				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
 			}
-		}}),
-		axisOf(AxisRate, rates, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true, apply: func(paths []*Link, i int) {
+		}),
+		sweepAxis(p, AxisRate, raw.Rate, rate, false, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true}, func(paths []*Link, r Rate) {
 			for _, l := range paths {
-				l.AB.Rate, l.BA.Rate = rates[i], rates[i]
+				l.AB.Rate, l.BA.Rate = r, r
 			}
-		}}),
-		axisOf(AxisRateRatio, rateRatios, ratioText, sweptAxis{rate: true, others: relative, apply: func(paths []*Link, i int) {
+		}),
+		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, false, ratioText, sweptAxis{rate: true, others: relative}, func(paths []*Link, r float64) {
 			ref := paths[0]
 			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * rateRatios[i]))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * rateRatios[i]))
+				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
+				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
 			}
-		}}),
-		axisOf(AxisLoss, losses, lossText, sweptAxis{emulates: "loss", apply: func(paths []*Link, i int) { setLoss(paths, losses[i]) }}),
-		axisOf(AxisLossSecondary, secondary, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first", apply: func(paths []*Link, i int) {
-			setLoss(paths[1:], secondary[i])
-		}}),
+		}),
+		sweepAxis(p, AxisLoss, raw.Loss, loss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
+		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, loss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, func(paths []*Link, m Loss) {
+			setLoss(paths[1:], m)
+		}),
 	)
 	text := func(v string) (string, float64) { return v, 0 }
 	s.options = slices.Concat(
-		axisOf(AxisScheduler, scheds, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+		sweepAxis(p, AxisScheduler, raw.Scheduler, choice("scheduler", config.Schedulers), true, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
 			t.Scheduler = sch
 			t.Weights = nil
 			if sch == "weighted" {
 				t.Weights = slices.Repeat([]float64{1}, len(paths))
 			}
-		}}),
-		axisOf(AxisCongestion, ccs, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}),
+		}}, nil),
+		sweepAxis(p, AxisCongestion, raw.Congestion, choice("congestion controller", config.CongestionChoices), true, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
 	)
-
 	for _, ax := range s.network {
 		key := "sweep." + string(ax.axis)
 		for _, l := range paths {
@@ -126,32 +103,41 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 		p.failIf(ax.others != "" && len(paths) < 2, key, "needs at least two paths (%s), found %d", ax.others, len(paths))
 	}
 	f := paths[0]
-	p.failIf(rateRatios != nil && rates == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
+	p.failIf(raw.RateRatio != nil && raw.Rate == nil && (f.AB.Rate == 0 || f.BA.Rate == 0), "sweep.rate_ratio", "the first path %q is unshaped in at least one direction; give it a rate (or sweep rate) for the ratio to apply to", f.Name)
 }
 
-// sweepAxis reads the values of one sweep axis: each through parse (which reports
-// its own errors under the element's key, e.g. "sweep.rtt[2]"), none twice (quote
-// the value in that message or not). A nil list stays nil: the axis is not swept;
-// an empty one is an error.
-func sweepAxis[R any, T comparable](p *parser, key string, raw []R, parse func(k string, v R) T, quote bool) []T {
+// sweepAxis makes the axis of one [sweep] key (none when the key is not
+// set): its values read through parse (which reports its own errors under
+// the element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
+// that message or not), each shown as show shows it; apply, for a network
+// axis, sets the paths to one value.
+func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k string, v R) T, quote bool,
+	show func(T) (string, float64), a sweptAxis, apply func(paths []*Link, v T)) []sweptAxis {
 	if raw == nil {
 		return nil
 	}
+	key := "sweep." + string(axis)
 	p.failIf(len(raw) == 0, key, "empty; list values or remove the key")
-	out := []T{}
+	var vals []T
 	for i, v := range raw {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		x := parse(k, v)
-		if j := slices.Index(out, x); j >= 0 {
-			show := fmt.Sprint(x)
+		if j := slices.Index(vals, x); j >= 0 {
+			text := fmt.Sprint(x)
 			if quote {
-				show = strconv.Quote(show)
+				text = strconv.Quote(text)
 			}
-			p.fail(k, "%s duplicates %s[%d]", show, key, j)
+			p.fail(k, "%s duplicates %s[%d]", text, key, j)
 		}
-		out = append(out, x)
+		vals = append(vals, x)
+		text, value := show(x)
+		a.params = append(a.params, Param{axis, text, value})
 	}
-	return out
+	a.axis = axis
+	if apply != nil {
+		a.apply = func(paths []*Link, i int) { apply(paths, vals[i]) }
+	}
+	return []sweptAxis{a}
 }
 
 // expand builds the points: the network axes' cartesian product (each a
@@ -197,27 +183,16 @@ func (p *parser) expand(s *Scenario) []Point {
 
 	nets := []Point{{Topology: s.Topology}}
 	for _, a := range s.network {
-		next := make([]Point, 0, len(nets)*len(a.params))
-		for _, base := range nets {
-			for i, q := range a.params {
-				t := base.Topology.Clone()
-				a.apply(t.Paths(), i)
-				next = append(next, Point{Params: append(slices.Clone(base.Params), q), Topology: t})
-			}
-		}
-		nets = next
+		nets = fan(nets, a)
 	}
 
 	// A swept value can break what the file's links allow (an RTT below
 	// twice the jitter, a ratio that takes a rate out of range): check
-	// every network, naming the point.
+	// every network, naming the point. (Without network axes the one
+	// network is the file's, whose links passed these checks already.)
 	for _, n := range nets {
-		at := ""
-		if len(n.Params) > 0 {
-			at = "at " + n.String() + ": "
-		}
 		for i := range n.Topology.Links {
-			p.checkShaping("sweep", &n.Topology.Links[i], at)
+			p.checkShaping("sweep", &n.Topology.Links[i], "at "+n.String()+": ")
 		}
 		if p.err != nil {
 			return nil
@@ -234,16 +209,23 @@ func (p *parser) expand(s *Scenario) []Point {
 	return points
 }
 
-// fan multiplies variants by the values of option axis a, appending each
-// value to the label.
+// fan multiplies the partial points vs by the values of axis a: a network
+// axis sets a deep copy of each one's testbed (nodes and links hold no
+// references), an option axis a copy of its transport, labelled with the
+// value.
 func fan(vs []Point, a sweptAxis) []Point {
 	out := make([]Point, 0, len(vs)*len(a.params))
 	for _, v := range vs {
-		for _, q := range a.params {
-			t := cloneTransport(v.Transport)
-			a.set(&t, q.Text)
-			t.Label = v.Transport.Label + " " + q.Text
-			out = append(out, Point{Transport: t, Params: append(slices.Clone(v.Params), q)})
+		for i, q := range a.params {
+			w := Point{Params: append(slices.Clone(v.Params), q), Transport: cloneTransport(v.Transport)}
+			if b := v.Topology; a.apply != nil {
+				w.Topology = &Topology{Nodes: slices.Clone(b.Nodes), Links: slices.Clone(b.Links), Media: slices.Clone(b.Media)}
+				a.apply(w.Topology.Paths(), i)
+			} else {
+				a.set(&w.Transport, q.Text)
+				w.Transport.Label += " " + q.Text
+			}
+			out = append(out, w)
 		}
 	}
 	return out

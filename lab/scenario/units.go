@@ -138,16 +138,6 @@ const (
 	LossGE
 )
 
-func (m LossModel) String() string {
-	switch m {
-	case LossUniform:
-		return "random"
-	case LossGE:
-		return "gemodel"
-	}
-	return "none"
-}
-
 // Loss is a loss model with its parameters in percent, exactly as netem
 // takes them, so that the netem backend passes them on unchanged and the
 // userspace emulator matches it (docs/lab.md, "Loss models", says what the
