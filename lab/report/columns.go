@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -280,7 +281,13 @@ func leadColumns(run *results.Run) []column {
 	return append(cols,
 		column{"kind", func(p *results.Point) string { return p.Transport }},
 		column{"label", func(p *results.Point) string { return p.Label }},
-		column{"options", func(p *results.Point) string { return optionsString(p.Options) }})
+		column{"options", func(p *results.Point) string {
+			var kv []string // "k=v;k=v" in key order
+			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
+				kv = append(kv, k+"="+p.Options[k])
+			}
+			return strings.Join(kv, ";")
+		}})
 }
 
 // sampleRows is samples.csv (docs/lab.md), one row per sample: failed

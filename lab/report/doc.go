@@ -133,11 +133,7 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		}
 	}
 	for _, p := range plots {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			r = filepath.Base(p)
-		}
-		rel = append(rel, r)
+		rel = append(rel, filepath.Base(p))
 	}
 	return plots, writeFile(dir, cmp.Or(d.MarkdownFile, FileMarkdown), func(w io.Writer) error {
 		if d.Markdown != nil {
