@@ -36,7 +36,7 @@ type Doc struct {
 	// which every other file can be made again.
 	JSON any
 	CSV  []CSV
-	// Plot draws the figures into a directory and returns their files.
+	// Plot draws the figures into a directory and returns their files in it.
 	Plot func(dir string) ([]string, error)
 }
 
