@@ -1,9 +1,7 @@
 // Package bench is `braid lab bench`: bulk TCP throughput and its CPU cost
-// through braid on one, two and four paths, measured in the same run as plain
-// kernel TCP (the ceiling) and wireguard-go (the single-path userspace
-// tunnel braid is built from and compared with), on unshaped veths so that
-// the tunnels' own cost, not a link, limits the rate. docs/lab.md
-// ("Throughput bench") describes the setup and every figure.
+// through braid on one, two and four paths, kernel TCP and wireguard-go, on
+// unshaped veths. docs/lab.md ("Throughput bench") describes the setup and
+// every figure.
 package bench
 
 import (
@@ -21,7 +19,6 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// Case names, in the order a repetition runs them.
 const (
 	CaseKernel      = "kernel"
 	CaseBraid1      = "braid-1path"
@@ -30,7 +27,7 @@ const (
 	CaseWireGuardGo = "wireguard-go"
 )
 
-// AllCases is every case, in run order.
+// AllCases is every case, in the order a repetition runs them.
 var AllCases = []string{CaseKernel, CaseBraid1, CaseBraid2, CaseBraid4, CaseWireGuardGo}
 
 // cases are each case's label and, for braid, its client paths (veths);
@@ -46,9 +43,8 @@ var cases = map[string]struct {
 	CaseWireGuardGo: {"wireguard-go, 1 veth", 0},
 }
 
-// vethsFor is how many veth pairs the cases need: always the first two,
-// so that the second shows a single-veth case keeping off it, and more
-// only for a braid case with more paths.
+// vethsFor is how many veth pairs the cases need: always two (docs/lab.md),
+// more for a braid case with more paths.
 func vethsFor(names []string) int {
 	n := 2
 	for _, c := range names {
@@ -86,8 +82,8 @@ const (
 
 // Config of a bench run. Zero fields take the defaults above.
 type Config struct {
-	// Size is the bytes of one timed download, split over Parallel
-	// concurrent HTTP downloads (of Size/Parallel bytes each).
+	// Size is the bytes of one timed download, in all of its Parallel
+	// concurrent HTTP downloads.
 	Size     int64
 	Parallel int
 	Reps     int
@@ -160,9 +156,8 @@ func CheckParallel(k int, size int64) error {
 	return nil
 }
 
-// Run builds the namespaces, measures every case Reps times, round-robin,
-// and removes everything it created, also on error and on ctx's
-// cancellation (then it returns the report so far with ctx's error).
+// Run measures every case Reps times, round-robin, and removes everything
+// it created; cancelled, it returns the report so far with ctx's error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if os.Geteuid() != 0 {
 		return nil, runner.ErrNotRoot

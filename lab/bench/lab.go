@@ -22,8 +22,7 @@ import (
 	"github.com/braid-vpn/braid/netns"
 )
 
-// benchPaths are the veth pairs: path i joins a-pI (client, 198.18.I.1/24)
-// and b-pI (server, 198.18.I.2/24).
+// benchPaths are the veth pairs a-pN 198.18.N.1/24 ↔ b-pN 198.18.N.2/24.
 var benchPaths = func() []testbed.Path {
 	var ps []testbed.Path
 	for i := range 4 {
@@ -128,11 +127,10 @@ func (l *lab) start(ctx context.Context, name string) (runner.Session, error) {
 
 // braidConfigs makes the daemons' files for braid on paths: braid's
 // defaults but for cfg's congestion, recovery and crypto workers, nothing
-// routed into the tunnel but its own subnet. With more than one path the
-// client lists every server address, as a real client does, so the daemon
-// paths are the full mesh; the crossing ones still leave through their own
-// veth (a socket pinned to a device with no route to the address treats it
-// as on-link).
+// routed into the tunnel but its own subnet. The client lists every server
+// address (docs/lab.md); the crossing daemon paths still leave through
+// their own veth (a socket pinned to a device with no route to the address
+// treats it as on-link).
 func braidConfigs(cfg Config, paths []testbed.Path) func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
 	return func(srvKey, cliKey keys.Key, srvSock, cliSock string) (*config.File, *config.File) {
 		srv := runner.BraidServerConfig("bench", cliKey, srvSock)
@@ -237,16 +235,14 @@ func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, e
 	}
 	// VmHWM is the peak since the daemon started, so reading it now, while
 	// the daemons still run, covers the warm-up and the timed download.
-	var rss PeakRSS
-	var errC, errS error
-	rss.Client, errC = perProcess(cli, "client daemon", "peak RSS", "status", ParseVmHWM)
-	rss.Server, errS = perProcess(srv, "server daemon", "peak RSS", "status", ParseVmHWM)
+	rssC, errC := perProcess(cli, "client daemon", "peak RSS", "status", ParseVmHWM)
+	rssS, errS := perProcess(srv, "server daemon", "peak RSS", "status", ParseVmHWM)
 	if err := errors.Join(errC, errS); err != nil {
 		return Sample{}, err
 	}
 	s := Sample{
 		Rep: rep + 1, Bytes: res.Bytes, Seconds: res.Duration.Seconds(), Mbps: res.GoodputMbps(),
-		CPU: cpu1.plus(-1, cpu0), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rss.Client / 1e6, rss.Server / 1e6}, Batching: batchingOf(cBefore, cAfter),
+		CPU: cpu1.plus(-1, cpu0), BackgroundCores: bg, TunnelRSSMB: PeakRSS{rssC / 1e6, rssS / 1e6}, Batching: batchingOf(cBefore, cAfter),
 	}
 	for i := range rx1 {
 		s.PathBytes = append(s.PathBytes, rx1[i]-rx0[i])

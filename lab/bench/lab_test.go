@@ -90,13 +90,16 @@ func TestDownloadParallel(t *testing.T) {
 	}
 }
 
-// parseFile is what braid reads from f written at path.
-func parseFile(path string, f *config.File) (*config.Config, error) {
+// parseFile is what braid reads from f written as dir/name, beside a fresh
+// key in the key file f names.
+func parseFile(dir, name string, f *config.File) (*config.Config, error) {
+	k, _ := keys.Generate() // a write that fails shows as Parse's error
+	os.WriteFile(filepath.Join(dir, f.PrivateKeyFile), []byte(k.String()), 0o600)
 	data, err := f.Encode()
 	if err != nil {
 		return nil, err
 	}
-	return config.Parse(path, data)
+	return config.Parse(filepath.Join(dir, name), data)
 }
 
 // The generated files pass braid's own strict parser: one path is one
@@ -106,8 +109,6 @@ func TestBraidConfigs(t *testing.T) {
 	dir := t.TempDir()
 	sk, _ := keys.Generate()
 	ck, _ := keys.Generate()
-	os.WriteFile(filepath.Join(dir, "server.key"), []byte(sk.String()), 0o600)
-	os.WriteFile(filepath.Join(dir, "client.key"), []byte(ck.String()), 0o600)
 	for _, c := range []struct {
 		n        int
 		servers  []string
@@ -119,7 +120,7 @@ func TestBraidConfigs(t *testing.T) {
 		{4, []string{"198.18.1.2:7000", "198.18.2.2:7000", "198.18.3.2:7000", "198.18.4.2:7000"}, []string{"a-p1", "a-p2", "a-p3", "a-p4"}, 16},
 	} {
 		_, cf := braidConfigs(Config{}, benchPaths[:c.n])(sk, ck, filepath.Join(dir, "s.sock"), filepath.Join(dir, "c.sock"))
-		cfg, err := parseFile(filepath.Join(dir, "client.toml"), cf)
+		cfg, err := parseFile(dir, "client.toml", cf)
 		if err != nil {
 			t.Fatalf("%d paths: %v", c.n, err)
 		}
@@ -145,14 +146,14 @@ func TestBraidConfigs(t *testing.T) {
 	// --crypto-workers both files.
 	workers := 3
 	sf, cf := braidConfigs(Config{Congestion: "none", Recovery: "off", CryptoWorkers: &workers}, benchPaths[:1])(sk, ck, filepath.Join(dir, "s.sock"), filepath.Join(dir, "c.sock"))
-	cfg, err := parseFile(filepath.Join(dir, "client.toml"), cf)
+	cfg, err := parseFile(dir, "client.toml", cf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Client.Congestion != "none" || cfg.Client.Recovery != "off" || cfg.CryptoWorkers != 3 {
 		t.Errorf("congestion %q recovery %q workers %d, want none, off and 3", cfg.Client.Congestion, cfg.Client.Recovery, cfg.CryptoWorkers)
 	}
-	sc, err := parseFile(filepath.Join(dir, "server.toml"), sf)
+	sc, err := parseFile(dir, "server.toml", sf)
 	if err != nil {
 		t.Fatal(err)
 	}

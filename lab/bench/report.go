@@ -22,10 +22,9 @@ const GB = 1e9
 type Num = stats.Num
 
 // CPU is CPU time of one download (seconds) or its per-GB rate; Legend and
-// docs/lab.md say what each figure counts.
+// docs/lab.md say what each figure counts (NaN: none, e.g. kernel TCP's
+// tunnel).
 type CPU struct {
-	// TunnelClient and TunnelServer are NaN for kernel TCP, which has no
-	// tunnel daemons.
 	TunnelClient Num `json:"tunnel_client"`
 	TunnelServer Num `json:"tunnel_server"`
 	AppClient    Num `json:"app_client"`
@@ -63,16 +62,13 @@ func (c *CPU) figures() []*Num {
 	return []*Num{&c.TunnelClient, &c.TunnelServer, &c.AppClient, &c.AppServer, &c.System}
 }
 
-// PeakRSS is the tunnel daemons' peak resident set size (VmHWM) in MB
-// (10^6 bytes); NaN for kernel TCP.
+// PeakRSS is the tunnel daemons' peak RSS in MB (docs/lab.md).
 type PeakRSS struct {
 	Client Num `json:"client"`
 	Server Num `json:"server"`
 }
 
-// Batching is how a braid download crossed the kernel, from the daemons'
-// status counters over the timed download (docs/architecture.md, "Data-path
-// speed"; batchingLegend). 0: none happened.
+// Batching is how a braid download crossed the kernel (batchingLegend).
 type Batching struct {
 	ServerReadPackets  float64 `json:"server_tun_packets_per_read"`
 	ServerGSO          float64 `json:"server_datagrams_per_gso_send"`
@@ -92,7 +88,7 @@ func batchingOf(before, after runner.Counters) *Batching {
 		return nil
 	}
 	// The counters that Batching's figures divide, in order, as (how many,
-	// in how many): the server's, the download's sender, then the client's.
+	// in how many).
 	counts := func(c runner.Counters) [5][2]uint64 {
 		st, so, ct, co := deref(c.Sender.TUN), deref(c.Sender.Offload), deref(c.Receiver.TUN), deref(c.Receiver.Offload)
 		return [5][2]uint64{{st.ReadPackets, st.Reads}, {so.GSODatagrams, so.GSORuns},
@@ -116,27 +112,17 @@ func deref[T any](p *T) (v T) {
 }
 
 // Sample is one timed download: Report.Parallel concurrent HTTP downloads
-// that add up to Report.Size bytes.
+// that add up to Report.Size bytes (docs/lab.md says what each figure is).
 type Sample struct {
-	Rep int `json:"rep"` // from 1
-	// Bytes, Seconds and Mbps are all the downloads' together: their bytes,
-	// the time from the first request to the last byte, and the two's rate.
-	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`
-	Mbps    float64 `json:"mbps"`
-	// CPU is the CPU seconds from just before the request to just after the
-	// last byte.
-	CPU CPU `json:"cpu_seconds"`
-	// BackgroundCores is how many CPUs were busy on average in the idle
-	// window just before the download, with the tunnel up and idle.
-	BackgroundCores float64 `json:"background_cores"`
-	// TunnelRSSMB is read just after the download: the daemons' peak so
-	// far (start, warm-up and download).
-	TunnelRSSMB PeakRSS `json:"tunnel_peak_rss_mb"`
-	// PathBytes is what each veth delivered to the client during the
-	// download (its RX bytes, headers included), in path order.
-	PathBytes []uint64  `json:"path_rx_bytes"`
-	Batching  *Batching `json:"batching,omitempty"` // braid cases only
+	Rep             int       `json:"rep"` // from 1
+	Bytes           int64     `json:"bytes"`
+	Seconds         float64   `json:"seconds"`
+	Mbps            float64   `json:"mbps"`
+	CPU             CPU       `json:"cpu_seconds"`
+	BackgroundCores float64   `json:"background_cores"`
+	TunnelRSSMB     PeakRSS   `json:"tunnel_peak_rss_mb"`
+	PathBytes       []uint64  `json:"path_rx_bytes"`      // each veth's RX bytes, in path order
+	Batching        *Batching `json:"batching,omitempty"` // braid cases only
 }
 
 // CaseResult is one case's samples and their summary.
@@ -145,9 +131,8 @@ type CaseResult struct {
 	Label  string        `json:"label"`
 	Detail string        `json:"detail,omitempty"`
 	Mbps   stats.Summary `json:"mbps"`
-	// CPUPerGB is the summed CPU seconds of all samples divided by their
-	// summed bytes in GB (a ratio of sums, so that a short sample does not
-	// weigh as much as a long one).
+	// CPUPerGB is a ratio of sums, so that a short sample does not weigh
+	// as much as a long one.
 	CPUPerGB        CPU       `json:"cpu_s_per_gb"`
 	BackgroundCores Num       `json:"background_cores"`   // the samples' mean
 	TunnelRSSMB     PeakRSS   `json:"tunnel_peak_rss_mb"` // the samples' largest, each side on its own
@@ -156,9 +141,7 @@ type CaseResult struct {
 	Errors          []string  `json:"errors,omitempty"`
 }
 
-// Ratio compares a case with a reference case of the same run: case ÷ ref,
-// of mean Mbit/s and of CPU s/GB: the tunnel's (NaN unless both have one),
-// the processes' and the system's.
+// Ratio compares a case with a reference case of the same run: case ÷ ref.
 type Ratio struct {
 	Case       string `json:"case"`
 	Ref        string `json:"ref"`
@@ -170,13 +153,11 @@ type Ratio struct {
 
 // Report is the JSON document of one bench run.
 type Report struct {
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
-	Host     string    `json:"host,omitempty"`
-	Kernel   string    `json:"kernel,omitempty"`
-	CPUs     int       `json:"cpus"`
-	// Size is the bytes of every sample, split over Parallel concurrent
-	// downloads of Size/Parallel bytes each.
+	Started     time.Time       `json:"started"`
+	Finished    time.Time       `json:"finished"`
+	Host        string          `json:"host,omitempty"`
+	Kernel      string          `json:"kernel,omitempty"`
+	CPUs        int             `json:"cpus"`
 	Size        int64           `json:"size_bytes"`
 	Parallel    int             `json:"parallel"`
 	Reps        int             `json:"reps"`
@@ -190,10 +171,8 @@ type Report struct {
 
 // Case returns the result named name, or nil.
 func (r *Report) Case(name string) *CaseResult {
-	for i := range r.Cases {
-		if r.Cases[i].Name == name {
-			return &r.Cases[i]
-		}
+	if i := slices.IndexFunc(r.Cases, func(c CaseResult) bool { return c.Name == name }); i >= 0 {
+		return &r.Cases[i]
 	}
 	return nil
 }
@@ -221,9 +200,7 @@ func (r *Report) Summarize() {
 	}
 }
 
-// ratioRefs are the references of the ratios: every case is compared with
-// kernel TCP, the braid cases also with wireguard-go and, to show what more
-// paths bring, with braid on one path.
+// ratioRefs are the references of the ratios (docs/lab.md).
 var ratioRefs = []string{CaseKernel, CaseWireGuardGo, CaseBraid1}
 
 func div(a, b Num) Num {
@@ -283,8 +260,8 @@ func fpair(a, b Num, prec int) string {
 	return fnum(a, prec) + " / " + fnum(b, prec)
 }
 
-// shownRSS is a peak RSS to show: none where it is zero, in results written
-// before the bench read it.
+// shownRSS is none for a zero peak RSS, in results written before the
+// bench read it.
 func shownRSS(x Num) Num {
 	if x == 0 {
 		return stats.NaN()

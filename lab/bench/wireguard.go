@@ -21,8 +21,7 @@ import (
 )
 
 // WireGuardModule is the module whose root package is the wireguard-go
-// program. braid already depends on it (for its TUN package), so the module
-// cache of anyone who built braid holds the exact source.
+// program; braid depends on it (docs/lab.md, "Getting wireguard-go and wg").
 const WireGuardModule = "golang.zx2c4.com/wireguard"
 
 // ErrToolMissing is wrapped by FindWireGuardGo and FindWg when the program
@@ -79,9 +78,8 @@ func checkTool(path, what, prefix string) (Tool, error) {
 }
 
 // FindWireGuardGo returns the wireguard-go program: explicit if set (an
-// error if it is not wireguard-go), else "wireguard-go" on PATH, else
-// "wireguard" on PATH — the name `go install golang.zx2c4.com/wireguard@…`
-// gives it — provided its --version says it is wireguard-go.
+// error if it is not wireguard-go), else the first on PATH of
+// "wireguard-go" and go install's "wireguard" whose --version says so.
 func FindWireGuardGo(explicit string) (Tool, error) {
 	if explicit != "" {
 		p, err := exec.LookPath(explicit)
@@ -122,9 +120,8 @@ var (
 	wgClientInner = netip.MustParsePrefix("100.64.1.2/24")
 )
 
-// WireGuardSocketDir is where wireguard-go opens its UAPI socket
-// (NAME.sock) and where wg looks for it. It is not per namespace, so the
-// interface names carry this process's PID.
+// WireGuardSocketDir holds wireguard-go's UAPI sockets (NAME.sock) for
+// every namespace, hence WireGuardNames.
 const WireGuardSocketDir = "/var/run/wireguard"
 
 // WireGuardNames are the interface names of the client and server

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -173,8 +174,6 @@ func csvCell(v any) string {
 	switch x := v.(type) {
 	case float64:
 		return table.CSV.Num(x, -1)
-	case string:
-		return x
 	case nil:
 		return ""
 	}
@@ -224,14 +223,42 @@ var (
 	}
 )
 
-// sampleColumns are the per-sample columns after the downloads' own: the
-// path bytes, then each part's where some sample has it.
-func sampleColumns(run *results.Run) []sampleColumn {
+// leadColumns are the columns both CSV files start with: the point, each
+// axis's text and for network axes its value ("rtt", "rtt_value": a
+// spreadsheet can group by the words and plot the numbers), the transport.
+func leadColumns(run *results.Run) []column {
+	cols := []column{{"point", func(p *results.Point) string { return strconv.Itoa(p.Index) }}}
+	for _, a := range allAxes(run) {
+		cols = append(cols, column{a, func(p *results.Point) string { q, _ := p.Param(a); return q.Text }})
+		if hasValue(a) {
+			cols = append(cols, column{a + "_value", func(p *results.Point) string {
+				q, ok := p.Param(a)
+				return orNone(table.CSV.Num(q.Value, -1), ok)
+			}})
+		}
+	}
+	return append(cols,
+		column{"kind", func(p *results.Point) string { return p.Transport }},
+		column{"label", func(p *results.Point) string { return p.Label }},
+		column{"options", func(p *results.Point) string {
+			var kv []string // "k=v;k=v" in key order
+			for _, k := range slices.Sorted(maps.Keys(p.Options)) {
+				kv = append(kv, k+"="+p.Options[k])
+			}
+			return strings.Join(kv, ";")
+		}})
+}
+
+// sampleRows is samples.csv (docs/lab.md), one row per sample: failed
+// points have none (summary.csv lists them with their error). After the
+// downloads' own columns come the path bytes, then each part's where some
+// sample has it.
+func sampleRows(run *results.Run) [][]string {
 	var samples []results.Sample
 	for _, p := range run.Points {
 		samples = append(samples, p.Samples...)
 	}
-	var cols []sampleColumn
+	cols := slices.Clone(downloadSampleColumns)
 	for _, path := range keysOf(samples, func(s *results.Sample) map[string]uint64 { return s.PathBytes }) {
 		cols = append(cols, sampleColumn{"bytes_" + path, func(s *results.Sample) any {
 			b, ok := s.PathBytes[path]
@@ -260,34 +287,7 @@ func sampleColumns(run *results.Run) []sampleColumn {
 			}})
 		}
 	}
-	return cols
-}
-
-// leadColumns are the columns both CSV files start with: the point, each
-// axis's text and for network axes its value ("rtt", "rtt_value": a
-// spreadsheet can group by the words and plot the numbers), the transport.
-func leadColumns(run *results.Run) []column {
-	cols := []column{{"point", func(p *results.Point) string { return strconv.Itoa(p.Index) }}}
-	for _, a := range allAxes(run) {
-		cols = append(cols, column{a, func(p *results.Point) string { q, _ := p.Param(a); return q.Text }})
-		if hasValue(a) {
-			cols = append(cols, column{a + "_value", func(p *results.Point) string {
-				q, ok := p.Param(a)
-				return orNone(table.CSV.Num(q.Value, -1), ok)
-			}})
-		}
-	}
-	return append(cols,
-		column{"kind", func(p *results.Point) string { return p.Transport }},
-		column{"label", func(p *results.Point) string { return p.Label }},
-		column{"options", func(p *results.Point) string { return optionsString(p.Options) }})
-}
-
-// sampleRows is samples.csv (docs/lab.md), one row per sample: failed
-// points have none (summary.csv lists them with their error).
-func sampleRows(run *results.Run) [][]string {
 	lead := pointRows(points(run.Points), leadColumns(run))
-	cols := append(slices.Clone(downloadSampleColumns), sampleColumns(run)...)
 	rows := [][]string{lead[0]}
 	for _, c := range cols {
 		rows[0] = append(rows[0], c.head)

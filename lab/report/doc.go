@@ -36,7 +36,7 @@ type Doc struct {
 	// which every other file can be made again.
 	JSON any
 	CSV  []CSV
-	// Plot draws the figures into a directory and returns their files.
+	// Plot draws the figures into a directory and returns their files in it.
 	Plot func(dir string) ([]string, error)
 }
 
@@ -133,11 +133,7 @@ func (d *Doc) Write(dir string) ([]string, error) {
 		}
 	}
 	for _, p := range plots {
-		r, err := filepath.Rel(dir, p)
-		if err != nil {
-			r = filepath.Base(p)
-		}
-		rel = append(rel, r)
+		rel = append(rel, filepath.Base(p))
 	}
 	return plots, writeFile(dir, cmp.Or(d.MarkdownFile, FileMarkdown), func(w io.Writer) error {
 		if d.Markdown != nil {

@@ -206,13 +206,10 @@ func commitString(commit, from string, dirty bool) string {
 	if dirty {
 		v += " with uncommitted changes"
 	}
-	switch from {
-	case "build":
-		v += " (from the binary's build information)"
-	case "git":
-		v += " (git rev-parse HEAD in the working directory)"
-	}
-	return v
+	return v + map[string]string{
+		"build": " (from the binary's build information)",
+		"git":   " (git rev-parse HEAD in the working directory)",
+	}[from]
 }
 
 // mdCode is s as a code span in a table cell.

@@ -178,13 +178,13 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 
 // linePlot draws m against the figure's x axis, a series per transport.
 func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
-	sc := scaleFor(run, f.x)
+	ticks, numeric := scaleFor(run, f.x)
 	lf := LineFigure{Title: f.title, XLabel: f.x, YLabel: m.title, Labels: f.series, Series: make([]Series, len(f.series))}
-	if t, ok := axisTitles[f.x]; ok && sc.numeric {
-		lf.XLabel = t
+	if numeric {
+		lf.XLabel = axisTitles[f.x]
 	}
 	for si, label := range f.series {
-		for _, t := range sc.ticks {
+		for _, t := range ticks {
 			for _, pt := range f.points {
 				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == t.Label && measured(pt, m) {
 					s := m.of(pt)
@@ -193,19 +193,19 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 			}
 		}
 	}
-	lo, hi := sc.ticks[0].Value, sc.ticks[len(sc.ticks)-1].Value
+	lo, hi := ticks[0].Value, ticks[len(ticks)-1].Value
 	pad := 0.05 * (hi - lo)
 	if pad == 0 {
 		pad = 0.5
-		if sc.numeric && lo != 0 {
+		if numeric && lo != 0 {
 			pad = math.Abs(lo) * 0.1
 		}
 	}
 	lf.XMin, lf.XMax = lo-pad, hi+pad
-	if !sc.numeric || len(sc.ticks) <= maxValueTicks {
-		for _, t := range sc.ticks {
+	if !numeric || len(ticks) <= maxValueTicks {
+		for _, t := range ticks {
 			// A ratio keeps the scenario's text ("1:3"), as the paper writes it.
-			if sc.numeric && !strings.HasSuffix(f.x, "_ratio") {
+			if numeric && !strings.HasSuffix(f.x, "_ratio") {
 				t.Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
 			}
 			lf.Ticks = append(lf.Ticks, t)
@@ -261,39 +261,32 @@ type figure struct {
 	series           []string         // the labels in order of first appearance
 }
 
-// xScale is a tick per distinct text of an axis, at its Param.Value if
-// numeric, else at 0, 1, … in order of first appearance.
-type xScale struct {
-	numeric bool
-	ticks   []plot.Tick
-}
-
-// scaleFor builds axis's scale over the whole run, so that every figure
-// has the same ticks. An axis is numeric only if no two of its texts share
-// a value (a uniform and a Gilbert-Elliott loss of the same mean would
-// otherwise be drawn as one setting).
-func scaleFor(run *results.Run, axis string) xScale {
-	var s xScale
+// scaleFor is a tick per distinct text of axis over the whole run, so that
+// every figure has the same ticks: at its Param.Value if numeric, else at
+// 0, 1, … in order of first appearance. An axis is numeric only if no two
+// of its texts share a value (a uniform and a Gilbert-Elliott loss of the
+// same mean would otherwise be drawn as one setting).
+func scaleFor(run *results.Run, axis string) (ticks []plot.Tick, numeric bool) {
 	for i := range run.Points {
 		q, ok := run.Points[i].Param(axis)
-		if ok && !slices.ContainsFunc(s.ticks, func(t plot.Tick) bool { return t.Label == q.Text }) {
-			s.ticks = append(s.ticks, plot.Tick{Value: q.Value, Label: q.Text})
+		if ok && !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Label == q.Text }) {
+			ticks = append(ticks, plot.Tick{Value: q.Value, Label: q.Text})
 		}
 	}
-	_, s.numeric = axisTitles[axis]
-	for i, t := range s.ticks {
-		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || slices.ContainsFunc(s.ticks[:i], func(u plot.Tick) bool { return u.Value == t.Value }) {
-			s.numeric = false
+	_, numeric = axisTitles[axis]
+	for i, t := range ticks {
+		if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) || slices.ContainsFunc(ticks[:i], func(u plot.Tick) bool { return u.Value == t.Value }) {
+			numeric = false
 		}
 	}
-	if s.numeric {
-		slices.SortStableFunc(s.ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
-		return s
+	if numeric {
+		slices.SortStableFunc(ticks, func(a, b plot.Tick) int { return cmp.Compare(a.Value, b.Value) })
+		return ticks, true
 	}
-	for i := range s.ticks {
-		s.ticks[i].Value = float64(i)
+	for i := range ticks {
+		ticks[i].Value = float64(i)
 	}
-	return s
+	return ticks, false
 }
 
 // figures splits the run: x is the first sweep axis, a figure per
@@ -346,20 +339,8 @@ func (f *figure) stemOf(m pointColumn) string { return f.base + "-" + m.name + f
 // sanitize makes a file-name part from scenario text, "1%" and "1:3"
 // readable as "1pct" and "1to3".
 func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '_':
-			b.WriteRune(r)
-		case r == '%':
-			b.WriteString("pct")
-		case r == ':':
-			b.WriteString("to")
-		case r == '/':
-			b.WriteString("-per-")
-		default:
-			b.WriteByte('-')
-		}
-	}
-	return strings.Join(strings.FieldsFunc(b.String(), func(r rune) bool { return r == '-' }), "-")
+	s = strings.NewReplacer("%", "pct", ":", "to", "/", "-per-").Replace(strings.ToLower(s))
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_')
+	}), "-")
 }

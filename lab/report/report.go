@@ -1,13 +1,8 @@
 // Package report writes a lab run (results.Run) as the files docs/lab.md
-// describes: the samples as JSON and CSV, a per-point summary, figures in
-// the paper's style and a Markdown report that states the setup next to the
-// numbers, because a goodput without its RTT, loss, size and repetitions
-// cannot be compared with anything. The bench and the mesh lab write
-// through the same writer (Doc).
-//
-// Everything here is a pure function of its input (rows and series in
-// point order, maps in sorted key order), so a committed report only
-// changes when the data does.
+// describes; the bench and the mesh lab write through the same Doc.
+// Everything here is a pure function of its input (rows in point order,
+// maps in sorted key order), so a committed report only changes when the
+// data does.
 package report
 
 import (
@@ -16,7 +11,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/stats"
@@ -119,16 +113,6 @@ func keysOf[T, V any](xs []T, m func(*T) map[string]V) []string {
 // sharePaths is the sorted union of every point's PathShares keys.
 func sharePaths(run *results.Run) []string {
 	return keysOf(run.Points, func(p *results.Point) map[string]float64 { return p.PathShares })
-}
-
-// optionsString writes options as "k=v;k=v" in key order: one CSV cell,
-// stable from run to run although Go randomizes map iteration.
-func optionsString(m map[string]string) string {
-	var kv []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		kv = append(kv, k+"="+m[k])
-	}
-	return strings.Join(kv, ";")
 }
 
 // sizeString writes a download size the way the scenario files do.

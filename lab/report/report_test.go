@@ -18,6 +18,7 @@ import (
 
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/stats"
+	"gonum.org/v1/plot"
 )
 
 // t95df2 is Student's t 0.975-quantile with 2 degrees of freedom, from
@@ -222,22 +223,22 @@ func TestScale(t *testing.T) {
 	add("random 1%", 1)
 	add("none", 0)
 	add("random 0.1%", 0.1)
-	labels := func(s xScale) (out []string) {
-		for _, t := range s.ticks {
+	labels := func(ticks []plot.Tick) (out []string) {
+		for _, t := range ticks {
 			out = append(out, t.Label)
 		}
 		return out
 	}
-	s := scaleFor(run, "loss")
-	if !s.numeric || strings.Join(labels(s), ",") != "none,random 0.1%,random 1%" || s.ticks[2].Value != 1 {
-		t.Errorf("numeric loss scale %+v", s)
+	ticks, numeric := scaleFor(run, "loss")
+	if !numeric || strings.Join(labels(ticks), ",") != "none,random 0.1%,random 1%" || ticks[2].Value != 1 {
+		t.Errorf("numeric loss scale %+v", ticks)
 	}
 	// A GE model with the same mean as a uniform one: categories, in
 	// order of appearance.
 	add("gemodel 1% 75% 50% 0%", 1)
-	s = scaleFor(run, "loss")
-	if s.numeric || labels(s)[0] != "random 1%" || s.ticks[3].Value != 3 {
-		t.Errorf("colliding loss scale should be categorical: %+v", s)
+	ticks, numeric = scaleFor(run, "loss")
+	if numeric || labels(ticks)[0] != "random 1%" || ticks[3].Value != 3 {
+		t.Errorf("colliding loss scale should be categorical: %+v", ticks)
 	}
 }
 
