@@ -165,24 +165,24 @@ func (e Experiment) Cases() []Case {
 
 // Result is a run's outcome, as `braid lab mesh --json` prints it.
 type Result struct {
-	Nodes        int       `json:"nodes"`
-	Topologies   int       `json:"topologies"`
-	Seed         uint64    `json:"seed"`
-	GraphFile    string    `json:"graph_file,omitempty"`
-	Channels     []int     `json:"channels"`
-	Algorithms   []string  `json:"algorithms"`
-	Size         int64     `json:"size"`
-	Reps         int       `json:"reps"`
-	CC           string    `json:"cc"`
-	Scheduler    string    `json:"scheduler,omitempty"`
-	RateBps      uint64    `json:"rate_bps"`
-	MinDelayMs   float64   `json:"min_delay_ms"`
-	MaxDelayMs   float64   `json:"max_delay_ms"`
-	QueuePackets int       `json:"queue_packets"`
-	Host         string    `json:"host,omitempty"`
-	Started      time.Time `json:"started"`
-	Finished     time.Time `json:"finished"`
-	Cases        []string  `json:"cases"`
+	Nodes        int               `json:"nodes"`
+	Topologies   int               `json:"topologies"`
+	Seed         uint64            `json:"seed"`
+	GraphFile    string            `json:"graph_file,omitempty"`
+	Channels     []Channels        `json:"channels"`
+	Algorithms   []route.Algorithm `json:"algorithms"`
+	Size         int64             `json:"size"`
+	Reps         int               `json:"reps"`
+	CC           string            `json:"cc"`
+	Scheduler    string            `json:"scheduler,omitempty"`
+	RateBps      uint64            `json:"rate_bps"`
+	MinDelayMs   float64           `json:"min_delay_ms"`
+	MaxDelayMs   float64           `json:"max_delay_ms"`
+	QueuePackets int               `json:"queue_packets"`
+	Host         string            `json:"host,omitempty"`
+	Started      time.Time         `json:"started"`
+	Finished     time.Time         `json:"finished"`
+	Cases        []string          `json:"cases"`
 
 	Runs    []TopologyRun `json:"runs"`
 	Summary []SummaryRow  `json:"summary"`
@@ -306,14 +306,8 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res := &Result{
 		Nodes: e.Nodes, Topologies: e.Topologies, Seed: e.Seed, Size: e.Size, Reps: e.Reps,
 		CC: e.CC, Scheduler: e.Scheduler, Host: host, Started: time.Now(),
-		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets,
+		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets, Channels: e.Channels, Algorithms: e.Algorithms,
 		MinDelayMs: stats.Ms(e.Mesh.MinDelay), MaxDelayMs: stats.Ms(e.Mesh.MaxDelay),
-	}
-	for _, c := range e.Channels {
-		res.Channels = append(res.Channels, int(c))
-	}
-	for _, a := range e.Algorithms {
-		res.Algorithms = append(res.Algorithms, string(a))
 	}
 	for _, c := range e.Cases() {
 		res.Cases = append(res.Cases, c.Name())
@@ -408,10 +402,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 			}
 		}
 		tr.Pairs = append(tr.Pairs, pr)
-		var cases []Case
-		for _, ch := range e.Channels {
-			cases = append(cases, Case{Algo: a, Channels: ch})
-		}
+		cases := Experiment{Channels: e.Channels, Algorithms: []route.Algorithm{a}}.Cases()[1:] // braid's: TCP comes first
 		if len(ps) < 2 {
 			for _, c := range cases {
 				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, fmt.Errorf("%s finds %d path(s), not two", a, len(ps)))
