@@ -377,9 +377,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			// TCP runs on TwoChannels: path 0 contends only with itself,
-			// which is what a single path sees on either radio model, the
-			// other path being idle.
+			// TCP on TwoChannels: path 0 alone sees the same on either model.
 			if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
 				return err
 			}
