@@ -51,21 +51,16 @@ type Experiment struct {
 	Topology   *route.Topology
 	Channels   []Channels        // the radio models to run braid on; default both
 	Algorithms []route.Algorithm // default Algorithms
-	// Size is each download's size in bytes, Reps the downloads per
-	// measurement.
-	Size int64
-	Reps int
-	Mesh Config // the link model
+	Size       int64             // each download's, in bytes
+	Reps       int               // downloads per measurement
+	Mesh       Config            // the link model
 	// CC is the downloads' TCP congestion control (inside the tunnel for
 	// braid). Scheduler is braid's ("" = its default).
 	CC, Scheduler string
-	// Timeout bounds each download (see DefaultTimeoutBase).
-	Timeout time.Duration
-	// Braid is how to start braid; Prefix names the namespaces.
-	Braid  runner.BraidCommand
-	Prefix string
-	// Progress, if set, is told about every download, done or given up.
-	Progress func(label string)
+	Timeout       time.Duration       // bounds each download (see DefaultTimeoutBase)
+	Braid         runner.BraidCommand // how to start braid
+	Prefix        string              // names the namespaces
+	Progress      func(label string)  // if set, told about every download, done or given up
 }
 
 func (e *Experiment) fill() error {
