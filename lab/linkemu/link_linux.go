@@ -134,9 +134,8 @@ func Start(cfg Config) (*Link, error) {
 		d.timer = os.NewFile(uintptr(d.tfd), "timerfd")
 	}
 	for _, d := range l.dirs {
-		l.wg.Add(2)
-		go func() { defer l.wg.Done(); d.readLoop() }()
-		go func() { defer l.wg.Done(); d.sendLoop() }()
+		l.wg.Go(d.readLoop)
+		l.wg.Go(d.sendLoop)
 	}
 	return l, nil
 }

@@ -53,23 +53,6 @@ func (l Loss) Validate() error {
 	return nil
 }
 
-// MeanLoss is the long-run fraction of frames the model drops: P for
-// uniform loss, and for Gilbert-Elliott the stationary mix
-// π_bad·(1-h) + π_good·(1-k) with π_bad = p/(p+r). A chain with p = 0 never
-// leaves the good state it starts in, so it loses 1-k.
-func (l Loss) MeanLoss() float64 {
-	switch {
-	case l.Kind == LossUniform:
-		return l.P
-	case l.Kind != LossGE:
-		return 0
-	case l.P == 0:
-		return l.OneMinusK
-	}
-	bad := l.P / (l.P + l.R)
-	return bad*l.OneMinusH + (1-bad)*l.OneMinusK
-}
-
 // lossChain is the state a direction runs a Loss with, drawing only from
 // the rng it is given: a fixed seed gives the same decisions for the same
 // frames. Uniform loss takes one draw per frame, none takes none.

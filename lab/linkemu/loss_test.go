@@ -21,6 +21,23 @@ func geVariance(l Loss) float64 {
 	return mu*(1-mu) + 2*de*de*pb*(1-pb)*lam/(1-lam)
 }
 
+// MeanLoss is the long-run fraction of frames the model drops: P for
+// uniform loss, and for Gilbert-Elliott the stationary mix
+// π_bad·(1-h) + π_good·(1-k) with π_bad = p/(p+r). A chain with p = 0 never
+// leaves the good state it starts in, so it loses 1-k.
+func (l Loss) MeanLoss() float64 {
+	switch {
+	case l.Kind == LossUniform:
+		return l.P
+	case l.Kind != LossGE:
+		return 0
+	case l.P == 0:
+		return l.OneMinusK
+	}
+	bad := l.P / (l.P + l.R)
+	return bad*l.OneMinusH + (1-bad)*l.OneMinusK
+}
+
 // newGE returns a chain in the good state.
 func newGE(p, r, oneMinusH, oneMinusK float64) *lossChain {
 	return &lossChain{Loss: GELoss(p, r, oneMinusH, oneMinusK)}

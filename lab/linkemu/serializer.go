@@ -1,6 +1,7 @@
 package linkemu
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -58,12 +59,8 @@ func (s *Serializer) Admit(now time.Duration, size int) (depart time.Duration, o
 	s.carry = num % s.rate
 	depart = start + time.Duration(num/s.rate)
 	s.busyUntil = depart
-	if s.n == len(s.ring) {
-		bigger := make([]queued, 2*len(s.ring))
-		for i := range s.n {
-			bigger[i] = s.ring[(s.head+i)%len(s.ring)]
-		}
-		s.ring, s.head = bigger, 0
+	if s.n == len(s.ring) { // full: oldest first, then as much room again
+		s.ring, s.head = slices.Concat(s.ring[s.head:], s.ring[:s.head], make([]queued, s.n)), 0
 	}
 	s.ring[(s.head+s.n)%len(s.ring)] = queued{depart, size}
 	s.n++

@@ -38,16 +38,14 @@ type Shape struct {
 
 // Validate reports settings that make no sense.
 func (s Shape) Validate() error {
-	if s.Delay < 0 || s.Jitter < 0 {
+	switch {
+	case s.Delay < 0 || s.Jitter < 0:
 		return fmt.Errorf("linkemu: negative delay %v or jitter %v", s.Delay, s.Jitter)
-	}
-	if s.JitterDist > JitterNormal {
+	case s.JitterDist > JitterNormal:
 		return fmt.Errorf("linkemu: unknown jitter distribution %d", s.JitterDist)
-	}
-	if s.QueueBytes < 0 || s.QueuePackets < 0 {
+	case s.QueueBytes < 0 || s.QueuePackets < 0:
 		return fmt.Errorf("linkemu: negative queue limit (%d bytes, %d packets)", s.QueueBytes, s.QueuePackets)
-	}
-	if s.Medium != nil && (s.Rate != 0 || s.QueueBytes != 0 || s.QueuePackets != 0) {
+	case s.Medium != nil && (s.Rate != 0 || s.QueueBytes != 0 || s.QueuePackets != 0):
 		return fmt.Errorf("linkemu: a direction on a shared medium takes its rate and queue from the medium (got rate %d, queue %d bytes, %d packets)", s.Rate, s.QueueBytes, s.QueuePackets)
 	}
 	return s.Loss.Validate()

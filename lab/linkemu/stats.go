@@ -13,12 +13,7 @@ const (
 	BtoA                  // frames received on B, sent out of A
 )
 
-func (d Direction) String() string {
-	if d == AtoB {
-		return "A→B"
-	}
-	return "B→A"
-}
+func (d Direction) String() string { return [2]string{"A→B", "B→A"}[min(d, BtoA)] }
 
 // Stats counts what one direction did since Start.
 type Stats struct {

@@ -51,21 +51,16 @@ type Experiment struct {
 	Topology   *route.Topology
 	Channels   []Channels        // the radio models to run braid on; default both
 	Algorithms []route.Algorithm // default Algorithms
-	// Size is each download's size in bytes, Reps the downloads per
-	// measurement.
-	Size int64
-	Reps int
-	Mesh Config // the link model
+	Size       int64             // each download's, in bytes
+	Reps       int               // downloads per measurement
+	Mesh       Config            // the link model
 	// CC is the downloads' TCP congestion control (inside the tunnel for
 	// braid). Scheduler is braid's ("" = its default).
 	CC, Scheduler string
-	// Timeout bounds each download (see DefaultTimeoutBase).
-	Timeout time.Duration
-	// Braid is how to start braid; Prefix names the namespaces.
-	Braid  runner.BraidCommand
-	Prefix string
-	// Progress, if set, is told about every download, done or given up.
-	Progress func(label string)
+	Timeout       time.Duration       // bounds each download (see DefaultTimeoutBase)
+	Braid         runner.BraidCommand // how to start braid
+	Prefix        string              // names the namespaces
+	Progress      func(label string)  // if set, told about every download, done or given up
 }
 
 func (e *Experiment) fill() error {
@@ -165,24 +160,24 @@ func (e Experiment) Cases() []Case {
 
 // Result is a run's outcome, as `braid lab mesh --json` prints it.
 type Result struct {
-	Nodes        int       `json:"nodes"`
-	Topologies   int       `json:"topologies"`
-	Seed         uint64    `json:"seed"`
-	GraphFile    string    `json:"graph_file,omitempty"`
-	Channels     []int     `json:"channels"`
-	Algorithms   []string  `json:"algorithms"`
-	Size         int64     `json:"size"`
-	Reps         int       `json:"reps"`
-	CC           string    `json:"cc"`
-	Scheduler    string    `json:"scheduler,omitempty"`
-	RateBps      uint64    `json:"rate_bps"`
-	MinDelayMs   float64   `json:"min_delay_ms"`
-	MaxDelayMs   float64   `json:"max_delay_ms"`
-	QueuePackets int       `json:"queue_packets"`
-	Host         string    `json:"host,omitempty"`
-	Started      time.Time `json:"started"`
-	Finished     time.Time `json:"finished"`
-	Cases        []string  `json:"cases"`
+	Nodes        int               `json:"nodes"`
+	Topologies   int               `json:"topologies"`
+	Seed         uint64            `json:"seed"`
+	GraphFile    string            `json:"graph_file,omitempty"`
+	Channels     []Channels        `json:"channels"`
+	Algorithms   []route.Algorithm `json:"algorithms"`
+	Size         int64             `json:"size"`
+	Reps         int               `json:"reps"`
+	CC           string            `json:"cc"`
+	Scheduler    string            `json:"scheduler,omitempty"`
+	RateBps      uint64            `json:"rate_bps"`
+	MinDelayMs   float64           `json:"min_delay_ms"`
+	MaxDelayMs   float64           `json:"max_delay_ms"`
+	QueuePackets int               `json:"queue_packets"`
+	Host         string            `json:"host,omitempty"`
+	Started      time.Time         `json:"started"`
+	Finished     time.Time         `json:"finished"`
+	Cases        []string          `json:"cases"`
 
 	Runs    []TopologyRun `json:"runs"`
 	Summary []SummaryRow  `json:"summary"`
@@ -306,14 +301,8 @@ func Run(ctx context.Context, e Experiment) (*Result, error) {
 	res := &Result{
 		Nodes: e.Nodes, Topologies: e.Topologies, Seed: e.Seed, Size: e.Size, Reps: e.Reps,
 		CC: e.CC, Scheduler: e.Scheduler, Host: host, Started: time.Now(),
-		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets,
+		RateBps: e.Mesh.Rate, QueuePackets: e.Mesh.QueuePackets, Channels: e.Channels, Algorithms: e.Algorithms,
 		MinDelayMs: stats.Ms(e.Mesh.MinDelay), MaxDelayMs: stats.Ms(e.Mesh.MaxDelay),
-	}
-	for _, c := range e.Channels {
-		res.Channels = append(res.Channels, int(c))
-	}
-	for _, a := range e.Algorithms {
-		res.Algorithms = append(res.Algorithms, string(a))
 	}
 	for _, c := range e.Cases() {
 		res.Cases = append(res.Cases, c.Name())
@@ -383,9 +372,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			// TCP runs on TwoChannels: path 0 contends only with itself,
-			// which is what a single path sees on either radio model, the
-			// other path being idle.
+			// TCP on TwoChannels: path 0 alone sees the same on either model.
 			if err := m.SetChannels(cmp.Or(c.Channels, TwoChannels)); err != nil {
 				return err
 			}
@@ -408,10 +395,7 @@ func (e *Experiment) runTopology(ctx context.Context, t *route.Topology, index i
 			}
 		}
 		tr.Pairs = append(tr.Pairs, pr)
-		var cases []Case
-		for _, ch := range e.Channels {
-			cases = append(cases, Case{Algo: a, Channels: ch})
-		}
+		cases := Experiment{Channels: e.Channels, Algorithms: []route.Algorithm{a}}.Cases()[1:] // braid's: TCP comes first
 		if len(ps) < 2 {
 			for _, c := range cases {
 				results[c] = e.failed(Measurement{Case: c.Name(), Label: c.Label()}, where, fmt.Errorf("%s finds %d path(s), not two", a, len(ps)))

@@ -27,7 +27,7 @@ func TestCases(t *testing.T) {
 	for _, c := range e.Cases() {
 		names = append(names, c.Name())
 	}
-	r := &Result{Channels: []int{1, 2}, Algorithms: []string{"ld", "nd", "zd"}}
+	r := &Result{Channels: []Channels{1, 2}, Algorithms: Algorithms}
 	if !reflect.DeepEqual(r.cases(), e.Cases()) {
 		t.Errorf("a result's cases %v, want %v", r.cases(), e.Cases())
 	}
@@ -119,7 +119,7 @@ func fakeResult() *Result {
 	}
 	cases := []Case{TCP, ld2}
 	return &Result{
-		Nodes: 32, Topologies: 3, Seed: 1, Channels: []int{2}, Algorithms: []string{"ld"}, Size: 4 << 20, Reps: 2, CC: "cubic",
+		Nodes: 32, Topologies: 3, Seed: 1, Channels: []Channels{2}, Algorithms: []route.Algorithm{"ld"}, Size: 4 << 20, Reps: 2, CC: "cubic",
 		RateBps: 11e6, MinDelayMs: 1, MaxDelayMs: 2, QueuePackets: 100, Cases: []string{"tcp", "ld-2ch"},
 		Runs: runs, Summary: Summarize(runs, cases),
 	}

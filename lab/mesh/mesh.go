@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/config"
@@ -24,8 +23,6 @@ type Mesh struct {
 
 	tb    *testbed.Testbed
 	links []*linkemu.Link
-
-	mu    sync.Mutex
 	media []*linkemu.Medium // one per contention group of the radio model
 }
 
@@ -62,8 +59,6 @@ func (m *Mesh) SetChannels(ch Channels) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.media = nil
 	for _, grp := range groups {
 		med := linkemu.NewMedium(m.Plan.Config.Rate, m.Plan.Config.QueuePackets)
@@ -78,12 +73,9 @@ func (m *Mesh) SetChannels(ch Channels) error {
 	return nil
 }
 
-// Node returns graph node v's namespace (nil if v is on no path).
-func (m *Mesh) Node(v int) *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(v)) }
-
 // Source and Destination are the two ends' namespaces.
-func (m *Mesh) Source() *netns.Namespace      { return m.Node(m.Plan.Src) }
-func (m *Mesh) Destination() *netns.Namespace { return m.Node(m.Plan.Dst) }
+func (m *Mesh) Source() *netns.Namespace      { return m.tb.NS(m.Plan.Graph.ID(m.Plan.Src)) }
+func (m *Mesh) Destination() *netns.Namespace { return m.tb.NS(m.Plan.Graph.ID(m.Plan.Dst)) }
 
 // Delivered is what each path has delivered to the source (its first
 // hop towards the source) since the mesh was built: a download's bytes on
@@ -111,8 +103,6 @@ func (m *Mesh) Lateness() (mean, p99 time.Duration) {
 // Dropped counts the frames every medium tail-dropped since the radio
 // model was last set.
 func (m *Mesh) Dropped() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var n uint64
 	for _, med := range m.media {
 		n += med.Stats().Dropped

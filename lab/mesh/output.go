@@ -15,14 +15,7 @@ import (
 
 // cases are the result's cases in table order (Experiment.Cases).
 func (r *Result) cases() []Case {
-	var e Experiment
-	for _, c := range r.Channels {
-		e.Channels = append(e.Channels, Channels(c))
-	}
-	for _, a := range r.Algorithms {
-		e.Algorithms = append(e.Algorithms, route.Algorithm(a))
-	}
-	return e.Cases()
+	return Experiment{Channels: r.Channels, Algorithms: r.Algorithms}.Cases()
 }
 
 // row finds the summary row of case name at hops.
@@ -81,7 +74,7 @@ func (r *Result) topologyTable() [][]string {
 	cases := r.cases()
 	head := []string{"topology", "shortest hops"}
 	for _, a := range r.Algorithms {
-		head = append(head, strings.ToUpper(a)+" pair hops")
+		head = append(head, strings.ToUpper(string(a))+" pair hops")
 	}
 	for _, c := range cases {
 		head = append(head, c.Name())
@@ -92,7 +85,7 @@ func (r *Result) topologyTable() [][]string {
 		for _, a := range r.Algorithms {
 			cell := "—"
 			for _, p := range t.Pairs {
-				if string(p.Algo) == a && len(p.Hops) == 2 {
+				if p.Algo == a && len(p.Hops) == 2 {
 					cell = fmt.Sprintf("%d + %d", p.Hops[0], p.Hops[1])
 				}
 			}
@@ -221,11 +214,8 @@ func Plot(r *Result, dir string) ([]string, error) {
 		}
 		return nil
 	}
-	for _, chn := range r.Channels {
-		ch, cases := Channels(chn), []Case{TCP}
-		for _, a := range r.Algorithms {
-			cases = append(cases, Case{Algo: route.Algorithm(a), Channels: ch})
-		}
+	for _, ch := range r.Channels {
+		cases := Experiment{Channels: []Channels{ch}, Algorithms: r.Algorithms}.Cases()
 		title := "Goodput vs shortest-path hops, single channel"
 		if ch == TwoChannels {
 			title = "Goodput vs shortest-path hops, two channels"
@@ -234,7 +224,7 @@ func Plot(r *Result, dir string) ([]string, error) {
 			return files, err
 		}
 	}
-	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, string(route.LD)) {
+	if len(r.Channels) == 2 && slices.Contains(r.Algorithms, route.LD) {
 		err := draw("mesh-goodput-ld", "TCP vs braid over LD route pairs (seed's Fig. 10)",
 			TCP, Case{Algo: route.LD, Channels: SingleChannel}, Case{Algo: route.LD, Channels: TwoChannels})
 		return files, err

@@ -105,9 +105,8 @@ type Hop struct {
 type PathPlan struct {
 	Nodes route.Path
 	Hops  []int // indices into Plan.Hops, from the source
-	// ClientAddr is the source's address on the path's first hop, the
-	// path's identity: from it, every node of the path looks up Table;
-	// to it, every node routes back along the path.
+	// ClientAddr, the source's address on the path's first hop, is the
+	// path's identity (docs/lab.md, "Mesh lab": Routing).
 	ClientAddr netip.Addr
 	Table      int // path k's: testbed.PathTableBase+k
 	Priority   int
@@ -160,13 +159,12 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if g == nil {
+	switch {
+	case g == nil:
 		return nil, fmt.Errorf("mesh: no graph")
-	}
-	if src == dst {
+	case src == dst:
 		return nil, fmt.Errorf("mesh: %w", route.ErrSameNode)
-	}
-	if len(paths) == 0 || len(paths) > MaxPaths {
+	case len(paths) == 0 || len(paths) > MaxPaths:
 		return nil, fmt.Errorf("mesh: %d paths (want 1 to %d)", len(paths), MaxPaths)
 	}
 	for k, p := range paths {
@@ -223,9 +221,8 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 				testbed.Veth{NodeA: from, IfA: ifname, AddrA: netip.PrefixFrom(hop.FromAddr, 30), NodeB: ln, IfB: la, NoOffloads: true},
 				testbed.Veth{NodeA: ln, IfA: lb, NodeB: to, IfB: ifname, AddrB: netip.PrefixFrom(hop.ToAddr, 30), NoOffloads: true})
 			tp.Emulated = append(tp.Emulated, testbed.Emulated{Link: hopName(h), Node: ln, A: la, B: lb, Seq: h, AtoB: sh, BtoA: sh})
-			// Forward: every node but the destination sends the path's
-			// packets (source = ClientAddr) on along the path; the
-			// source also has path 0 in its main table.
+			// Forward by source address (and path 0 in the source's main
+			// table), back by destination.
 			client := netip.PrefixFrom(pp.ClientAddr, 32)
 			fwd := netns.Route{Dst: svc, Via: hop.ToAddr, Dev: ifname, Table: pp.Table}
 			tp.Routes[from] = append(tp.Routes[from], fwd)
@@ -234,9 +231,6 @@ func NewPlan(g *route.Graph, src, dst int, paths []route.Path, cfg Config) (*Pla
 				fwd.Table, fwd.Metric = 0, SourceMetric
 				tp.Routes[from] = append(tp.Routes[from], fwd)
 			}
-			// Back: every node but the source routes the path's address
-			// back along it; the destination answers from the service
-			// address.
 			back := netns.Route{Dst: client, Via: hop.FromAddr, Dev: ifname}
 			if hop.To == dst {
 				back.Src = Service
@@ -270,14 +264,11 @@ func hopDelay(g *route.Graph, a, b int, cfg Config) (float64, time.Duration) {
 	return d, cfg.MinDelay + time.Duration(math.Round(f*float64(cfg.MaxDelay-cfg.MinDelay)))
 }
 
-// MediaGroups partitions the hops into the capacity budgets of the radio
-// model ch: each group becomes one linkemu.Medium that every direction of
-// its hops serializes on. Hops contend when they share a node or an end of
-// one hears an end of the other, transitively; as consecutive hops of a
-// path share a node and all paths share the source, that makes every hop
-// one group with SingleChannel and each path one with TwoChannels, where
-// the paths do not contend, whatever the interference range (docs/lab.md,
-// "Radio model"). Groups hold hop indices in increasing order.
+// MediaGroups partitions the hops into the contention groups of the radio
+// model ch, each to serialize on one linkemu.Medium: every hop with
+// SingleChannel, each path with TwoChannels, as transitive contention
+// always makes them (docs/lab.md, "Radio model"). Groups hold hop indices
+// in increasing order.
 func (p *Plan) MediaGroups(ch Channels) ([][]int, error) {
 	if !ch.valid() {
 		return nil, fmt.Errorf("mesh: %d channels (want 1 or 2)", int(ch))

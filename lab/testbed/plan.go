@@ -5,11 +5,9 @@
 // Start executes a plan (the two-path testbed's or the mesh lab's),
 // registering the undo of every step before taking it.
 //
-// Routing: the client routes the web subnet via the primary path (metric
-// DirectMetric: a tunnel's metric-0 route wins) and, in each path's own table
-// chosen by source address, via that path, so that a socket bound to a
-// path's address (an MPTCP subflow too) leaves through it. The server
-// forwards; the web node routes the path subnets and TunnelPrefix back.
+// Routing (docs/lab.md, "Experiment runner"): the client routes the web
+// subnet via the primary path and, in each path's own table chosen by
+// source address, via that path; the web node routes back via the server.
 package testbed
 
 import (
@@ -171,16 +169,13 @@ func NodeSysctls(n scenario.Node) []scenario.Sysctl {
 // NewPlan resolves a topology into the steps Build takes; seed seeds the
 // emulators.
 func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
-	client, server, web := top.Client(), top.Server(), top.Web()
-	if client == nil || server == nil || web == nil {
+	client, web, wl, paths := top.Client(), top.Web(), top.WebLink(), top.Paths()
+	switch {
+	case client == nil || top.Server() == nil || web == nil:
 		return nil, fmt.Errorf("testbed: topology needs a client, a server and a web node")
-	}
-	wl := top.WebLink()
-	if wl == nil {
+	case wl == nil:
 		return nil, fmt.Errorf("testbed: topology has no server–web link")
-	}
-	paths := top.Paths()
-	if len(paths) == 0 {
+	case len(paths) == 0:
 		return nil, fmt.Errorf("testbed: topology has no client–server path")
 	}
 	p := &Plan{Nodes: slices.Clone(top.Nodes), Media: slices.Clone(top.Media),

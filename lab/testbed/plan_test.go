@@ -139,8 +139,8 @@ func TestShapeForConvertsPercent(t *testing.T) {
 	if got := ShapeFor(scenario.Shaping{Loss: u}, 0).Loss; got != linkemu.UniformLoss(0.01) {
 		t.Errorf("uniform 1%%: %+v", got)
 	}
-	if got := ShapeFor(scenario.Shaping{}, 0).Loss.MeanLoss(); got != 0 {
-		t.Errorf("no loss: mean %v", got)
+	if got := ShapeFor(scenario.Shaping{}, 0).Loss; got != (linkemu.Loss{}) {
+		t.Errorf("no loss: %+v", got)
 	}
 }
 

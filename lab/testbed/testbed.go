@@ -26,8 +26,7 @@ type Options struct {
 // Testbed is a running topology. Close removes it.
 type Testbed struct {
 	Plan     *Plan
-	Skipped  []string // sysctls a namespace refused that the lab works around (tolerable): "node: key: reason"
-	Emulator string   // the backend the emulated links run on
+	Emulator string // the backend the emulated links run on
 
 	ns    map[string]*netns.Namespace
 	links map[string]*linkemu.Link
@@ -75,12 +74,8 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 		tb.undo = append(tb.undo, ns.Close) // tb is not shared yet: no lock
 		tb.ns[n.Name] = ns
 		for _, s := range plan.Sysctls[n.Name] {
-			if err := ns.SetSysctl(s.Key, s.Value); err != nil {
-				why, ok := tolerable(s.Key, err)
-				if !ok {
-					return tb, fmt.Errorf("testbed: node %s: sysctl %s=%s: %w", n.Name, s.Key, s.Value, err)
-				}
-				tb.Skipped = append(tb.Skipped, fmt.Sprintf("%s: %s: %s", n.Name, s.Key, why))
+			if err := ns.SetSysctl(s.Key, s.Value); err != nil && !tolerable(s.Key, err) {
+				return tb, fmt.Errorf("testbed: node %s: sysctl %s=%s: %w", n.Name, s.Key, s.Value, err)
 			}
 		}
 	}
@@ -157,24 +152,18 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	return tb, nil
 }
 
-// tolerable says whether a failed sysctl is one the lab can do without, and
-// why: congestion controls the host does not allow in namespaces (the lab
-// sets them per socket), net.core limits a kernel keeps global, net.mptcp
-// on a kernel without MPTCP (mptcp-direct then fails on its own), IPv6
-// settings on a kernel without IPv6.
-func tolerable(key string, err error) (string, bool) {
+// tolerable says whether a failed sysctl is one the lab can do without: a
+// congestion control the host does not allow in namespaces (the lab sets it
+// per socket), net.core limits a kernel keeps global (absent or read-only
+// in the namespace: the host's value applies), net.mptcp on a kernel
+// without MPTCP (mptcp-direct then fails on its own), IPv6 settings on a
+// kernel without IPv6 (nothing to switch off).
+func tolerable(key string, err error) bool {
 	hostWide := slices.Contains([]string{"net.core.rmem_max", "net.core.rmem_default", "net.core.wmem_max", "net.core.wmem_default", "net.mptcp.enabled"}, key)
-	switch {
-	case key == "net.ipv4.tcp_congestion_control":
-		return "not allowed in the namespace; set per socket instead (" + err.Error() + ")", true
-	case errors.Is(err, fs.ErrNotExist) && hostWide:
-		return "not present in the namespace", true
-	case errors.Is(err, fs.ErrPermission) && hostWide:
-		return "read-only in the namespace (the host's value applies)", true
-	case errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(key, "net.ipv6."):
-		return "no IPv6 in this kernel (nothing to switch off)", true
-	}
-	return "", false
+	missing := errors.Is(err, fs.ErrNotExist)
+	return key == "net.ipv4.tcp_congestion_control" ||
+		hostWide && (missing || errors.Is(err, fs.ErrPermission)) ||
+		missing && strings.HasPrefix(key, "net.ipv6.")
 }
 
 // NS returns the namespace of node name (nil if none).
