@@ -21,9 +21,6 @@ import (
 	"github.com/braid-vpn/braid/route/study"
 )
 
-// newRoutesCmd is the disjoint multipath routing toolbox: the seed's
-// random-topology study (stats), the algorithms on a user's own topology
-// (paths) and a drawing of one topology with its paths (show).
 func newRoutesCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "routes",
