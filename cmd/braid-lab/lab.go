@@ -32,9 +32,6 @@ import (
 	"github.com/braid-vpn/braid/lab/testbed"
 )
 
-// newLabCmd is the lab's command group: the testbed runs (run, demo) and the
-// measuring workload they use (a real HTTP server and client, with the TCP
-// congestion control chosen per socket).
 func newLabCmd() *cobra.Command {
 	lab := &cobra.Command{
 		Use:   "lab",
@@ -58,11 +55,8 @@ func newLabServeCmd() *cobra.Command {
 			srv := &http.Server{Handler: httpbench.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			go func() {
-				<-ctx.Done()
-				srv.Close()
-			}()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			context.AfterFunc(ctx, func() { srv.Close() })
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
@@ -97,16 +91,13 @@ func newLabFetchCmd() *cobra.Command {
 	return cmd
 }
 
-// labOut are the flags of every command that makes a report: where it goes,
-// whether it is printed as JSON and (drivers only) whether to run beside
-// another lab run.
+// labOut are the flags of every command that makes a report (--force: the
+// drivers only).
 type labOut struct {
 	out         string
 	json, force bool
 }
 
-// register adds --out (a directory for files), --json and, for a driver,
-// --force.
 func (o *labOut) register(cmd *cobra.Command, files string, driver bool) {
 	cmd.Flags().StringVar(&o.out, "out", "", "directory for "+files)
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the results as one JSON document on stdout")
@@ -115,16 +106,14 @@ func (o *labOut) register(cmd *cobra.Command, files string, driver bool) {
 	}
 }
 
-// drive is how every driver runs: the output directory made first, so that
-// a bad --out fails before the run rather than after it; then the machine's
-// lab lock (lockLab); then run, in a context that Ctrl-C and SIGTERM cancel,
-// and so does the first progress line that cannot be written to stderr; then
-// finish with the report and text run returns (none if its report is nil).
-// run records warning (lockLab's) in its report. With SIGPIPE ignored,
-// `braid lab … | head` makes a closed stdout or stderr a write error instead
-// of death before the namespaces are removed. (Not signal.Notify: that would
-// also report every EPIPE of the lab's own sockets, such as the web server's
-// when a competing download stops.)
+// drive is how every driver runs: --out is made first, so that a bad one
+// fails before the run rather than after it; then the lab lock, whose
+// warning run records; then run, cancelled by Ctrl-C, SIGTERM or the first
+// progress line that cannot be written; then finish (unless the report is
+// nil). With SIGPIPE ignored, `braid lab … | head` makes a closed stdout or
+// stderr a write error instead of death before the namespaces are removed.
+// (Not signal.Notify: that would also report every EPIPE of the lab's own
+// sockets, such as the web server's when a competing download stops.)
 func (o *labOut) drive(cmd *cobra.Command, run func(ctx context.Context, progress io.Writer, warning string) (*report.Doc, func(io.Writer), error)) error {
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -141,7 +130,14 @@ func (o *labOut) drive(cmd *cobra.Command, run func(ctx context.Context, progres
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	doc, text, runErr := run(ctx, cancelWriter{cmd.ErrOrStderr(), cancel}, warning)
+	progress := writerFunc(func(b []byte) (int, error) {
+		n, err := cmd.ErrOrStderr().Write(b)
+		if err != nil {
+			cancel(fmt.Errorf("writing progress: %w", err))
+		}
+		return n, err
+	})
+	doc, text, runErr := run(ctx, progress, warning)
 	if doc == nil {
 		return runErr
 	}
@@ -151,23 +147,12 @@ func (o *labOut) drive(cmd *cobra.Command, run func(ctx context.Context, progres
 	return runErr
 }
 
-// cancelWriter is w whose failed writes cancel a run.
-type cancelWriter struct {
-	w      io.Writer
-	cancel context.CancelCauseFunc
-}
+type writerFunc func([]byte) (int, error)
 
-func (c cancelWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	if err != nil {
-		c.cancel(fmt.Errorf("writing progress: %w", err))
-	}
-	return n, err
-}
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
-// finish is how every report ends: written into --out (when given), then
-// printed, as one indented JSON document with --json, else as text (the
-// document's own without a text of the command's).
+// finish writes the report into --out (when given) and prints it: JSON,
+// the command's text or the document's own.
 func (o *labOut) finish(cmd *cobra.Command, doc *report.Doc, text func(io.Writer)) error {
 	if o.out != "" {
 		if _, err := doc.Write(o.out); err != nil {
@@ -197,15 +182,12 @@ func writeJSON(w io.Writer, v any) error {
 // labLockPath is the machine's lab lock; tests point it elsewhere.
 var labLockPath = runner.DefaultLockPath
 
-// labArgs is the command line a run records.
-var labArgs = func() []string { return os.Args }
-
 // lockLab takes the machine's lab lock for the command being run, so that
 // two lab runs do not share the CPUs unknowingly. Another live run is an
 // error unless force; then the run goes on and warning says what it ran
 // beside (also printed to stderr). release lets the lock go.
 func lockLab(stderr io.Writer, force bool) (release func(), warning string, err error) {
-	lock, err := runner.AcquireLock(labLockPath(), strings.Join(labArgs(), " "))
+	lock, err := runner.AcquireLock(labLockPath(), strings.Join(os.Args, " "))
 	if err == nil {
 		return func() { lock.Release() }, "", nil
 	}
@@ -267,7 +249,7 @@ func labRunCmd(cmd *cobra.Command, outDef string, load func(args []string) (*sce
 			return runner.ErrNotRoot
 		}
 		stderr := cmd.ErrOrStderr()
-		opt := runner.Options{Reps: reps, Braid: labBraidCommand(), Emulator: emu, Command: labArgs(),
+		opt := runner.Options{Reps: reps, Braid: labBraidCommand(), Emulator: emu, Command: os.Args,
 			Warn: func(msg string) { fmt.Fprintf(stderr, "braid: warning: %s\n", msg) }}
 		if opt.Only, err = s.Select(only); err != nil {
 			return err
@@ -344,7 +326,7 @@ docs/lab.md ("Shards").`,
 			if err != nil {
 				return err
 			}
-			run.Command = labArgs()
+			run.Command = os.Args
 			return o.finish(cmd, report.Document(run), labTable(run))
 		},
 	}
@@ -418,9 +400,7 @@ func readLabResults(path string) (*report.Doc, func(io.Writer), error) {
 	return nil, nil, fmt.Errorf("%s: not the results of lab run, bench or mesh", path)
 }
 
-// labTable writes a run's table: one row per point with its sweep
-// parameters, mean goodput with its 95% interval, the number of downloads
-// and the share of each path.
+// labTable writes a run's table, one row per point.
 func labTable(run *results.Run) func(io.Writer) {
 	return func(w io.Writer) {
 		axes := slices.DeleteFunc(slices.Clone(run.Axes), func(a string) bool { return a == string(scenario.AxisTransport) })

@@ -21,9 +21,6 @@ import (
 	"github.com/braid-vpn/braid/route/study"
 )
 
-// newRoutesCmd is the disjoint multipath routing toolbox: the seed's
-// random-topology study (stats), the algorithms on a user's own topology
-// (paths) and a drawing of one topology with its paths (show).
 func newRoutesCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "routes",
@@ -329,13 +326,12 @@ stream, or with --feasible of its Figs 8–9 stream. See docs/routes.md.`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "drawn to %s\n", out)
-			if graphOut == "" {
-				return nil
+			if graphOut != "" {
+				if err := writeJSONFile(graphOut, t.Graph); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "topology written to %s (source %s, destination %s)\n", graphOut, t.Graph.ID(t.Src), t.Graph.ID(t.Dst))
 			}
-			if err := writeJSONFile(graphOut, t.Graph); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "topology written to %s (source %s, destination %s)\n", graphOut, t.Graph.ID(t.Src), t.Graph.ID(t.Dst))
 			return nil
 		},
 	}

@@ -47,21 +47,14 @@ func (r Result) PerSecond() float64 {
 	return float64(r.Sent) / r.Duration.Seconds()
 }
 
-func (c Config) check() error {
-	if !c.Target.Addr().Is4() || !c.Sources.Addr().Is4() {
-		return errors.New("flood: IPv4 target and sources only")
-	}
-	if len(c.Payload) == 0 || len(c.Payload) > 1400 {
-		return errors.New("flood: payload must be 1..1400 bytes")
-	}
-	return nil
-}
-
 // Run sends from inside ns until ctx ends. The raw socket is opened in ns (on a
 // locked thread) and keeps to it afterwards, whatever thread writes.
 func Run(ctx context.Context, ns *netns.Namespace, cfg Config) (Result, error) {
-	if err := cfg.check(); err != nil {
-		return Result{}, err
+	if !cfg.Target.Addr().Is4() || !cfg.Sources.Addr().Is4() {
+		return Result{}, errors.New("flood: IPv4 target and sources only")
+	}
+	if len(cfg.Payload) == 0 || len(cfg.Payload) > 1400 {
+		return Result{}, errors.New("flood: payload must be 1..1400 bytes")
 	}
 	var fd int
 	if err := ns.Do(func() (err error) {

@@ -38,11 +38,7 @@ type Bar struct {
 // pipes, it writes one line per step. A total of 0 or less means unknown:
 // no percentage or ETA is shown.
 func New(w io.Writer, total int, isTerminal bool) *Bar {
-	return newAt(w, total, isTerminal, time.Now)
-}
-
-func newAt(w io.Writer, total int, isTerminal bool, now func() time.Time) *Bar {
-	return &Bar{w: w, total: total, terminal: isTerminal, now: now, start: now()}
+	return &Bar{w: w, total: total, terminal: isTerminal, now: time.Now, start: time.Now()}
 }
 
 // Step records that one step, described by label (such as the point's
@@ -87,7 +83,6 @@ func (b *Bar) line(label string) string {
 	elapsed := b.now().Sub(b.start)
 	s := fmt.Sprintf("[%d] elapsed %s", b.done, clock(elapsed))
 	if b.total > 0 {
-		// The mean time per finished step times the steps left.
 		eta := elapsed / time.Duration(b.done) * time.Duration(b.total-b.done)
 		s = fmt.Sprintf("[%*d/%d] %3d%%  elapsed %s  ETA %s",
 			len(fmt.Sprint(b.total)), b.done, b.total, 100*b.done/b.total, clock(elapsed), clock(eta))
@@ -113,13 +108,9 @@ func (b *Bar) draw(line string) {
 
 // clock formats a duration as m:ss or h:mm:ss, rounded to the second.
 func clock(d time.Duration) string {
-	if d < 0 {
-		d = 0
+	s := int64(max(d, 0).Round(time.Second) / time.Second)
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
 	}
-	s := int64(d.Round(time.Second) / time.Second)
-	h, m, sec := s/3600, s/60%60, s%60
-	if h > 0 {
-		return fmt.Sprintf("%d:%02d:%02d", h, m, sec)
-	}
-	return fmt.Sprintf("%d:%02d", m, sec)
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }

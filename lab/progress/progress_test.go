@@ -16,6 +16,13 @@ func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
 func newClock() *fakeClock               { return &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 func lines(s string) []string            { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
 
+// newAt is New on the clock now.
+func newAt(w *bytes.Buffer, total int, isTerminal bool, now func() time.Time) *Bar {
+	b := New(w, total, isTerminal)
+	b.now, b.start = now, now()
+	return b
+}
+
 func TestPlainLines(t *testing.T) {
 	c := newClock()
 	var buf bytes.Buffer

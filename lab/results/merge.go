@@ -29,10 +29,8 @@ func Read(path string) (*Run, error) {
 	return &run, nil
 }
 
-// Merge joins the shard runs of one campaign (`--shard I/N`) into one run,
-// as if it had been made in one go: its points in the scenario's order,
-// its Parts the shards' provenance. Shards that ran different code or were
-// left out are Warnings of the merged run; runs that cannot belong to one
+// Merge joins the shard runs of one campaign (`--shard I/N`) into one run
+// as docs/lab.md ("Shards") describes; runs that cannot belong to one
 // campaign (sameCampaign), or that measured the same point, are an error.
 func Merge(runs []*Run) (*Run, error) {
 	if len(runs) == 0 {

@@ -4,6 +4,7 @@
 package results
 
 import (
+	"slices"
 	"time"
 
 	"github.com/braid-vpn/braid/lab/stats"
@@ -36,9 +37,8 @@ type Run struct {
 }
 
 // Provenance records what is needed to repeat a run and to judge its
-// numbers (docs/lab.md, "Reproducible campaigns"). Seed is 0 in files
-// written before seeds were recorded; Shard is "I/N" for `--shard`, a
-// merge's "I,J,…/N" when shards are missing, empty for the whole campaign.
+// numbers (docs/lab.md, "Reproducible campaigns" and "Shards"). Seed is 0
+// in files written before seeds were recorded.
 type Provenance struct {
 	Seed       uint64   `json:"seed,omitempty"`
 	Shard      string   `json:"shard,omitempty"`
@@ -47,11 +47,9 @@ type Provenance struct {
 	CommitFrom string   `json:"commit_from,omitempty"` // "build" or "git"
 	Dirty      bool     `json:"dirty,omitempty"`
 	CPUs       int      `json:"cpus,omitempty"`
-	// The 1-minute load average when the run started and the highest
-	// sampled while it ran (the run's own processes count in it).
-	LoadStart float64  `json:"load_start"`
-	LoadMax   float64  `json:"load_max"`
-	Warnings  []string `json:"warnings,omitempty"` // what may have spoilt the measurements
+	LoadStart  float64  `json:"load_start"`
+	LoadMax    float64  `json:"load_max"`
+	Warnings   []string `json:"warnings,omitempty"` // what may have spoilt the measurements
 }
 
 // Part is one shard of a merged run.
@@ -105,26 +103,22 @@ type Point struct {
 // Param returns the point's value on axis, false when the axis does not
 // apply to it (the scheduler of a transport without one).
 func (p *Point) Param(axis string) (Param, bool) {
-	for _, q := range p.Params {
-		if q.Axis == axis {
-			return q, true
-		}
+	i := slices.IndexFunc(p.Params, func(q Param) bool { return q.Axis == axis })
+	if i < 0 {
+		return Param{}, false
 	}
-	return Param{}, false
+	return p.Params[i], true
 }
 
-// BulkRecoverySummary is the mean and 95% interval over a point's downloads
-// of each download's BulkRecovery figures, and how many met the target.
+// BulkRecoverySummary, LatencySummary and RealtimeSummary summarize each
+// figure of a point's samples (mean and 95% interval over them).
 type BulkRecoverySummary struct {
 	Overhead     stats.Summary `json:"overhead"`
 	PathLossRate stats.Summary `json:"path_loss_rate"`
 	Bound        stats.Summary `json:"bound"`
-	// WithinBound counts the downloads whose Overhead ≤ Bound.
-	WithinBound int `json:"within_bound"`
+	WithinBound  int           `json:"within_bound"` // the downloads whose Overhead ≤ Bound
 }
 
-// LatencySummary is the mean and 95% interval over a point's downloads of
-// each download's figure.
 type LatencySummary struct {
 	IdleMs     stats.Summary `json:"idle_median_ms"`
 	AddedP50Ms stats.Summary `json:"added_p50_ms"`
@@ -133,8 +127,6 @@ type LatencySummary struct {
 	LossPct    stats.Summary `json:"probe_loss_pct"`
 }
 
-// RealtimeSummary is the mean and 95% interval over a point's repetitions
-// of each repetition's figure.
 type RealtimeSummary struct {
 	LossPct         stats.Summary `json:"loss_pct"`
 	OWDP50Ms        stats.Summary `json:"owd_p50_ms"`
@@ -149,10 +141,7 @@ type RealtimeSummary struct {
 // goodput, seconds and bytes are then the flow's delivered payload).
 type Sample struct {
 	Rep int `json:"rep"`
-	// Seed is what the emulators were reseeded with before this repetition
-	// (0 with netem, which cannot be seeded); FirstLosses, per emulated link
-	// direction that lost frames ("LINK A→B"), the places of its first
-	// losses since the reseed (docs/lab.md, "Reproducible campaigns").
+	// Seed and FirstLosses: docs/lab.md, "Reproducible campaigns".
 	Seed        uint64              `json:"seed,omitempty"`
 	FirstLosses map[string][]uint64 `json:"first_losses,omitempty"`
 	GoodputMbps float64             `json:"goodput_mbps"`
@@ -182,15 +171,13 @@ type EventOutcome struct {
 	Event string  `json:"event"` // as the scenario has it: "cut secondary at 3s"
 	Fired bool    `json:"fired"` // false when the download ended first
 	AtMs  float64 `json:"at_ms"` // since the download started
-	// ReactMs is how long after the event the paths it concerns had
-	// carried ReactBytes towards the client (docs/lab.md, "[[events]]");
-	// absent when they had not before the download ended.
+	// ReactMs: docs/lab.md, "[[events]]"; absent when the paths had not
+	// reacted before the download ended.
 	ReactMs *float64 `json:"react_ms,omitempty"`
 }
 
-// ReactBytes is what a path must carry after an event to count as
-// carrying the download: some ten full-size packets, far above the probes
-// of an idle or backup path.
+// ReactBytes is what a path must carry after an event to count as carrying
+// the download (docs/lab.md, "[[events]]").
 const ReactBytes = 20_000
 
 // Phase is the time from one event to the next (or from the download's
@@ -237,19 +224,17 @@ type BulkRecovery struct {
 	Bound        float64 `json:"bound"`          // 2 × PathLossRate + 0.05
 }
 
-// Latency is one download's UDP echo probes through the transport: the
-// idle baseline and the delay the download added (docs/lab.md, "Latency
-// under load").
+// Latency is one download's UDP echo probes through the transport
+// (docs/lab.md, "Latency under load").
 type Latency struct {
 	IdleMedianMs float64 `json:"idle_median_ms"`
 	IdleProbes   int     `json:"idle_probes"`
-	// Probes were sent during the download; Lost of them got no answer.
-	Probes     int     `json:"probes"`
-	Lost       int     `json:"lost"`
-	AddedP50Ms float64 `json:"added_p50_ms"`
-	AddedP95Ms float64 `json:"added_p95_ms"`
-	AddedP99Ms float64 `json:"added_p99_ms"`
-	AddedMaxMs float64 `json:"added_max_ms"`
+	Probes       int     `json:"probes"` // sent during the download
+	Lost         int     `json:"lost"`
+	AddedP50Ms   float64 `json:"added_p50_ms"`
+	AddedP95Ms   float64 `json:"added_p95_ms"`
+	AddedP99Ms   float64 `json:"added_p99_ms"`
+	AddedMaxMs   float64 `json:"added_max_ms"`
 }
 
 // LossPct is the share of the download's probes that got no answer.

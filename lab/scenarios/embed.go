@@ -5,10 +5,8 @@ package scenarios
 
 import "embed"
 
-// Files holds every committed *.toml scenario, by base name.
-//
 //go:embed *.toml
-var Files embed.FS
+var files embed.FS
 
 // Read returns the committed scenario file name ("demo.toml").
-func Read(name string) ([]byte, error) { return Files.ReadFile(name) }
+func Read(name string) ([]byte, error) { return files.ReadFile(name) }

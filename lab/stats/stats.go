@@ -58,8 +58,7 @@ func Median(xs []float64) float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
+	s := slices.Sorted(slices.Values(xs))
 	if n%2 == 1 {
 		return s[n/2]
 	}
@@ -75,8 +74,7 @@ func Percentile(xs []float64, q float64) float64 {
 	if n == 0 || math.IsNaN(q) || q < 0 || q > 100 {
 		return math.NaN()
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
+	s := slices.Sorted(slices.Values(xs))
 	r := q / 100 * float64(n-1)
 	lo := int(math.Floor(r))
 	if lo >= n-1 {

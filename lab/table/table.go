@@ -41,14 +41,13 @@ type Markdown struct {
 // Write writes rows, the header first, as a Markdown table.
 func (m Markdown) Write(w io.Writer, rows [][]string) {
 	for i, row := range rows {
-		cells := row
 		if !m.Escaped {
-			cells = make([]string, len(row))
-			for j, c := range row {
-				cells[j] = Escape(c)
+			row = slices.Clone(row)
+			for j := range row {
+				row[j] = Escape(row[j])
 			}
 		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		if i == 0 {
 			delims := slices.Repeat([]string{m.Others}, len(row))
 			if len(row) > 0 {
