@@ -101,7 +101,7 @@ func NewSeed() uint64 { return rand.Uint64N(1<<32-1) + 1 }
 
 // SourceCommit returns the git commit of the code that runs, from the
 // binary's build information ("build") or `git rev-parse HEAD` ("git"),
-// and whether the tree had uncommitted changes.
+// and whether the tree had uncommitted changes (gitDirty).
 func SourceCommit() (commit, from string, dirty bool) {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -122,8 +122,22 @@ func SourceCommit() (commit, from string, dirty bool) {
 	if err != nil {
 		return "", "", false
 	}
-	st, err := exec.CommandContext(ctx, "git", "status", "--porcelain").Output()
-	return strings.TrimSpace(string(out)), "git", err == nil && len(strings.TrimSpace(string(st))) > 0
+	st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=all").Output()
+	return strings.TrimSpace(string(out)), "git", err == nil && gitDirty(string(st))
+}
+
+// gitDirty reports whether `git status --porcelain` shows a change to a
+// tracked file or an untracked Go file. Other untracked files do not count:
+// they are mostly the results of earlier runs, which would otherwise mark
+// the second of two campaigns run back to back as dirty.
+func gitDirty(status string) bool {
+	for line := range strings.Lines(status) {
+		path, untracked := strings.CutPrefix(strings.TrimRight(line, "\n"), "?? ")
+		if !untracked || strings.HasSuffix(strings.Trim(path, `"`), ".go") {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultLockPath is the machine-wide lock of lab runs: in /run, or in the

@@ -226,3 +226,23 @@ func deadPID(t *testing.T) int {
 	p.Wait()
 	return p.Pid
 }
+
+func TestGitDirty(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		dirty  bool
+	}{
+		{"", false},
+		{"?? docs/results/splits-ge/\n", false},
+		{"?? docs/results/a/report.md\n?? notes.txt\n", false},
+		{" M lab/runner/runner.go\n", true},
+		{"M  docs/lab.md\n?? docs/results/x/\n", true},
+		{"?? docs/results/x/results.json\n?? lab/runner/new.go\n", true},
+		{"?? \"lab/runner/with space.go\"\n", true},
+		{"D  lab/scenarios/old.toml", true},
+	} {
+		if got := gitDirty(c.status); got != c.dirty {
+			t.Errorf("gitDirty(%q) = %v, want %v", c.status, got, c.dirty)
+		}
+	}
+}
