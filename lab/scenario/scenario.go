@@ -325,6 +325,10 @@ type Sysctl struct{ Key, Value string }
 // control first.
 func (t TCP) Sysctls() []Sysctl {
 	triple := func(v [3]int) string { return fmt.Sprintf("%d %d %d", v[0], v[1], v[2]) }
+	nms := "0"
+	if t.NoMetricsSave {
+		nms = "1"
+	}
 	out := []Sysctl{
 		{"net.ipv4.tcp_congestion_control", t.Congestion},
 		{"net.ipv4.tcp_rmem", triple(t.Rmem)},
@@ -333,7 +337,7 @@ func (t TCP) Sysctls() []Sysctl {
 		{"net.core.rmem_default", strconv.Itoa(t.CoreRmemDefault)},
 		{"net.core.wmem_max", strconv.Itoa(t.CoreWmemMax)},
 		{"net.core.wmem_default", strconv.Itoa(t.CoreWmemDefault)},
-		{"net.ipv4.tcp_no_metrics_save", map[bool]string{false: "0", true: "1"}[t.NoMetricsSave]},
+		{"net.ipv4.tcp_no_metrics_save", nms},
 	}
 	if t.ECN {
 		out = append(out, Sysctl{"net.ipv4.tcp_ecn", "1"})
