@@ -119,6 +119,12 @@ func Start(cfg Config) (*Link, error) {
 		}
 		return nil, fmt.Errorf("linkemu: start in %s: %w%s", cfg.NS.Name(), err, hint)
 	}
+	for _, name := range []string{cfg.A, cfg.B} {
+		if err := DisableOffloads(cfg.NS, name); err != nil {
+			l.closeSocks()
+			return nil, err
+		}
+	}
 
 	bufSize := frameBufSize(max(l.socks[0].mtu, l.socks[1].mtu))
 	for i, sh := range shapes {
@@ -203,9 +209,6 @@ func openPacketSock(name string) (_ *packetSock, err error) {
 	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 		return nil, fmt.Errorf("promiscuous mode on %s: %w", name, err)
-	}
-	if err := disableOffloads(fd, name); err != nil {
-		return nil, fmt.Errorf("disabling offloads on %s: %w", name, err)
 	}
 	f := os.NewFile(uintptr(fd), "packet:"+name)
 	rc, _ := f.SyscallConn() // fails only on a nil file
