@@ -30,20 +30,3 @@ func BenchmarkPipeAdmit(b *testing.B) {
 		p.admit(now, 1500)
 	}
 }
-
-// BenchmarkDelayLine keeps ~1000 jittered frames in the line: one push
-// and one pop per op.
-func BenchmarkDelayLine(b *testing.B) {
-	var l delayLine
-	rng := rand.New(rand.NewPCG(3, 4))
-	now := time.Duration(0)
-	for i := 0; i < 1000; i++ {
-		l.Push(now+time.Duration(rng.IntN(int(ms))), int32(i))
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		now += time.Microsecond
-		e := l.Pop()
-		l.Push(now+time.Duration(rng.IntN(int(ms))), e.slot)
-	}
-}

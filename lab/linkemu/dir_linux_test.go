@@ -3,6 +3,9 @@
 package linkemu
 
 import (
+	"container/heap"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -70,4 +73,68 @@ func warmDir() (*dir, func()) {
 		step()
 	}
 	return d, step
+}
+
+// schedule puts a frame due at at into the line, as receivedLocked does.
+func (l *delayLine) schedule(at time.Duration, seq uint64) {
+	heap.Push(l, &slot{at: at, seq: seq})
+}
+
+func TestDelayLineFIFOOnTies(t *testing.T) {
+	var l delayLine
+	for i := range uint64(100) {
+		l.schedule(time.Duration(i/10), i) // ten frames per instant
+	}
+	for i := range uint64(100) {
+		if s := heap.Pop(&l).(*slot); s.seq != i {
+			t.Fatalf("pop %d: frame %d", i, s.seq)
+		}
+	}
+}
+
+func TestDelayLineOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var l delayLine
+	type item struct {
+		at  time.Duration
+		seq uint64
+	}
+	var want []item
+	next := uint64(0)
+	for round := 0; round < 50; round++ {
+		for i := rng.IntN(40); i > 0; i-- {
+			at := time.Duration(rng.IntN(30))
+			l.schedule(at, next)
+			want = append(want, item{at, next})
+			next++
+		}
+		slices.SortStableFunc(want, func(a, b item) int { return int(a.at - b.at) })
+		for i := rng.IntN(40); i > 0 && l.Len() > 0; i-- {
+			s := heap.Pop(&l).(*slot)
+			if s.at != want[0].at || s.seq != want[0].seq {
+				t.Fatalf("popped (%v, %d), want (%v, %d)", s.at, s.seq, want[0].at, want[0].seq)
+			}
+			want = want[1:]
+		}
+	}
+}
+
+// BenchmarkDelayLine keeps ~1000 jittered frames in the line: one push
+// and one pop per op.
+func BenchmarkDelayLine(b *testing.B) {
+	var l delayLine
+	rng := rand.New(rand.NewPCG(3, 4))
+	now := time.Duration(0)
+	for i := range uint64(1000) {
+		l.schedule(now+time.Duration(rng.IntN(int(ms))), i)
+	}
+	seq := uint64(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		now += time.Microsecond
+		s := heap.Pop(&l).(*slot)
+		s.at, s.seq = now+time.Duration(rng.IntN(int(ms))), seq
+		seq++
+		heap.Push(&l, s)
+	}
 }

@@ -3,6 +3,7 @@
 package linkemu
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -50,7 +51,24 @@ type slot struct {
 	buf    []byte
 	n      int
 	rx, at time.Duration // read returned; scheduled send time
-	idx    int32
+	seq    uint64        // arrival order
+}
+
+// delayLine holds the scheduled frames in a container/heap ordered by send
+// time, ties broken by arrival order: without jitter frames leave in the
+// order they came.
+type delayLine []*slot
+
+func (l delayLine) Len() int { return len(l) }
+func (l delayLine) Less(i, j int) bool {
+	return l[i].at < l[j].at || l[i].at == l[j].at && l[i].seq < l[j].seq
+}
+func (l delayLine) Swap(i, j int) { l[i], l[j] = l[j], l[i] }
+func (l *delayLine) Push(s any)   { *l = append(*l, s.(*slot)) }
+func (l *delayLine) Pop() any {
+	s := (*l)[len(*l)-1]
+	*l = (*l)[:len(*l)-1]
+	return s
 }
 
 const sendBatch = 64
@@ -67,8 +85,9 @@ type dir struct {
 	mu              sync.Mutex
 	pipe            *pipe
 	line            delayLine
-	slots           []*slot
-	free            []int32
+	slots           int // allocated
+	free            []*slot
+	seq             uint64 // frames scheduled so far
 	armed, stopping bool
 	armedAt         time.Duration
 	st              Stats
@@ -119,6 +138,12 @@ func Start(cfg Config) (*Link, error) {
 		}
 		return nil, fmt.Errorf("linkemu: start in %s: %w%s", cfg.NS.Name(), err, hint)
 	}
+	for _, name := range []string{cfg.A, cfg.B} {
+		if err := DisableOffloads(cfg.NS, name); err != nil {
+			l.closeSocks()
+			return nil, err
+		}
+	}
 
 	bufSize := frameBufSize(max(l.socks[0].mtu, l.socks[1].mtu))
 	for i, sh := range shapes {
@@ -147,7 +172,7 @@ func frameBufSize(mtu int) int { return (mtu + 14 + 4 + 63) &^ 63 }
 // newDir returns a direction without sockets or timer (tfd -1).
 func newDir(d Direction, sh Shape, bufSize int) *dir {
 	x := &dir{d: d, bufSize: bufSize, tfd: -1, pipe: newPipe(sh, d), spare: make([]byte, bufSize), tick: make([]byte, 8),
-		free: make([]int32, 0, 256), line: delayLine{h: make([]lineEntry, 0, 256)}}
+		free: make([]*slot, 0, 256), line: make(delayLine, 0, 256)}
 	x.readFn = x.recv
 	return x
 }
@@ -203,9 +228,6 @@ func openPacketSock(name string) (_ *packetSock, err error) {
 	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 		return nil, fmt.Errorf("promiscuous mode on %s: %w", name, err)
-	}
-	if err := disableOffloads(fd, name); err != nil {
-		return nil, fmt.Errorf("disabling offloads on %s: %w", name, err)
 	}
 	f := os.NewFile(uintptr(fd), "packet:"+name)
 	rc, _ := f.SyscallConn() // fails only on a nil file
@@ -346,8 +368,9 @@ func (d *dir) receivedLocked(s *slot, n, capacity int, now time.Duration) bool {
 		d.st.DroppedQueue++
 		return false
 	}
-	s.n, s.rx, s.at = n, now, at
-	d.line.Push(at, s.idx)
+	d.seq++
+	s.n, s.rx, s.at, s.seq = n, now, at, d.seq
+	heap.Push(&d.line, s)
 	if !d.armed || at < d.armedAt {
 		d.armLocked(at)
 	}
@@ -356,14 +379,13 @@ func (d *dir) receivedLocked(s *slot, n, capacity int, now time.Duration) bool {
 
 func (d *dir) getSlotLocked() *slot {
 	if k := len(d.free); k > 0 {
-		s := d.slots[d.free[k-1]]
+		s := d.free[k-1]
 		d.free = d.free[:k-1]
 		return s
 	}
-	if len(d.slots) < DefaultMaxInFlight {
-		s := &slot{buf: make([]byte, d.bufSize), idx: int32(len(d.slots))}
-		d.slots = append(d.slots, s)
-		return s
+	if d.slots < DefaultMaxInFlight {
+		d.slots++
+		return &slot{buf: make([]byte, d.bufSize)}
 	}
 	return nil
 }
@@ -407,14 +429,14 @@ func (d *dir) sendLoop() {
 // the timer earlier when it schedules an earlier frame.
 func (d *dir) dueLocked(now time.Duration) int {
 	k := 0
-	for k < sendBatch && d.line.Len() > 0 && d.line.h[0].at <= now {
-		d.batch[k] = d.slots[d.line.Pop().slot]
+	for k < sendBatch && d.line.Len() > 0 && d.line[0].at <= now {
+		d.batch[k] = heap.Pop(&d.line).(*slot)
 		k++
 	}
 	switch {
 	case k > 0:
 	case d.line.Len() > 0:
-		d.armLocked(d.line.h[0].at)
+		d.armLocked(d.line[0].at)
 	case d.armed:
 		d.armed = false
 		d.setTimer(unix.Timespec{})
@@ -433,7 +455,7 @@ func (d *dir) sentLocked(k int) {
 			d.hist.add(d.sentAt[i] - s.rx)
 			d.late.add(d.sentAt[i] - s.at)
 		}
-		d.free = append(d.free, s.idx)
+		d.free = append(d.free, s)
 		d.batch[i] = nil
 	}
 }

@@ -186,47 +186,6 @@ func TestShapeValidate(t *testing.T) {
 	}
 }
 
-// ---- delay line ----
-
-func TestDelayLineFIFOOnTies(t *testing.T) {
-	var l delayLine
-	for i := 0; i < 100; i++ {
-		l.Push(time.Duration(i/10), int32(i)) // ten frames per instant
-	}
-	for i := 0; i < 100; i++ {
-		if e := l.Pop(); e.slot != int32(i) {
-			t.Fatalf("pop %d: slot %d", i, e.slot)
-		}
-	}
-}
-
-func TestDelayLineOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var l delayLine
-	type item struct {
-		at   time.Duration
-		slot int32
-	}
-	var want []item
-	next := int32(0)
-	for round := 0; round < 50; round++ {
-		for i := rng.IntN(40); i > 0; i-- {
-			at := time.Duration(rng.IntN(30))
-			l.Push(at, next)
-			want = append(want, item{at, next})
-			next++
-		}
-		slices.SortStableFunc(want, func(a, b item) int { return int(a.at - b.at) })
-		for i := rng.IntN(40); i > 0 && l.Len() > 0; i-- {
-			e := l.Pop()
-			if e.at != want[0].at || e.slot != want[0].slot {
-				t.Fatalf("popped (%v, %d), want (%v, %d)", e.at, e.slot, want[0].at, want[0].slot)
-			}
-			want = want[1:]
-		}
-	}
-}
-
 // ---- histogram ----
 
 func TestHistogramBuckets(t *testing.T) {
