@@ -96,8 +96,8 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	}
 	run.Seed, run.Shard, run.Command = exp.Seed, opt.Shard.String(), opt.Command
 	run.Commit, run.CommitFrom, run.Dirty = SourceCommit()
-	load := startLoadMonitor(LoadInterval)
-	run.CPUs, run.LoadStart = runtime.NumCPU(), load.start
+	loadStart, loadMax := watchLoad(LoadInterval)
+	run.CPUs, run.LoadStart = runtime.NumCPU(), loadStart
 	if w := HighLoadWarning(run.LoadStart, run.CPUs); w != "" {
 		run.Warnings = append(run.Warnings, w)
 		if opt.Warn != nil {
@@ -133,7 +133,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		}
 		run.Points = append(run.Points, rp)
 	}
-	run.LoadMax, run.Finished = load.finish(), time.Now()
+	run.LoadMax, run.Finished = loadMax(), time.Now()
 	return run, err
 }
 
