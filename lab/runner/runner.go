@@ -343,12 +343,13 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	var comp *competition
+	var competing *atomic.Int64
 	if r.exp.Competing > 0 {
-		if comp, err = r.startCompeting(ctx); err != nil {
+		var stop func()
+		if competing, stop, err = r.startCompeting(ctx); err != nil {
 			return results.Sample{}, err
 		}
-		defer comp.stop()
+		defer stop()
 	}
 	if probes != nil {
 		loadStart = probes.count()
@@ -370,8 +371,8 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	if comp != nil {
-		compMbps := float64(comp.n.Load()) * 8 / res.Duration.Seconds() / 1e6
+	if competing != nil {
+		compMbps := float64(competing.Load()) * 8 / res.Duration.Seconds() / 1e6
 		smp.CompetingMbps = &compMbps
 	}
 	if probes != nil {
@@ -394,21 +395,16 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	return smp, nil
 }
 
-// competition is ordinary TCP downloads over one path alongside a
-// measured download.
-type competition struct {
-	n    atomic.Int64 // bytes received by all flows since startCompeting returned
-	stop func()
-}
-
-func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
+// startCompeting starts ordinary TCP downloads over one path alongside a
+// measured download: n counts their bytes since it returned, stop ends them.
+func (r *runState) startCompeting(ctx context.Context) (n *atomic.Int64, stop func(), err error) {
 	pa, ok := r.tb.Plan.Path(r.exp.CompetingPath)
 	if !ok {
-		return nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
+		return nil, nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	c := &competition{stop: func() { cancel(); wg.Wait() }}
+	n, stop = new(atomic.Int64), func() { cancel(); wg.Wait() }
 	errs := make(chan error, r.exp.Competing)
 	dial := Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}.Dial
 	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
@@ -416,7 +412,7 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 		wg.Go(func() {
 			var prev int64
 			_, err := httpbench.Fetch(cctx, url, httpbench.Options{Dial: dial, OnProgress: func(total int64) {
-				c.n.Add(total - prev)
+				n.Add(total - prev)
 				prev = total
 			}})
 			if err != nil && cctx.Err() == nil {
@@ -428,16 +424,15 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 	case <-time.After(CompetingLead):
 	case <-ctx.Done():
 	}
-	var err error
 	for len(errs) > 0 {
 		err = errors.Join(err, <-errs)
 	}
-	if err == nil && c.n.Swap(0) == 0 {
+	if err == nil && n.Swap(0) == 0 {
 		err = errors.New("no byte arrived")
 	}
 	if err != nil {
-		c.stop()
-		return nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
+		stop()
+		return nil, nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
 	}
-	return c, nil
+	return n, stop, nil
 }
