@@ -319,25 +319,21 @@ func (r *runState) counters(ctx context.Context, sess Session) (Counters, error)
 }
 
 func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
-	var probes *prober
-	idleEnd, loadStart := 0, 0
+	var probes func() (sent, rtt []time.Duration)
+	var idleEnd time.Duration
 	if r.exp.Latency {
 		conn, err := dialUDP(ctx, sess, r.web.Addr)
 		if err != nil {
 			return results.Sample{}, fmt.Errorf("latency probes: %w", err)
 		}
-		probes = startProber(conn, r.exp.LatencyInterval)
-		defer func() {
-			if probes != nil {
-				probes.finish()
-			}
-		}()
+		probes = sync.OnceValues(startProber(conn, r.exp.LatencyInterval))
+		defer probes()
 		select {
 		case <-time.After(r.exp.LatencyIdle):
 		case <-ctx.Done():
 			return results.Sample{}, ctx.Err()
 		}
-		idleEnd = probes.count()
+		idleEnd = clock()
 	}
 	before, err := r.counters(ctx, sess)
 	if err != nil {
@@ -351,9 +347,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		}
 		defer stop()
 	}
-	if probes != nil {
-		loadStart = probes.count()
-	}
+	loadStart := clock()
 	smp := results.Sample{Rep: rep}
 	events := startEvents(r.tb, r.exp.Events)
 	defer events.settle()
@@ -376,10 +370,17 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		smp.CompetingMbps = &compMbps
 	}
 	if probes != nil {
-		loadEnd := probes.count()
-		rtts := probes.finish()
-		probes = nil
-		l, err := AddedDelay(rtts[:idleEnd], rtts[loadStart:loadEnd])
+		loadEnd := clock()
+		sent, rtts := probes()
+		phase := func(from, to time.Duration) (out []time.Duration) { // the RTTs of the probes sent in [from, to)
+			for i, t := range sent {
+				if t >= from && t < to {
+					out = append(out, rtts[i])
+				}
+			}
+			return out
+		}
+		l, err := AddedDelay(phase(0, idleEnd), phase(loadStart, loadEnd))
 		if err != nil {
 			return results.Sample{}, err
 		}
