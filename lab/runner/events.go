@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -26,15 +27,16 @@ type pathSample struct {
 }
 
 // eventRun applies one download's events and samples the paths. Until
-// done, loop alone touches fired, samples and errs.
+// done, loop alone touches state, fired, samples and errs.
 type eventRun struct {
 	tb         *testbed.Testbed
 	events     []scenario.Event
 	paths      []string
 	start      time.Time
 	stop, done chan struct{}
-	changed    bool            // finish undid a change: settle waits
-	fired      []time.Duration // when each event fired; len = events fired
+	changed    bool                          // finish undid a change: settle waits
+	state      map[string]scenario.PathState // what the fired events did to each path
+	fired      []time.Duration               // when each event fired; len = events fired
 	samples    []pathSample
 	errs       []error
 }
@@ -45,7 +47,8 @@ func startEvents(tb *testbed.Testbed, events []scenario.Event) *eventRun {
 	if len(events) == 0 {
 		return nil
 	}
-	e := &eventRun{tb: tb, events: events, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	e := &eventRun{tb: tb, events: events, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		state: map[string]scenario.PathState{}}
 	for _, p := range tb.Plan.Paths {
 		e.paths = append(e.paths, p.Name)
 	}
@@ -68,7 +71,10 @@ func (e *eventRun) loop() {
 	defer tick.Stop()
 	for next := 0; ; {
 		for ; next < len(e.events) && time.Since(e.start) >= e.events[next].At; next++ {
-			e.errs = append(e.errs, applyEvent(e.tb, e.events[next], false))
+			ev := e.events[next]
+			was := e.state[ev.Link]
+			e.state[ev.Link], _ = was.Apply(ev.Action)
+			e.errs = append(e.errs, setPath(e.tb, ev.Link, was, e.state[ev.Link]))
 			e.fired = append(e.fired, time.Since(e.start))
 			e.sample()
 		}
@@ -81,23 +87,24 @@ func (e *eventRun) loop() {
 	}
 }
 
-// applyEvent makes ev's change, or undoes it (undo: the state before it).
-func applyEvent(tb *testbed.Testbed, ev scenario.Event, undo bool) error {
-	switch ev.Action {
-	case scenario.ActionCut, scenario.ActionRestore:
-		if (ev.Action == scenario.ActionCut) != undo {
-			return tb.Cut(ev.Link)
+// setPath takes path link from state was to state to (scenario.PathState.Apply):
+// when it goes back to the scenario's, up first, back to its address (which
+// re-adds its routes) next, restored last.
+func setPath(tb *testbed.Testbed, link string, was, to scenario.PathState) error {
+	var errs []error
+	do := func(change bool, f func(string) error) {
+		if change {
+			errs = append(errs, f(link))
 		}
-		return tb.Restore(ev.Link)
-	case scenario.ActionDown, scenario.ActionUp:
-		if (ev.Action == scenario.ActionDown) != undo {
-			return tb.SetPathDown(ev.Link)
-		}
-		return tb.SetPathUp(ev.Link)
-	case scenario.ActionReaddress:
-		return tb.Readdress(ev.Link, undo)
 	}
-	return errors.New("runner: unknown event action " + ev.Action)
+	do(!was.Down && to.Down, tb.SetPathDown)
+	do(was.Down && !to.Down, tb.SetPathUp)
+	if was.Moved != to.Moved {
+		errs = append(errs, tb.Readdress(link, was.Moved))
+	}
+	do(!was.Cut && to.Cut, tb.Cut)
+	do(was.Cut && !to.Cut, tb.Restore)
+	return errors.Join(errs...)
 }
 
 // finish stops the timeline at the download's end, undoes what the events
@@ -110,9 +117,11 @@ func (e *eventRun) finish() ([]results.EventOutcome, []results.Phase, error) {
 	close(e.stop)
 	<-e.done
 	e.sample()
-	for _, u := range leftChanged(e.events[:len(e.fired)]) {
-		e.errs = append(e.errs, applyEvent(e.tb, u, true))
-		e.changed = true
+	for _, link := range slices.Sorted(maps.Keys(e.state)) {
+		if st := e.state[link]; st != (scenario.PathState{}) {
+			e.errs = append(e.errs, setPath(e.tb, link, st, scenario.PathState{}))
+			e.changed = true
+		}
 	}
 	out, phases := eventOutcomes(e.events, e.fired, e.paths, e.samples, d)
 	return out, phases, errors.Join(e.errs...)
@@ -123,32 +132,6 @@ func (e *eventRun) settle() {
 	if e != nil && e.changed {
 		time.Sleep(EventSettle)
 	}
-}
-
-// leftChanged returns, for what the fired events left changed, the event
-// whose undo puts it back: a path still cut, still down, or moved.
-func leftChanged(fired []scenario.Event) []scenario.Event {
-	st := map[string]scenario.PathState{}
-	var order []string
-	for _, ev := range fired {
-		if _, seen := st[ev.Link]; !seen {
-			order = append(order, ev.Link)
-		}
-		st[ev.Link], _ = st[ev.Link].Apply(ev.Action)
-	}
-	var out []scenario.Event
-	for _, link := range order {
-		if st[link].Down {
-			out = append(out, scenario.Event{Action: scenario.ActionDown, Link: link})
-		}
-		if st[link].Moved {
-			out = append(out, scenario.Event{Action: scenario.ActionReaddress, Link: link})
-		}
-		if st[link].Cut {
-			out = append(out, scenario.Event{Action: scenario.ActionCut, Link: link})
-		}
-	}
-	return out
 }
 
 // eventOutcomes is what each event did and the paths' rates between events

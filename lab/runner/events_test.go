@@ -65,22 +65,6 @@ func TestEventOutcomes(t *testing.T) {
 	}
 }
 
-func TestLeftChanged(t *testing.T) {
-	ev := func(a, l string) scenario.Event { return scenario.Event{Action: a, Link: l} }
-	got := leftChanged([]scenario.Event{
-		ev(scenario.ActionCut, "secondary"), ev(scenario.ActionDown, "primary"),
-		ev(scenario.ActionRestore, "secondary"), ev(scenario.ActionReaddress, "secondary"),
-	})
-	// By path, in the order the paths were first touched.
-	want := []scenario.Event{ev(scenario.ActionReaddress, "secondary"), ev(scenario.ActionDown, "primary")}
-	if !slices.Equal(got, want) {
-		t.Errorf("left changed %v, want %v", got, want)
-	}
-	if got := leftChanged([]scenario.Event{ev(scenario.ActionDown, "primary"), ev(scenario.ActionUp, "primary")}); len(got) != 0 {
-		t.Errorf("down then up left %v", got)
-	}
-}
-
 func TestSummarizeEvents(t *testing.T) {
 	events := []scenario.Event{{At: time.Second, Action: scenario.ActionCut, Link: "secondary"}}
 	r := func(v float64) *float64 { return &v }

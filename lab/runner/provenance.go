@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -25,13 +24,10 @@ const (
 	HighLoadPerCPU = 0.5
 )
 
-// loadavgFile is where the load averages are read (tests point it elsewhere).
-var loadavgFile = "/proc/loadavg"
-
-// readLoad returns the 1-minute load average of the machine: the first
-// field of /proc/loadavg ("0.52 0.58 0.59 1/389 12345").
-func readLoad() (v float64, err error) {
-	data, err := os.ReadFile(loadavgFile)
+// readLoad returns the machine's 1-minute load average: the first field of
+// /proc/loadavg ("0.52 0.58 0.59 1/389 12345"). Tests replace it.
+var readLoad = func() (v float64, err error) {
+	data, err := os.ReadFile("/proc/loadavg")
 	if err == nil {
 		_, err = fmt.Sscan(string(data), &v)
 	}
@@ -49,50 +45,31 @@ func HighLoadWarning(load float64, cpus int) string {
 		load, cpus, HighLoadPerCPU)
 }
 
-// loadMonitor samples the load average every interval until finish and
-// keeps the highest value.
-type loadMonitor struct {
-	start float64
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	max   float64
-}
-
-func startLoadMonitor(interval time.Duration) *loadMonitor {
-	m := &loadMonitor{stop: make(chan struct{})}
-	m.start, _ = readLoad()
-	m.max = m.start
-	m.wg.Go(func() {
+// watchLoad samples the load average every interval until finish, which
+// takes a last sample and returns the highest value seen (start included).
+func watchLoad(interval time.Duration) (start float64, finish func() float64) {
+	start, _ = readLoad()
+	peak, stop, done := start, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		for {
+		for stopped := false; !stopped; {
 			select {
-			case <-m.stop:
-				return
+			case <-stop:
+				stopped = true
 			case <-t.C:
-				m.sample()
+			}
+			if v, err := readLoad(); err == nil {
+				peak = max(peak, v)
 			}
 		}
-	})
-	return m
-}
-
-func (m *loadMonitor) sample() {
-	if v, err := readLoad(); err == nil {
-		m.mu.Lock()
-		m.max = max(m.max, v)
-		m.mu.Unlock()
+	}()
+	return start, func() float64 {
+		close(stop)
+		<-done
+		return peak
 	}
-}
-
-// finish takes a last sample, stops the sampling and returns the highest
-// load seen (the start included).
-func (m *loadMonitor) finish() float64 {
-	close(m.stop)
-	m.wg.Wait()
-	m.sample()
-	return m.max
 }
 
 // NewSeed returns a random campaign seed, small enough to type back

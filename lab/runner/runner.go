@@ -96,8 +96,8 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	}
 	run.Seed, run.Shard, run.Command = exp.Seed, opt.Shard.String(), opt.Command
 	run.Commit, run.CommitFrom, run.Dirty = SourceCommit()
-	load := startLoadMonitor(LoadInterval)
-	run.CPUs, run.LoadStart = runtime.NumCPU(), load.start
+	loadStart, loadMax := watchLoad(LoadInterval)
+	run.CPUs, run.LoadStart = runtime.NumCPU(), loadStart
 	if w := HighLoadWarning(run.LoadStart, run.CPUs); w != "" {
 		run.Warnings = append(run.Warnings, w)
 		if opt.Warn != nil {
@@ -133,7 +133,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 		}
 		run.Points = append(run.Points, rp)
 	}
-	run.LoadMax, run.Finished = load.finish(), time.Now()
+	run.LoadMax, run.Finished = loadMax(), time.Now()
 	return run, err
 }
 
@@ -319,40 +319,35 @@ func (r *runState) counters(ctx context.Context, sess Session) (Counters, error)
 }
 
 func (r *runState) download(ctx context.Context, sess Session, rep int) (results.Sample, error) {
-	var probes *prober
-	idleEnd, loadStart := 0, 0
+	var probes func() (sent, rtt []time.Duration)
+	var idleEnd time.Duration
 	if r.exp.Latency {
 		conn, err := dialUDP(ctx, sess, r.web.Addr)
 		if err != nil {
 			return results.Sample{}, fmt.Errorf("latency probes: %w", err)
 		}
-		probes = startProber(conn, r.exp.LatencyInterval)
-		defer func() {
-			if probes != nil {
-				probes.finish()
-			}
-		}()
+		probes = sync.OnceValues(startProber(conn, r.exp.LatencyInterval))
+		defer probes()
 		select {
 		case <-time.After(r.exp.LatencyIdle):
 		case <-ctx.Done():
 			return results.Sample{}, ctx.Err()
 		}
-		idleEnd = probes.count()
+		idleEnd = clock()
 	}
 	before, err := r.counters(ctx, sess)
 	if err != nil {
 		return results.Sample{}, err
 	}
-	var comp *competition
+	var competing *atomic.Int64
 	if r.exp.Competing > 0 {
-		if comp, err = r.startCompeting(ctx); err != nil {
+		var stop func()
+		if competing, stop, err = r.startCompeting(ctx); err != nil {
 			return results.Sample{}, err
 		}
-		defer comp.stop()
+		defer stop()
 	}
-	if probes != nil {
-		loadStart = probes.count()
-	}
+	loadStart := clock()
 	smp := results.Sample{Rep: rep}
 	events := startEvents(r.tb, r.exp.Events)
 	defer events.settle()
@@ -370,15 +365,22 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	if err != nil {
 		return results.Sample{}, err
 	}
-	if comp != nil {
-		compMbps := float64(comp.n.Load()) * 8 / res.Duration.Seconds() / 1e6
+	if competing != nil {
+		compMbps := float64(competing.Load()) * 8 / res.Duration.Seconds() / 1e6
 		smp.CompetingMbps = &compMbps
 	}
 	if probes != nil {
-		loadEnd := probes.count()
-		rtts := probes.finish()
-		probes = nil
-		l, err := AddedDelay(rtts[:idleEnd], rtts[loadStart:loadEnd])
+		loadEnd := clock()
+		sent, rtts := probes()
+		phase := func(from, to time.Duration) (out []time.Duration) { // the RTTs of the probes sent in [from, to)
+			for i, t := range sent {
+				if t >= from && t < to {
+					out = append(out, rtts[i])
+				}
+			}
+			return out
+		}
+		l, err := AddedDelay(phase(0, idleEnd), phase(loadStart, loadEnd))
 		if err != nil {
 			return results.Sample{}, err
 		}
@@ -394,21 +396,16 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	return smp, nil
 }
 
-// competition is ordinary TCP downloads over one path alongside a
-// measured download.
-type competition struct {
-	n    atomic.Int64 // bytes received by all flows since startCompeting returned
-	stop func()
-}
-
-func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
+// startCompeting starts ordinary TCP downloads over one path alongside a
+// measured download: n counts their bytes since it returned, stop ends them.
+func (r *runState) startCompeting(ctx context.Context) (n *atomic.Int64, stop func(), err error) {
 	pa, ok := r.tb.Plan.Path(r.exp.CompetingPath)
 	if !ok {
-		return nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
+		return nil, nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	c := &competition{stop: func() { cancel(); wg.Wait() }}
+	n, stop = new(atomic.Int64), func() { cancel(); wg.Wait() }
 	errs := make(chan error, r.exp.Competing)
 	dial := Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}.Dial
 	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
@@ -416,7 +413,7 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 		wg.Go(func() {
 			var prev int64
 			_, err := httpbench.Fetch(cctx, url, httpbench.Options{Dial: dial, OnProgress: func(total int64) {
-				c.n.Add(total - prev)
+				n.Add(total - prev)
 				prev = total
 			}})
 			if err != nil && cctx.Err() == nil {
@@ -428,16 +425,15 @@ func (r *runState) startCompeting(ctx context.Context) (*competition, error) {
 	case <-time.After(CompetingLead):
 	case <-ctx.Done():
 	}
-	var err error
 	for len(errs) > 0 {
 		err = errors.Join(err, <-errs)
 	}
-	if err == nil && c.n.Swap(0) == 0 {
+	if err == nil && n.Swap(0) == 0 {
 		err = errors.New("no byte arrived")
 	}
 	if err != nil {
-		c.stop()
-		return nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
+		stop()
+		return nil, nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
 	}
-	return c, nil
+	return n, stop, nil
 }

@@ -146,90 +146,53 @@ func dialUDP(ctx context.Context, sess Session, web netip.Addr) (net.Conn, error
 	return sess.Dial(ctx, "udp4", netip.AddrPortFrom(web, UDPPort).String())
 }
 
-// prober sends a latency probe every interval and records each one's RTT.
-type prober struct {
-	conn     net.Conn
-	interval time.Duration
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	rtt      []time.Duration // by sequence number; -1 while unanswered
-}
-
-func startProber(conn net.Conn, interval time.Duration) *prober {
-	p := &prober{conn: conn, interval: interval, stop: make(chan struct{})}
-	p.wg.Go(p.send)
-	p.wg.Go(p.receive)
-	return p
-}
-
-func (p *prober) send() {
-	pkt := make([]byte, ProbeSize)
-	t := time.NewTicker(p.interval)
-	defer t.Stop()
-	for {
-		p.mu.Lock()
-		seq := uint32(len(p.rtt))
-		p.rtt = append(p.rtt, -1)
-		p.mu.Unlock()
-		binary.Encode(pkt, be, dataMsg{udpEcho, 0, seq, int64(clock())})
-		p.conn.Write(pkt)
-		select {
-		case <-t.C:
-		case <-p.stop:
-			return
+// startProber sends a latency probe on conn every interval until finish,
+// recording each probe's clock() at sending and its RTT (-1: no answer).
+// finish waits for the answers still due (2 × the largest RTT, bounded),
+// closes conn and returns both.
+func startProber(conn net.Conn, interval time.Duration) (finish func() (sent, rtt []time.Duration)) {
+	var sent, rtt []time.Duration
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		pkt, buf := make([]byte, ProbeSize), make([]byte, udpServiceBuffer)
+		answered, longest := 0, time.Duration(0)
+		receive := func(until time.Time) {
+			conn.SetReadDeadline(until)
+			var m dataMsg
+			if n, err := conn.Read(buf); err == nil && n >= dataLen && buf[0] == udpEcho {
+				binary.Decode(buf, be, &m)
+				if d := clock() - time.Duration(m.Sent); int(m.Seq) < len(rtt) && rtt[m.Seq] < 0 {
+					rtt[m.Seq], answered, longest = d, answered+1, max(longest, d)
+				}
+			}
 		}
+		for next := time.Now(); ; {
+			select {
+			case <-stop: // the answers still due
+				grace := func() time.Duration { return min(probeGraceMax, max(probeGraceMin, 2*longest)) }
+				for stopped := time.Now(); answered < len(sent) && time.Since(stopped) < grace(); {
+					receive(stopped.Add(grace()))
+				}
+				return
+			default:
+			}
+			if now := time.Now(); !now.Before(next) {
+				t := clock()
+				binary.Encode(pkt, be, dataMsg{udpEcho, 0, uint32(len(sent)), int64(t)})
+				sent, rtt = append(sent, t), append(rtt, -1)
+				conn.Write(pkt)
+				next = next.Add((now.Sub(next)/interval + 1) * interval) // a late probe skips the ticks it missed
+			}
+			receive(next)
+		}
+	}()
+	return func() ([]time.Duration, []time.Duration) {
+		close(stop)
+		<-done
+		conn.Close()
+		return sent, rtt
 	}
-}
-
-func (p *prober) receive() {
-	buf := make([]byte, udpServiceBuffer)
-	for {
-		n, err := p.conn.Read(buf)
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		var m dataMsg
-		if err != nil || n < dataLen || buf[0] != udpEcho {
-			continue
-		}
-		binary.Decode(buf, be, &m)
-		rtt := clock() - time.Duration(m.Sent)
-		p.mu.Lock()
-		if int(m.Seq) < len(p.rtt) && p.rtt[m.Seq] < 0 {
-			p.rtt[m.Seq] = rtt
-		}
-		p.mu.Unlock()
-	}
-}
-
-// count is the number of probes sent so far: a mark between phases.
-func (p *prober) count() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.rtt)
-}
-
-// finish stops sending, waits for outstanding answers and closes the
-// socket. It returns every probe's RTT (-1: no answer).
-func (p *prober) finish() []time.Duration {
-	close(p.stop)
-	for stopped := time.Now(); ; {
-		p.mu.Lock()
-		var longest time.Duration
-		open := false
-		for _, r := range p.rtt {
-			longest, open = max(longest, r), open || r < 0
-		}
-		p.mu.Unlock()
-		if !open || time.Since(stopped) > min(probeGraceMax, max(probeGraceMin, 2*longest)) {
-			break
-		}
-		time.Sleep(p.interval)
-	}
-	p.conn.Close()
-	p.wg.Wait()
-	return p.rtt // the goroutines are gone
 }
 
 // realtime runs one repetition of the real-time workload (docs/lab.md).
