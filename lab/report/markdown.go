@@ -18,9 +18,8 @@ import (
 )
 
 // Markdown writes the report: the setup, then per figure its tables and
-// plots. plots are file names relative to the report's directory; each
-// figure embeds its PNG and links its SVG, and plots that belong to no
-// figure are listed at the end.
+// plots. plots are file names relative to the report's directory (what
+// Plot drew); each figure embeds its PNG and links its SVG.
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
 	name := cmp.Or(run.Scenario, "(unnamed)")
@@ -45,7 +44,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Date", dateRange(run.Started, run.Finished))
 	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
-	if failed := len(slices.DeleteFunc(points(run.Points), func(p *results.Point) bool { return p.Error == "" })); failed > 0 {
+	if failed := len(slices.DeleteFunc(slices.Clone(run.Points), func(p results.Point) bool { return p.Error == "" })); failed > 0 {
 		pts += fmt.Sprintf(" (%d failed)", failed)
 	}
 	row("Points", pts)
@@ -72,7 +71,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		"Path shares are the fraction of the download's bytes each path carried.\n")
 
 	stem := func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) }
-	byStem := map[string][]string{} // the plots not yet shown
+	byStem := map[string][]string{}
 	for _, p := range plots {
 		byStem[stem(p)] = append(byStem[stem(p)], filepath.ToSlash(p))
 	}
@@ -108,13 +107,8 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	}
 	paths := sharePaths(run)
 	for _, f := range figures(run) {
-		show := func(m pointColumn) {
-			if files, ok := byStem[f.stemOf(m)]; ok {
-				delete(byStem, f.stemOf(m))
-				embed(bw, f.title, files)
-			}
-		}
-		table := func(caption string, points []*results.Point, cols ...column) {
+		show := func(m pointColumn) { embed(bw, f.title, byStem[f.stemOf(m)]) }
+		table := func(caption string, points []results.Point, cols ...column) {
 			if caption != "" {
 				fmt.Fprintf(bw, "\n%s\n\n", caption)
 			}
@@ -134,17 +128,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		if ev != nil {
 			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
 		}
-		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
+		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
 			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
 		}
-	}
-	rest := slices.DeleteFunc(slices.Clone(plots), func(p string) bool { _, ok := byStem[stem(p)]; return !ok })
-	for i, p := range rest {
-		if i == 0 {
-			fmt.Fprintf(bw, "\n## Other plots\n\n")
-		}
-		p = filepath.ToSlash(p)
-		fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
 	}
 	return bw.Flush()
 }
@@ -237,7 +223,7 @@ func mdCommand(args []string) string {
 // goodputColumns are a figure's goodput table: mean ± 95% CI in Mbit/s
 // (or the point's error), n, median, the competing TCP flows' goodput if
 // any point has one, and the path shares if any point has them.
-func goodputColumns(points []*results.Point, paths []string) []column {
+func goodputColumns(points []results.Point, paths []string) []column {
 	cols := []column{
 		{"goodput (Mbit/s)", func(p *results.Point) string {
 			if p.Error != "" {
@@ -248,7 +234,7 @@ func goodputColumns(points []*results.Point, paths []string) []column {
 		{"n", func(p *results.Point) string { return strconv.Itoa(summaryOf(p).N) }},
 		{"median", func(p *results.Point) string { return mdNum.Num(summaryOf(p).Median, mbpsDecimals) }},
 	}
-	if slices.ContainsFunc(points, func(p *results.Point) bool { return p.Competing != nil }) {
+	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Competing != nil }) {
 		cols = append(cols, column{"competing TCP (Mbit/s)", func(p *results.Point) string {
 			if p.Competing == nil {
 				return "–"
@@ -272,8 +258,11 @@ func (f *figure) leadColumns() []column {
 	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
 }
 
-// embed shows a figure's first PNG and links its other files.
+// embed shows a figure's first PNG and links its other files, if any.
 func embed(w io.Writer, title string, files []string) {
+	if len(files) == 0 {
+		return
+	}
 	fmt.Fprintln(w)
 	png := slices.IndexFunc(files, func(f string) bool { return strings.EqualFold(path.Ext(f), ".png") })
 	if png >= 0 {

@@ -16,17 +16,16 @@ func TestSeriesAdd(t *testing.T) {
 	d.Add(2, 7, math.NaN())
 	d.Add(3, 6, math.Inf(1))
 	d.Add(4, 2, -1)
-	if want := []float64{0.5, 0, 0, 0}; !reflect.DeepEqual(d.CI, want) {
-		t.Errorf("CI %v, want %v", d.CI, want)
+	for i, want := range []float64{0.5, 0, 0, 0} {
+		if lo, hi := d.YError(i); lo != want || hi != want {
+			t.Errorf("YError(%d) = %v, %v, want %v", i, lo, hi, want)
+		}
 	}
 	if d.Len() != 4 {
 		t.Errorf("Len %d", d.Len())
 	}
 	if x, y := d.XY(1); x != 2 || y != 7 {
 		t.Errorf("XY(1) = %v, %v", x, y)
-	}
-	if lo, hi := d.YError(0); lo != 0.5 || hi != 0.5 {
-		t.Errorf("YError(0) = %v, %v", lo, hi)
 	}
 	if top := d.Top(); top != 7 {
 		t.Errorf("Top %v, want 7", top)
