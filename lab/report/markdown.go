@@ -108,29 +108,23 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	paths := sharePaths(run)
 	for _, f := range figures(run) {
 		show := func(m pointColumn) { embed(bw, f.title, byStem[f.stemOf(m)]) }
-		table := func(caption string, points []results.Point, cols ...column) {
-			if caption != "" {
+		// A part's table, where the run has the part.
+		table := func(caption string, points []results.Point, part []pointColumn, extra ...column) {
+			if part != nil && len(points) > 0 {
 				fmt.Fprintf(bw, "\n%s\n\n", caption)
+				mdTable.Write(bw, pointRows(points, slices.Concat(f.leadColumns(), mdColumns(part), extra)))
 			}
-			mdTable.Write(bw, pointRows(points, append(f.leadColumns(), cols...)))
 		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
-		table("", f.points, goodputColumns(f.points, paths)...)
+		mdTable.Write(bw, pointRows(f.points, append(f.leadColumns(), goodputColumns(f.points, paths)...)))
 		show(goodput)
-		if lat != nil {
-			table("Latency under load:", f.points, mdColumns(lat)...)
-			show(addedDelay)
-		}
-		if rt != nil {
-			table("Real-time flow:", f.points, append(mdColumns(rt), column{"extra bytes vs recovery off", extraBytes})...)
-			show(realtimeMiss)
-		}
-		if ev != nil {
-			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
-		}
-		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
-			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
-		}
+		table("Latency under load:", f.points, lat)
+		show(addedDelay)
+		table("Real-time flow:", f.points, rt, column{"extra bytes vs recovery off", extraBytes})
+		show(realtimeMiss)
+		table("Path events:", f.points, ev, column{"reacted", reacted})
+		recovered := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil })
+		table("Bulk recovery overhead:", recovered, rec, column{"within bound", withinBound})
 	}
 	return bw.Flush()
 }
