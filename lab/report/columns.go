@@ -55,15 +55,6 @@ func csvColumns(cols []pointColumn, unit string) []column {
 	return out
 }
 
-// mdColumns are cols as the Markdown's cells.
-func mdColumns(cols []pointColumn) []column {
-	out := make([]column, len(cols))
-	for i, c := range cols {
-		out[i] = column{c.title, func(p *results.Point) string { return mdFigure.MeanCI(c.of(p), 2) }}
-	}
-	return out
-}
-
 // partColumn makes the columns of one part of a point (latency, real-time,
 // bulk recovery, events): none where the point has not got the part.
 func partColumn[T any](part func(*results.Point) *T) func(name, title string, f func(*T) *stats.Summary) pointColumn {
@@ -128,11 +119,6 @@ func pointColumns(run *results.Run) (lat, rt, rec []pointColumn) {
 		return nil
 	}
 	return some(latencyColumns), some(realtimeColumns), some(bulkRecoveryColumns)
-}
-
-// withinBound says how many of p's downloads met the overhead target.
-func withinBound(p *results.Point) string {
-	return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
 }
 
 // extraBytesPct is how many more outer bytes per delivered payload byte p

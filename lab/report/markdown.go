@@ -112,7 +112,11 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		table := func(caption string, points []results.Point, part []pointColumn, extra ...column) {
 			if part != nil && len(points) > 0 {
 				fmt.Fprintf(bw, "\n%s\n\n", caption)
-				mdTable.Write(bw, pointRows(points, slices.Concat(f.leadColumns(), mdColumns(part), extra)))
+				cols := f.leadColumns()
+				for _, c := range part {
+					cols = append(cols, column{c.title, func(p *results.Point) string { return mdFigure.MeanCI(c.of(p), 2) }})
+				}
+				mdTable.Write(bw, pointRows(points, append(cols, extra...)))
 			}
 		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
@@ -124,7 +128,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		show(realtimeMiss)
 		table("Path events:", f.points, ev, column{"reacted", reacted})
 		recovered := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil })
-		table("Bulk recovery overhead:", recovered, rec, column{"within bound", withinBound})
+		table("Bulk recovery overhead:", recovered, rec, column{"within bound", func(p *results.Point) string {
+			return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
+		}})
 	}
 	return bw.Flush()
 }
