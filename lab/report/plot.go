@@ -82,15 +82,6 @@ func (s *Series) Add(x, y, ci float64) {
 	s.YErrors = append(s.YErrors, struct{ Low, High float64 }{ci, ci})
 }
 
-// Top is the highest error bar's top.
-func (s *Series) Top() float64 {
-	top := 0.0
-	for i, p := range s.XYs {
-		top = math.Max(top, p.Y+s.YErrors[i].High)
-	}
-	return top
-}
-
 // newPlot starts a figure in the lab's style; bar charts' categories need
 // no vertical grid lines.
 func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
@@ -109,9 +100,10 @@ func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 }
 
 // fitY sets y from 0 (an axis that does not start at 0 exaggerates
-// differences) to above the highest error bar, with headroom for a legend
-// of that many entries at the top.
-func fitY(p *plot.Plot, top float64, legend int) {
+// differences) to above the highest error bar (the top of what p.Add
+// added), with headroom for a legend of that many entries at the top.
+func fitY(p *plot.Plot, legend int) {
+	top := p.Y.Max
 	if !(top > 0) {
 		top = 1
 	}
@@ -140,13 +132,11 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 	p := newPlot(f.Title, f.YLabel, true)
 	p.X.Label.Text = f.XLabel
 	p.Legend.Top = true
-	top := 0.0
 	for i := range f.Series {
 		d := &f.Series[i]
 		if d.Len() == 0 {
 			continue
 		}
-		top = math.Max(top, d.Top())
 		line, pts, err := plotter.NewLinePoints(d)
 		if err != nil {
 			return nil, err
@@ -165,7 +155,7 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 		p.Add(line, pts, bars)
 		p.Legend.Add(f.Labels[i], line, pts)
 	}
-	fitY(p, top, len(f.Labels))
+	fitY(p, len(f.Labels))
 	p.X.Min, p.X.Max = f.XMin, f.XMax
 	if f.Ticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
@@ -243,7 +233,7 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		bars.Width = vg.Points(1.2)
 		p.Add(bars)
 	}
-	fitY(p, d.Top(), 0)
+	fitY(p, 0)
 	p.NominalX(f.series...) // a figure has a point, so a series
 	p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	return p, nil

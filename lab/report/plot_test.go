@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 // An undefined or negative interval draws no error bar rather than one
@@ -27,15 +29,18 @@ func TestSeriesAdd(t *testing.T) {
 	if x, y := d.XY(1); x != 2 || y != 7 {
 		t.Errorf("XY(1) = %v, %v", x, y)
 	}
-	if top := d.Top(); top != 7 {
-		t.Errorf("Top %v, want 7", top)
-	}
 	p := newPlot("t", "y", true)
-	fitY(p, d.Top(), 2)
+	bars, err := plotter.NewYErrorBars(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Add(bars)
+	fitY(p, 2)
 	if p.Y.Min != 0 || math.Abs(p.Y.Max-7*1.22) > 1e-9 {
 		t.Errorf("y range %v..%v, want 0..%v", p.Y.Min, p.Y.Max, 7*1.22)
 	}
-	fitY(p, math.NaN(), 0)
+	p = newPlot("t", "y", true)
+	fitY(p, 0)
 	if p.Y.Max != 1.08 {
 		t.Errorf("y max without data %v, want 1.08", p.Y.Max)
 	}
