@@ -99,20 +99,19 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			"\"reacted\" counts the downloads where that happened of those where the event fired. "+
 			"Rates are what each path delivered towards the client between events, in kB/s, from the link emulators.\n", results.ReactBytes)
 	}
-	extraBytes := func(p *results.Point) string {
-		if x := extraBytesPct(run, p); !math.IsNaN(x) {
-			return strconv.FormatFloat(x, 'f', 1, 64) + "%"
-		}
-		return "–"
-	}
 	paths := sharePaths(run)
 	for _, f := range figures(run) {
 		show := func(m pointColumn) { embed(bw, f.title, byStem[f.stemOf(m)]) }
+		// Each table starts with the x value (if the figure has an x axis) and the transport.
+		lead := []column{{"transport", func(p *results.Point) string { return mdText(p.Label) }}}
+		if f.x != "" {
+			lead = slices.Insert(lead, 0, column{mdText(f.x), func(p *results.Point) string { q, _ := p.Param(f.x); return mdText(q.Text) }})
+		}
 		// A part's table, where the run has the part.
 		table := func(caption string, points []results.Point, part []pointColumn, extra ...column) {
 			if part != nil && len(points) > 0 {
 				fmt.Fprintf(bw, "\n%s\n\n", caption)
-				cols := f.leadColumns()
+				cols := slices.Clone(lead)
 				for _, c := range part {
 					cols = append(cols, column{c.title, func(p *results.Point) string { return mdFigure.MeanCI(c.of(p), 2) }})
 				}
@@ -120,11 +119,16 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			}
 		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
-		mdTable.Write(bw, pointRows(f.points, append(f.leadColumns(), goodputColumns(f.points, paths)...)))
+		mdTable.Write(bw, pointRows(f.points, slices.Concat(lead, goodputColumns(f.points, paths))))
 		show(goodput)
 		table("Latency under load:", f.points, lat)
 		show(addedDelay)
-		table("Real-time flow:", f.points, rt, column{"extra bytes vs recovery off", extraBytes})
+		table("Real-time flow:", f.points, rt, column{"extra bytes vs recovery off", func(p *results.Point) string {
+			if x := extraBytesPct(run, p); !math.IsNaN(x) {
+				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
+			}
+			return "–"
+		}})
 		show(realtimeMiss)
 		table("Path events:", f.points, ev, column{"reacted", reacted})
 		recovered := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil })
@@ -246,16 +250,6 @@ func goodputColumns(points []results.Point, paths []string) []column {
 		cols = append(cols, column{"path shares", func(p *results.Point) string { return shares(p, paths) }})
 	}
 	return cols
-}
-
-// leadColumns are the first columns of the figure's tables: the x value
-// (if the figure has an x axis) and the transport.
-func (f *figure) leadColumns() []column {
-	var cols []column
-	if f.x != "" {
-		cols = append(cols, column{mdText(f.x), func(p *results.Point) string { q, _ := p.Param(f.x); return mdText(q.Text) }})
-	}
-	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
 }
 
 // embed shows a figure's first PNG and links its other files, if any.
