@@ -198,10 +198,7 @@ func (l *lab) idleLoad(ctx context.Context) (float64, error) {
 	case <-time.After(l.cfg.Idle):
 	}
 	busy1, _, err := ReadSystemCPU()
-	if err != nil {
-		return 0, err
-	}
-	return (busy1 - busy0) / time.Since(t0).Seconds(), nil
+	return (busy1 - busy0) / time.Since(t0).Seconds(), err
 }
 
 func (l *lab) measure(ctx context.Context, t runner.Session, rep int) (Sample, error) {

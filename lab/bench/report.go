@@ -312,7 +312,7 @@ func (r *Report) ratioRows() [][]string {
 	return rows
 }
 
-// batchingRows is the batching table, header first; nil when no case has it.
+// batchingRows is the batching table, header first.
 func (r *Report) batchingRows() [][]string {
 	rows := [][]string{{"batching (braid)", "srv TUN pkts/read", "srv dgrams/GSO send", "cli dgrams/GRO run", "cli TUN pkts/write", "cli pkts/run to coalesce"}}
 	for _, c := range r.Cases {
@@ -323,9 +323,6 @@ func (r *Report) batchingRows() [][]string {
 			}
 			rows = append(rows, row)
 		}
-	}
-	if len(rows) == 1 {
-		return nil
 	}
 	return rows
 }
@@ -378,7 +375,7 @@ func (r *Report) Document() *report.Doc {
 	if len(r.Ratios) > 0 {
 		d.Tables = append(d.Tables, report.Table{Rows: r.ratioRows()})
 	}
-	if rows := r.batchingRows(); rows != nil {
+	if rows := r.batchingRows(); len(rows) > 1 {
 		d.Tables = append(d.Tables, report.Table{Rows: rows})
 		d.Legend = append(slices.Clip(Legend), batchingLegend)
 	}

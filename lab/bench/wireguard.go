@@ -120,10 +120,6 @@ var (
 	wgClientInner = netip.MustParsePrefix("100.64.1.2/24")
 )
 
-// WireGuardSocketDir holds wireguard-go's UAPI sockets (NAME.sock) for
-// every namespace, hence WireGuardNames.
-const WireGuardSocketDir = "/var/run/wireguard"
-
 // WireGuardNames are the interface names of the client and server
 // wireguard-go of process pid: unique on the machine (their UAPI sockets
 // share one directory) and within the kernel's 15 bytes.
@@ -191,7 +187,7 @@ func startWireGuard(ctx context.Context, l *lab) (_ runner.Session, err error) {
 			return nil, err
 		}
 		*e.into = c
-		sock := filepath.Join(WireGuardSocketDir, e.ifc+".sock")
+		sock := filepath.Join("/var/run/wireguard", e.ifc+".sock") // of every namespace
 		t.socks = append(t.socks, sock)
 		if err := proc.Await(ctx, readyTimeout, 20*time.Millisecond, func() error {
 			if _, err := os.Stat(sock); err != nil {

@@ -21,12 +21,12 @@ type column struct {
 }
 
 // pointRows is the table of points under cols, the header first.
-func pointRows(points []*results.Point, cols []column) [][]string {
+func pointRows(points []results.Point, cols []column) [][]string {
 	rows := make([][]string, 1+len(points))
 	for _, c := range cols {
 		rows[0] = append(rows[0], c.head)
-		for i, p := range points {
-			rows[1+i] = append(rows[1+i], c.cell(p))
+		for i := range points {
+			rows[1+i] = append(rows[1+i], c.cell(&points[i]))
 		}
 	}
 	return rows
@@ -51,15 +51,6 @@ func csvColumns(cols []pointColumn, unit string) []column {
 				return ""
 			}})
 		}
-	}
-	return out
-}
-
-// mdColumns are cols as the Markdown's cells.
-func mdColumns(cols []pointColumn) []column {
-	out := make([]column, len(cols))
-	for i, c := range cols {
-		out[i] = column{c.title, func(p *results.Point) string { return mdFigure.MeanCI(c.of(p), 2) }}
 	}
 	return out
 }
@@ -128,11 +119,6 @@ func pointColumns(run *results.Run) (lat, rt, rec []pointColumn) {
 		return nil
 	}
 	return some(latencyColumns), some(realtimeColumns), some(bulkRecoveryColumns)
-}
-
-// withinBound says how many of p's downloads met the overhead target.
-func withinBound(p *results.Point) string {
-	return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
 }
 
 // extraBytesPct is how many more outer bytes per delivered payload byte p
@@ -287,7 +273,7 @@ func sampleRows(run *results.Run) [][]string {
 			}})
 		}
 	}
-	lead := pointRows(points(run.Points), leadColumns(run))
+	lead := pointRows(run.Points, leadColumns(run))
 	rows := [][]string{lead[0]}
 	for _, c := range cols {
 		rows[0] = append(rows[0], c.head)
@@ -341,16 +327,7 @@ func summaryRows(run *results.Run) [][]string {
 	}
 	ev, _ := eventColumns(run)
 	cols = append(cols, csvColumns(ev, "")...)
-	return pointRows(points(run.Points), append(cols, column{"error", func(p *results.Point) string { return p.Error }}))
-}
-
-// points are pointers to ps's points.
-func points(ps []results.Point) []*results.Point {
-	out := make([]*results.Point, len(ps))
-	for i := range ps {
-		out[i] = &ps[i]
-	}
-	return out
+	return pointRows(run.Points, append(cols, column{"error", func(p *results.Point) string { return p.Error }}))
 }
 
 // eventColumns are the path events' columns (nil without): per point the

@@ -18,9 +18,8 @@ import (
 )
 
 // Markdown writes the report: the setup, then per figure its tables and
-// plots. plots are file names relative to the report's directory; each
-// figure embeds its PNG and links its SVG, and plots that belong to no
-// figure are listed at the end.
+// plots. plots are file names relative to the report's directory (what
+// Plot drew); each figure embeds its PNG and links its SVG.
 func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	bw := bufio.NewWriter(w)
 	name := cmp.Or(run.Scenario, "(unnamed)")
@@ -45,7 +44,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	row("Date", dateRange(run.Started, run.Finished))
 	provenanceRows(row, run)
 	pts := strconv.Itoa(len(run.Points))
-	if failed := len(slices.DeleteFunc(points(run.Points), func(p *results.Point) bool { return p.Error == "" })); failed > 0 {
+	if failed := len(slices.DeleteFunc(slices.Clone(run.Points), func(p results.Point) bool { return p.Error == "" })); failed > 0 {
 		pts += fmt.Sprintf(" (%d failed)", failed)
 	}
 	row("Points", pts)
@@ -72,7 +71,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 		"Path shares are the fraction of the download's bytes each path carried.\n")
 
 	stem := func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) }
-	byStem := map[string][]string{} // the plots not yet shown
+	byStem := map[string][]string{}
 	for _, p := range plots {
 		byStem[stem(p)] = append(byStem[stem(p)], filepath.ToSlash(p))
 	}
@@ -100,51 +99,42 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			"\"reacted\" counts the downloads where that happened of those where the event fired. "+
 			"Rates are what each path delivered towards the client between events, in kB/s, from the link emulators.\n", results.ReactBytes)
 	}
-	extraBytes := func(p *results.Point) string {
-		if x := extraBytesPct(run, p); !math.IsNaN(x) {
-			return strconv.FormatFloat(x, 'f', 1, 64) + "%"
-		}
-		return "–"
-	}
 	paths := sharePaths(run)
 	for _, f := range figures(run) {
-		show := func(m pointColumn) {
-			if files, ok := byStem[f.stemOf(m)]; ok {
-				delete(byStem, f.stemOf(m))
-				embed(bw, f.title, files)
-			}
+		show := func(m pointColumn) { embed(bw, f.title, byStem[f.stemOf(m)]) }
+		// Each table starts with the x value (if the figure has an x axis) and the transport.
+		lead := []column{{"transport", func(p *results.Point) string { return mdText(p.Label) }}}
+		if f.x != "" {
+			lead = slices.Insert(lead, 0, column{mdText(f.x), func(p *results.Point) string { q, _ := p.Param(f.x); return mdText(q.Text) }})
 		}
-		table := func(caption string, points []*results.Point, cols ...column) {
-			if caption != "" {
+		// A part's table, where the run has the part.
+		table := func(caption string, points []results.Point, part []pointColumn, extra ...column) {
+			if part != nil && len(points) > 0 {
 				fmt.Fprintf(bw, "\n%s\n\n", caption)
+				cols := slices.Clone(lead)
+				for _, c := range part {
+					cols = append(cols, column{c.title, func(p *results.Point) string { return mdFigure.MeanCI(c.of(p), 2) }})
+				}
+				mdTable.Write(bw, pointRows(points, append(cols, extra...)))
 			}
-			mdTable.Write(bw, pointRows(points, append(f.leadColumns(), cols...)))
 		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
-		table("", f.points, goodputColumns(f.points, paths)...)
+		mdTable.Write(bw, pointRows(f.points, slices.Concat(lead, goodputColumns(f.points, paths))))
 		show(goodput)
-		if lat != nil {
-			table("Latency under load:", f.points, mdColumns(lat)...)
-			show(addedDelay)
-		}
-		if rt != nil {
-			table("Real-time flow:", f.points, append(mdColumns(rt), column{"extra bytes vs recovery off", extraBytes})...)
-			show(realtimeMiss)
-		}
-		if ev != nil {
-			table("Path events:", f.points, append(mdColumns(ev), column{"reacted", reacted})...)
-		}
-		if pts := slices.DeleteFunc(slices.Clone(f.points), func(p *results.Point) bool { return p.BulkRecovery == nil }); len(pts) > 0 {
-			table("Bulk recovery overhead:", pts, append(mdColumns(rec), column{"within bound", withinBound})...)
-		}
-	}
-	rest := slices.DeleteFunc(slices.Clone(plots), func(p string) bool { _, ok := byStem[stem(p)]; return !ok })
-	for i, p := range rest {
-		if i == 0 {
-			fmt.Fprintf(bw, "\n## Other plots\n\n")
-		}
-		p = filepath.ToSlash(p)
-		fmt.Fprintf(bw, "- [%s](%s)\n", mdText(path.Base(p)), mdLink(p))
+		table("Latency under load:", f.points, lat)
+		show(addedDelay)
+		table("Real-time flow:", f.points, rt, column{"extra bytes vs recovery off", func(p *results.Point) string {
+			if x := extraBytesPct(run, p); !math.IsNaN(x) {
+				return strconv.FormatFloat(x, 'f', 1, 64) + "%"
+			}
+			return "–"
+		}})
+		show(realtimeMiss)
+		table("Path events:", f.points, ev, column{"reacted", reacted})
+		recovered := slices.DeleteFunc(slices.Clone(f.points), func(p results.Point) bool { return p.BulkRecovery == nil })
+		table("Bulk recovery overhead:", recovered, rec, column{"within bound", func(p *results.Point) string {
+			return fmt.Sprintf("%d of %d", p.BulkRecovery.WithinBound, p.BulkRecovery.Overhead.N)
+		}})
 	}
 	return bw.Flush()
 }
@@ -237,7 +227,7 @@ func mdCommand(args []string) string {
 // goodputColumns are a figure's goodput table: mean ± 95% CI in Mbit/s
 // (or the point's error), n, median, the competing TCP flows' goodput if
 // any point has one, and the path shares if any point has them.
-func goodputColumns(points []*results.Point, paths []string) []column {
+func goodputColumns(points []results.Point, paths []string) []column {
 	cols := []column{
 		{"goodput (Mbit/s)", func(p *results.Point) string {
 			if p.Error != "" {
@@ -248,7 +238,7 @@ func goodputColumns(points []*results.Point, paths []string) []column {
 		{"n", func(p *results.Point) string { return strconv.Itoa(summaryOf(p).N) }},
 		{"median", func(p *results.Point) string { return mdNum.Num(summaryOf(p).Median, mbpsDecimals) }},
 	}
-	if slices.ContainsFunc(points, func(p *results.Point) bool { return p.Competing != nil }) {
+	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Competing != nil }) {
 		cols = append(cols, column{"competing TCP (Mbit/s)", func(p *results.Point) string {
 			if p.Competing == nil {
 				return "–"
@@ -262,18 +252,11 @@ func goodputColumns(points []*results.Point, paths []string) []column {
 	return cols
 }
 
-// leadColumns are the first columns of the figure's tables: the x value
-// (if the figure has an x axis) and the transport.
-func (f *figure) leadColumns() []column {
-	var cols []column
-	if f.x != "" {
-		cols = append(cols, column{mdText(f.x), func(p *results.Point) string { q, _ := p.Param(f.x); return mdText(q.Text) }})
-	}
-	return append(cols, column{"transport", func(p *results.Point) string { return mdText(p.Label) }})
-}
-
-// embed shows a figure's first PNG and links its other files.
+// embed shows a figure's first PNG and links its other files, if any.
 func embed(w io.Writer, title string, files []string) {
+	if len(files) == 0 {
+		return
+	}
 	fmt.Fprintln(w)
 	png := slices.IndexFunc(files, func(f string) bool { return strings.EqualFold(path.Ext(f), ".png") })
 	if png >= 0 {

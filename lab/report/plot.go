@@ -31,7 +31,7 @@ func Plot(run *results.Run, dir string) ([]string, error) {
 	var files []string
 	for _, f := range figures(run) {
 		for _, m := range metrics {
-			if m.name != goodput.name && !slices.ContainsFunc(f.points, func(p *results.Point) bool { return measured(p, m) }) {
+			if m.name != goodput.name && !slices.ContainsFunc(f.points, func(p results.Point) bool { return measured(&p, m) }) {
 				continue
 			}
 			draw := linePlot
@@ -66,15 +66,11 @@ func SavePlot(p *plot.Plot, dir, stem string) ([]string, error) {
 	return files, nil
 }
 
-// Series is one line of a figure with its error bars (an XYer and a
-// YErrorer).
+// Series is one line of a figure with its error bars.
 type Series struct {
-	X, Y, CI []float64
+	plotter.XYs
+	plotter.YErrors
 }
-
-func (s *Series) Len() int                        { return len(s.X) }
-func (s *Series) XY(i int) (float64, float64)     { return s.X[i], s.Y[i] }
-func (s *Series) YError(i int) (float64, float64) { return s.CI[i], s.CI[i] }
 
 // Add appends a point whose error bar is ci, none where ci is undefined
 // (one sample): a NaN bar would make the figure's y range NaN.
@@ -82,16 +78,8 @@ func (s *Series) Add(x, y, ci float64) {
 	if math.IsNaN(ci) || math.IsInf(ci, 0) || ci < 0 {
 		ci = 0
 	}
-	s.X, s.Y, s.CI = append(s.X, x), append(s.Y, y), append(s.CI, ci)
-}
-
-// Top is the highest error bar's top.
-func (s *Series) Top() float64 {
-	top := 0.0
-	for i := range s.Y {
-		top = math.Max(top, s.Y[i]+s.CI[i])
-	}
-	return top
+	s.XYs = append(s.XYs, plotter.XY{X: x, Y: y})
+	s.YErrors = append(s.YErrors, struct{ Low, High float64 }{ci, ci})
 }
 
 // newPlot starts a figure in the lab's style; bar charts' categories need
@@ -112,9 +100,10 @@ func newPlot(title, ylabel string, verticalGrid bool) *plot.Plot {
 }
 
 // fitY sets y from 0 (an axis that does not start at 0 exaggerates
-// differences) to above the highest error bar, with headroom for a legend
-// of that many entries at the top.
-func fitY(p *plot.Plot, top float64, legend int) {
+// differences) to above the highest error bar (the top of what p.Add
+// added), with headroom for a legend of that many entries at the top.
+func fitY(p *plot.Plot, legend int) {
+	top := p.Y.Max
 	if !(top > 0) {
 		top = 1
 	}
@@ -143,13 +132,11 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 	p := newPlot(f.Title, f.YLabel, true)
 	p.X.Label.Text = f.XLabel
 	p.Legend.Top = true
-	top := 0.0
 	for i := range f.Series {
 		d := &f.Series[i]
 		if d.Len() == 0 {
 			continue
 		}
-		top = math.Max(top, d.Top())
 		line, pts, err := plotter.NewLinePoints(d)
 		if err != nil {
 			return nil, err
@@ -168,7 +155,7 @@ func (f *LineFigure) Plot() (*plot.Plot, error) {
 		p.Add(line, pts, bars)
 		p.Legend.Add(f.Labels[i], line, pts)
 	}
-	fitY(p, top, len(f.Labels))
+	fitY(p, len(f.Labels))
 	p.X.Min, p.X.Max = f.XMin, f.XMax
 	if f.Ticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(f.Ticks)
@@ -186,8 +173,8 @@ func linePlot(run *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	for si, label := range f.series {
 		for _, t := range ticks {
 			for _, pt := range f.points {
-				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == t.Label && measured(pt, m) {
-					s := m.of(pt)
+				if q, ok := pt.Param(f.x); ok && pt.Label == label && q.Text == t.Label && measured(&pt, m) {
+					s := m.of(&pt)
 					lf.Series[si].Add(t.Value, s.Mean, s.CI95)
 				}
 			}
@@ -222,11 +209,11 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 	p.X.Label.Text = "transport"
 	var d Series
 	for si, label := range f.series {
-		i := slices.IndexFunc(f.points, func(pt *results.Point) bool { return pt.Label == label && measured(pt, m) })
+		i := slices.IndexFunc(f.points, func(pt results.Point) bool { return pt.Label == label && measured(&pt, m) })
 		if i < 0 {
 			continue // one point per label without sweep axes
 		}
-		s := m.of(f.points[i])
+		s := m.of(&f.points[i])
 		bar, err := plotter.NewBarChart(plotter.Values{s.Mean}, vg.Points(36))
 		if err != nil {
 			return nil, err
@@ -246,7 +233,7 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 		bars.Width = vg.Points(1.2)
 		p.Add(bars)
 	}
-	fitY(p, d.Top(), 0)
+	fitY(p, 0)
 	p.NominalX(f.series...) // a figure has a point, so a series
 	p.X.Min, p.X.Max = -0.6, float64(len(f.series))-0.4
 	return p, nil
@@ -255,10 +242,10 @@ func barPlot(_ *results.Run, f *figure, m pointColumn) (*plot.Plot, error) {
 // figure is one plot and its table: the points that share every sweep
 // value except the x axis's.
 type figure struct {
-	base, key, title string           // base and key make the file names (stemOf)
-	x                string           // "" without a sweep axis (a bar chart)
-	points           []*results.Point // failed ones too, for the tables
-	series           []string         // the labels in order of first appearance
+	base, key, title string          // base and key make the file names (stemOf)
+	x                string          // "" without a sweep axis (a bar chart)
+	points           []results.Point // failed ones too, for the tables
+	series           []string        // the labels in order of first appearance
 }
 
 // scaleFor is a tick per distinct text of axis over the whole run, so that
@@ -325,7 +312,7 @@ func figures(run *results.Run) []figure {
 			figs = append(figs, f)
 		}
 		f := &figs[fi]
-		f.points = append(f.points, p)
+		f.points = append(f.points, *p)
 		if !slices.Contains(f.series, p.Label) {
 			f.series = append(f.series, p.Label)
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 // An undefined or negative interval draws no error bar rather than one
@@ -16,8 +18,10 @@ func TestSeriesAdd(t *testing.T) {
 	d.Add(2, 7, math.NaN())
 	d.Add(3, 6, math.Inf(1))
 	d.Add(4, 2, -1)
-	if want := []float64{0.5, 0, 0, 0}; !reflect.DeepEqual(d.CI, want) {
-		t.Errorf("CI %v, want %v", d.CI, want)
+	for i, want := range []float64{0.5, 0, 0, 0} {
+		if lo, hi := d.YError(i); lo != want || hi != want {
+			t.Errorf("YError(%d) = %v, %v, want %v", i, lo, hi, want)
+		}
 	}
 	if d.Len() != 4 {
 		t.Errorf("Len %d", d.Len())
@@ -25,18 +29,18 @@ func TestSeriesAdd(t *testing.T) {
 	if x, y := d.XY(1); x != 2 || y != 7 {
 		t.Errorf("XY(1) = %v, %v", x, y)
 	}
-	if lo, hi := d.YError(0); lo != 0.5 || hi != 0.5 {
-		t.Errorf("YError(0) = %v, %v", lo, hi)
-	}
-	if top := d.Top(); top != 7 {
-		t.Errorf("Top %v, want 7", top)
-	}
 	p := newPlot("t", "y", true)
-	fitY(p, d.Top(), 2)
+	bars, err := plotter.NewYErrorBars(&d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Add(bars)
+	fitY(p, 2)
 	if p.Y.Min != 0 || math.Abs(p.Y.Max-7*1.22) > 1e-9 {
 		t.Errorf("y range %v..%v, want 0..%v", p.Y.Min, p.Y.Max, 7*1.22)
 	}
-	fitY(p, math.NaN(), 0)
+	p = newPlot("t", "y", true)
+	fitY(p, 0)
 	if p.Y.Max != 1.08 {
 		t.Errorf("y max without data %v, want 1.08", p.Y.Max)
 	}

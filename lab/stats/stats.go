@@ -17,22 +17,12 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Mean is the arithmetic mean; NaN for no samples.
-func Mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	return stat.Mean(xs, nil)
-}
+// Mean is the arithmetic mean; NaN (0/0) for no samples.
+func Mean(xs []float64) float64 { return stat.Mean(xs, nil) }
 
-// StdDev is the sample standard deviation (divisor n-1); NaN for fewer than
-// two samples.
-func StdDev(xs []float64) float64 {
-	if len(xs) < 2 {
-		return math.NaN()
-	}
-	return stat.StdDev(xs, nil)
-}
+// StdDev is the sample standard deviation (divisor n-1); NaN (0/0) for
+// fewer than two samples.
+func StdDev(xs []float64) float64 { return stat.StdDev(xs, nil) }
 
 // TQuantile is the p-quantile of Student's t distribution with df degrees
 // of freedom.
