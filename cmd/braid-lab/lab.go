@@ -194,8 +194,7 @@ func lockLab(stderr io.Writer, force bool) (release func(), warning string, err 
 	if !force {
 		return nil, "", err
 	}
-	var busy *runner.BusyError
-	if errors.As(err, &busy) {
+	if busy, ok := errors.AsType[*runner.BusyError](err); ok {
 		warning = fmt.Sprintf("started with --force while another lab run was active on the machine (pid %d: %s): the two shared the CPUs", busy.PID, busy.Command)
 	} else {
 		warning = fmt.Sprintf("started with --force without the lab lock (%v): another lab run may have shared the CPUs", err)
@@ -383,11 +382,9 @@ func readLabResults(path string) (*report.Doc, func(io.Writer), error) {
 	}
 	switch {
 	case keys["points"] != nil:
-		run, err := results.Read(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		return report.Document(run), labTable(run), nil
+		var r results.Run
+		err := json.Unmarshal(data, &r)
+		return report.Document(&r), labTable(&r), err
 	case keys["ratios"] != nil:
 		var r bench.Report
 		err := json.Unmarshal(data, &r)

@@ -15,7 +15,6 @@ import (
 	"github.com/braid-vpn/braid/lab/report"
 	"github.com/braid-vpn/braid/lab/runner"
 	"github.com/braid-vpn/braid/lab/scenario"
-	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/route"
 )
 
@@ -24,15 +23,13 @@ var labMeshGeteuid = os.Geteuid
 
 // parseChannels reads --channels: 1, 2 or both.
 func parseChannels(s string) ([]mesh.Channels, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1":
-		return []mesh.Channels{mesh.SingleChannel}, nil
-	case "2":
-		return []mesh.Channels{mesh.TwoChannels}, nil
-	case "both", "1,2":
-		return []mesh.Channels{mesh.SingleChannel, mesh.TwoChannels}, nil
+	both := []mesh.Channels{mesh.SingleChannel, mesh.TwoChannels}
+	choices := map[string][]mesh.Channels{"1": {mesh.SingleChannel}, "2": {mesh.TwoChannels}, "both": both, "1,2": both}
+	chs, ok := choices[strings.ToLower(strings.TrimSpace(s))]
+	if !ok {
+		return nil, fmt.Errorf("--channels: %q (want 1, 2 or both)", s)
 	}
-	return nil, fmt.Errorf("--channels: %q (want 1, 2 or both)", s)
+	return chs, nil
 }
 
 func newLabMeshCmd() *cobra.Command {
@@ -92,9 +89,6 @@ LD, ND and ZD route pairs, on one radio channel and on two. See docs/lab.md
 				return errors.New("--from and --to need --graph")
 			}
 			return o.drive(cmd, func(ctx context.Context, w io.Writer, _ string) (*report.Doc, func(io.Writer), error) {
-				if _, err := netns.Cleanup(mesh.Prefix); err != nil {
-					return nil, nil, fmt.Errorf("removing stale namespaces: %w", err)
-				}
 				bar := progress.New(w, e.Steps(), isTerminal(cmd.ErrOrStderr()))
 				e.Progress = bar.Step
 				res, err := mesh.Run(ctx, e)

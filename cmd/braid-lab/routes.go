@@ -9,13 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/braid-vpn/braid/lab/progress"
+	"github.com/braid-vpn/braid/lab/report"
+	"github.com/braid-vpn/braid/lab/table"
 	"github.com/braid-vpn/braid/route"
 	"github.com/braid-vpn/braid/route/figures"
 	"github.com/braid-vpn/braid/route/study"
@@ -103,14 +104,11 @@ func writeStudy(res *study.Result, dir string) error {
 	if err := writeJSONFile(filepath.Join(dir, "routes.json"), res); err != nil {
 		return err
 	}
-	var md strings.Builder
-	if err := study.WriteMarkdown(&md, res); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tables.md"), []byte(md.String()), 0o644); err != nil {
-		return err
-	}
-	_, err := figures.WriteStudy(res, dir)
+	_, err := (&report.Doc{
+		MarkdownFile: "tables.md",
+		Markdown:     func(w io.Writer, _ []string) error { return study.WriteMarkdown(w, res) },
+		Plot:         func(dir string) ([]string, error) { return figures.WriteStudy(res, dir) },
+	}).Write(dir)
 	return err
 }
 
@@ -209,13 +207,13 @@ func findPaths(t *route.Topology, a route.Algorithm, k int, m route.Metric) (pat
 	return r, ps, err
 }
 
-func printPaths(w io.Writer, r pathsReport) error {
+func printPaths(w io.Writer, r pathsReport) {
 	fmt.Fprintf(w, "%s: %d %s-disjoint path(s) from %s to %s (cost: %s)\n", r.Algo, len(r.Paths), r.Disjointness, r.From, r.To, r.Metric)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var rows [][]string
 	for i, p := range r.Paths {
-		fmt.Fprintf(tw, "  %d\t%s\t%d hops\tcost %g\n", i+1, strings.Join(p.Nodes, " → "), p.Hops, p.Cost)
+		rows = append(rows, []string{fmt.Sprintf("  %d", i+1), strings.Join(p.Nodes, " → "), fmt.Sprintf("%d hops", p.Hops), fmt.Sprintf("cost %g", p.Cost)})
 	}
-	return tw.Flush()
+	table.WriteText(w, rows)
 }
 
 func newRoutesPathsCmd() *cobra.Command {
@@ -245,7 +243,8 @@ found (the first is the shortest path); the others cheapest first.`,
 			case asJSON:
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			return printPaths(cmd.OutOrStdout(), r)
+			printPaths(cmd.OutOrStdout(), r)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&file, "graph", "", "topology file (JSON)")
@@ -322,9 +321,7 @@ stream, or with --feasible of its Figs 8–9 stream. See docs/routes.md.`,
 			if err := figures.Save(p, out, side, side); err != nil {
 				return err
 			}
-			if err := printPaths(cmd.OutOrStdout(), r); err != nil {
-				return err
-			}
+			printPaths(cmd.OutOrStdout(), r)
 			fmt.Fprintf(cmd.ErrOrStderr(), "drawn to %s\n", out)
 			if graphOut != "" {
 				if err := writeJSONFile(graphOut, t.Graph); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/control"
@@ -22,7 +21,6 @@ type Mesh struct {
 	Plan *Plan
 
 	tb    *testbed.Testbed
-	links []*linkemu.Link
 	media []*linkemu.Medium // one per contention group of the radio model
 }
 
@@ -36,9 +34,6 @@ func Build(plan *Plan, prefix string) (*Mesh, error) {
 		return nil, fmt.Errorf("mesh: %w", err)
 	}
 	m := &Mesh{Plan: plan, tb: tb}
-	for h := range plan.Hops {
-		m.links = append(m.links, tb.LinkEmulator(hopName(h)))
-	}
 	if err := m.SetChannels(TwoChannels); err != nil {
 		m.Close()
 		return nil, err
@@ -65,7 +60,8 @@ func (m *Mesh) SetChannels(ch Channels) error {
 		m.media = append(m.media, med)
 		for _, h := range grp {
 			sh := linkemu.Shape{Delay: m.Plan.Hops[h].Delay, Medium: med}
-			if err := errors.Join(m.links[h].SetShape(linkemu.AtoB, sh), m.links[h].SetShape(linkemu.BtoA, sh)); err != nil {
+			l := m.tb.LinkEmulator(hopName(h))
+			if err := errors.Join(l.SetShape(linkemu.AtoB, sh), l.SetShape(linkemu.BtoA, sh)); err != nil {
 				return err
 			}
 		}
@@ -86,18 +82,6 @@ func (m *Mesh) Delivered() []uint64 {
 		out = append(out, m.tb.Delivered(hopName(pp.Hops[0])))
 	}
 	return out
-}
-
-// Lateness is the emulators' worst timing error so far (largest mean and
-// 99th percentile of linkemu.Stats.Lateness over hops and directions).
-func (m *Mesh) Lateness() (mean, p99 time.Duration) {
-	for _, l := range m.links {
-		for _, d := range []linkemu.Direction{linkemu.AtoB, linkemu.BtoA} {
-			st := l.Stats(d).Lateness
-			mean, p99 = max(mean, st.Mean), max(p99, st.P99)
-		}
-	}
-	return mean, p99
 }
 
 // Dropped counts the frames every medium tail-dropped since the radio

@@ -98,7 +98,8 @@ func listen(t *testing.T, m *Mesh, port int, serve func(net.Conn)) net.Listener 
 func hopTotals(m *Mesh) [][2]uint64 {
 	out := make([][2]uint64, len(m.Plan.Hops))
 	for h := range out {
-		out[h] = [2]uint64{m.links[h].Stats(linkemu.AtoB).BytesForwarded, m.links[h].Stats(linkemu.BtoA).BytesForwarded}
+		l := m.tb.LinkEmulator(hopName(h))
+		out[h] = [2]uint64{l.Stats(linkemu.AtoB).BytesForwarded, l.Stats(linkemu.BtoA).BytesForwarded}
 	}
 	return out
 }
