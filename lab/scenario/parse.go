@@ -736,10 +736,6 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			word(true, "tiers="+FormatTiers(tr.Priorities))
 		}
 		tr.Label = cmp.Or(r.Label, strings.Join(label, " "))
-		if p.err == nil && kind.Check != nil {
-			err := kind.Check(&tr, t)
-			p.failIf(err != nil, key, "%v", err)
-		}
 		if j := slices.IndexFunc(out, func(x Transport) bool { return x.Label == tr.Label }); j >= 0 {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
 		}
