@@ -246,32 +246,26 @@ const (
 	egShort = `"10ms", "1s"`
 )
 
-// dur reads a duration that must lie within lo..hi; eg shows valid ones.
-func (p *parser) dur(key, s string, lo, hi time.Duration, eg string) time.Duration {
-	d, err := time.ParseDuration(s)
+// durIn reads a duration that must lie within lo..hi; eg shows valid ones.
+func durIn(lo, hi time.Duration, eg string) func(string) (time.Duration, error) {
 	from := lo.String()
 	if lo == 0 {
 		from = "0"
 	}
-	switch {
-	case err != nil:
-		p.fail(key, "%q is not a duration (e.g. %s)", s, eg)
-	case d < lo || d > hi:
-		p.fail(key, "%v out of range (%s..%v)", d, from, hi)
+	return func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return d, fmt.Errorf("%q is not a duration (e.g. %s)", s, eg)
+		case d < lo || d > hi:
+			return d, fmt.Errorf("%v out of range (%s..%v)", d, from, hi)
+		}
+		return d, nil
 	}
-	return d
-}
-
-// durOr is dur for an optional key: def when unset.
-func (p *parser) durOr(key, s string, def, lo, hi time.Duration, eg string) time.Duration {
-	if s == "" {
-		return def
-	}
-	return p.dur(key, s, lo, hi, eg)
 }
 
 // parseOr runs a value parser and reports its error under key.
-func parseOr[T any](p *parser, key, v string, parse func(string) (T, error)) T {
+func parseOr[V, T any](p *parser, key string, v V, parse func(V) (T, error)) T {
 	x, err := parse(v)
 	p.failIf(err != nil, key, "%v", err)
 	return x
@@ -292,10 +286,14 @@ func (p *parser) rate(key, s string, def Rate) Rate {
 	return r
 }
 
-// oneOf checks that v is one of valid (what names the kind of value).
-func (p *parser) oneOf(key, what, v string, valid []string) string {
-	p.failIf(!slices.Contains(valid, v), key, "unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
-	return v
+// oneOf reads one of valid (what names the kind of value).
+func oneOf(what string, valid []string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if !slices.Contains(valid, v) {
+			return v, fmt.Errorf("unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
+		}
+		return v, nil
+	}
 }
 
 // path checks that v names a path of t.
@@ -482,7 +480,7 @@ func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
 	p.failIf(r.MTU != nil && !t.joins(l, t.Client(), t.Server()), key+".mtu", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
 	if r.RTT != "" {
 		p.failIf(r.Delay != "", key+".rtt", "set together with delay; give one (rtt is the sum of both directions' delays)")
-		l.AB.Delay, l.BA.Delay = splitRTT(p.dur(key+".rtt", r.RTT, 0, 2*MaxDelay, egDelay))
+		l.AB.Delay, l.BA.Delay = splitRTT(parseOr(p, key+".rtt", r.RTT, durIn(0, 2*MaxDelay, egDelay)))
 	}
 	p.dir(key, &l.AB, r.sym())
 	p.dir(key, &l.BA, r.sym())
@@ -515,8 +513,8 @@ func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
 		return
 	}
 	sh.Rate = parseOpt(p, key+".rate", d.Rate, sh.Rate, ParseRate)
-	sh.Delay = p.durOr(key+".delay", d.Delay, sh.Delay, 0, MaxDelay, egDelay)
-	sh.Jitter = p.durOr(key+".jitter", d.Jitter, sh.Jitter, 0, MaxDelay, egDelay)
+	sh.Delay = parseOpt(p, key+".delay", d.Delay, sh.Delay, durIn(0, MaxDelay, egDelay))
+	sh.Jitter = parseOpt(p, key+".jitter", d.Jitter, sh.Jitter, durIn(0, MaxDelay, egDelay))
 	sh.Loss = parseOpt(p, key+".loss", d.Loss, sh.Loss, ParseLoss)
 	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
 }
@@ -604,7 +602,7 @@ func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 		// used, get a specific answer.
 		p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
 			"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
-		t.Congestion = p.oneOf(key+".congestion", "congestion control", raw.Congestion, CongestionControls)
+		t.Congestion = parseOr(p, key+".congestion", raw.Congestion, oneOf("congestion control", CongestionControls))
 	}
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
@@ -635,7 +633,7 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 	e.Size = parseOpt(p, "experiment.size", raw.Size, DefaultSize, ParseSize)
 	e.Reps = p.num("experiment.reps", raw.Reps, DefaultReps, 1, MaxReps, "")
-	e.Timeout = p.durOr("experiment.timeout", raw.Timeout, DefaultTimeout, MinTimeout, MaxTimeout, `"90s", "5m"`)
+	e.Timeout = parseOpt(p, "experiment.timeout", raw.Timeout, DefaultTimeout, durIn(MinTimeout, MaxTimeout, `"90s", "5m"`))
 	if raw.Seed != nil {
 		p.failIf(*raw.Seed < 0, "experiment.seed", "%d is negative", *raw.Seed)
 		e.Seed = uint64(*raw.Seed)
@@ -646,10 +644,10 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 
 	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
-	e.LatencyInterval = p.durOr("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval, egShort)
-	e.LatencyIdle = p.durOr("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle, egShort)
+	e.LatencyInterval = parseOpt(p, "experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, durIn(MinLatencyInterval, MaxLatencyInterval, egShort))
+	e.LatencyIdle = parseOpt(p, "experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, durIn(MinLatencyIdle, MaxLatencyIdle, egShort))
 
-	e.Workload = p.oneOf("experiment.workload", "workload", cmp.Or(raw.Workload, WorkloadDownload), Workloads)
+	e.Workload = parseOr(p, "experiment.workload", cmp.Or(raw.Workload, WorkloadDownload), oneOf("workload", Workloads))
 	rt := e.Workload == WorkloadRealtime
 	p.without(rt, fmt.Sprintf("workload = %q", WorkloadRealtime), []string{"realtime_rate", "realtime_size", "realtime_duration", "realtime_deadline"},
 		raw.RealtimeRate != "", raw.RealtimeSize != nil, raw.RealtimeDuration != "", raw.RealtimeDeadline != "")
@@ -659,8 +657,8 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 		r := &e.Realtime
 		r.Rate = p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate)
 		r.Size = p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload")
-		r.Duration = p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort)
-		r.Deadline = p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort)
+		r.Duration = parseOpt(p, "experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, durIn(MinRealtimeDuration, MaxRealtimeDuration, egShort))
+		r.Deadline = parseOpt(p, "experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, durIn(MinRealtimeDeadline, MaxRealtimeDeadline, egShort))
 		pps := float64(r.Rate) / float64(8*r.Size)
 		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
@@ -704,7 +702,7 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 				return def
 			}
 			word(true, prefix+v)
-			return p.oneOf(key+"."+opt, what, v, valid)
+			return parseOr(p, key+"."+opt, v, oneOf(what, valid))
 		}
 		tr := Transport{Name: r.Name}
 		if kind.Accepts(OptPath) {

@@ -32,15 +32,12 @@ type sweptAxis struct {
 // first (the one order of Axes and of the points), and checks that the
 // testbed can carry each.
 func (p *parser) sweep(s *Scenario, raw *rawSweep) {
-	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
-	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
-	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
-	ratio := func(k string, x float64) float64 {
-		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
-		return x
-	}
-	choice := func(what string, valid []string) func(k, v string) string {
-		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
+	rtt := durIn(0, 2*MaxDelay, egDelay)
+	ratio := func(x float64) (float64, error) {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000 {
+			return x, fmt.Errorf("%v out of range (a ratio > 0 and ≤ 1000)", x)
+		}
+		return x, nil
 	}
 	paths := s.Topology.Paths()
 	const relative = "the others are set relative to the first"
@@ -63,7 +60,7 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
 			}
 		}),
-		sweepAxis(p, AxisRate, raw.Rate, rate, false, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true}, func(paths []*Link, r Rate) {
+		sweepAxis(p, AxisRate, raw.Rate, ParseRate, false, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true}, func(paths []*Link, r Rate) {
 			for _, l := range paths {
 				l.AB.Rate, l.BA.Rate = r, r
 			}
@@ -75,21 +72,21 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
 			}
 		}),
-		sweepAxis(p, AxisLoss, raw.Loss, loss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
-		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, loss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, func(paths []*Link, m Loss) {
+		sweepAxis(p, AxisLoss, raw.Loss, ParseLoss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
+		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, func(paths []*Link, m Loss) {
 			setLoss(paths[1:], m)
 		}),
 	)
 	text := func(v string) (string, float64) { return v, 0 }
 	s.options = slices.Concat(
-		sweepAxis(p, AxisScheduler, raw.Scheduler, choice("scheduler", config.Schedulers), true, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+		sweepAxis(p, AxisScheduler, raw.Scheduler, oneOf("scheduler", config.Schedulers), true, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
 			t.Scheduler = sch
 			t.Weights = nil
 			if sch == "weighted" {
 				t.Weights = slices.Repeat([]float64{1}, len(paths))
 			}
 		}}, nil),
-		sweepAxis(p, AxisCongestion, raw.Congestion, choice("congestion controller", config.CongestionChoices), true, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
+		sweepAxis(p, AxisCongestion, raw.Congestion, oneOf("congestion controller", config.CongestionChoices), true, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
 	)
 	for _, ax := range s.network {
 		key := "sweep." + string(ax.axis)
@@ -107,11 +104,11 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 }
 
 // sweepAxis makes the axis of one [sweep] key (none when the key is not
-// set): its values read through parse (which reports its own errors under
-// the element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
+// set): its values read through parse (its errors are reported under the
+// element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
 // that message or not), each shown as show shows it; apply, for a network
 // axis, sets the paths to one value.
-func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k string, v R) T, quote bool,
+func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R) (T, error), quote bool,
 	show func(T) (string, float64), a sweptAxis, apply func(paths []*Link, v T)) []sweptAxis {
 	if raw == nil {
 		return nil
@@ -121,7 +118,7 @@ func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k 
 	var vals []T
 	for i, v := range raw {
 		k := fmt.Sprintf("%s[%d]", key, i)
-		x := parse(k, v)
+		x := parseOr(p, k, v, parse)
 		if j := slices.Index(vals, x); j >= 0 {
 			text := fmt.Sprint(x)
 			if quote {
