@@ -43,39 +43,23 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 	const relative = "the others are set relative to the first"
 	ratioText := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
 	lossText := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
-	setLoss := func(paths []*Link, m Loss) {
-		for _, l := range paths {
-			l.AB.Loss, l.BA.Loss = m, m
-		}
-	}
+	setLoss := func(l, _ *Link, m Loss) { l.AB.Loss, l.BA.Loss = m, m }
 	s.network = slices.Concat(
-		sweepAxis(p, AxisRTT, raw.RTT, rtt, false, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(paths []*Link, d time.Duration) {
-			for _, l := range paths {
-				l.AB.Delay, l.BA.Delay = splitRTT(d)
-			}
+		sweepAxis(p, AxisRTT, raw.RTT, rtt, false, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(l, _ *Link, d time.Duration) {
+			l.AB.Delay, l.BA.Delay = splitRTT(d)
 		}),
-		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, false, ratioText, sweptAxis{emulates: "delay", others: relative}, func(paths []*Link, r float64) {
-			ref := paths[0].RTT()
-			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
-			}
+		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, false, ratioText, sweptAxis{emulates: "delay", others: relative}, func(l, first *Link, r float64) {
+			l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(first.RTT()) * r)))
 		}),
-		sweepAxis(p, AxisRate, raw.Rate, ParseRate, false, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true}, func(paths []*Link, r Rate) {
-			for _, l := range paths {
-				l.AB.Rate, l.BA.Rate = r, r
-			}
+		sweepAxis(p, AxisRate, raw.Rate, ParseRate, false, func(r Rate) (string, float64) { return r.String(), float64(r) / 1e6 }, sweptAxis{rate: true}, func(l, _ *Link, r Rate) {
+			l.AB.Rate, l.BA.Rate = r, r
 		}),
-		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, false, ratioText, sweptAxis{rate: true, others: relative}, func(paths []*Link, r float64) {
-			ref := paths[0]
-			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
-			}
+		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, false, ratioText, sweptAxis{rate: true, others: relative}, func(l, first *Link, r float64) {
+			l.AB.Rate = Rate(math.Round(float64(first.AB.Rate) * r))
+			l.BA.Rate = Rate(math.Round(float64(first.BA.Rate) * r))
 		}),
 		sweepAxis(p, AxisLoss, raw.Loss, ParseLoss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
-		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, func(paths []*Link, m Loss) {
-			setLoss(paths[1:], m)
-		}),
+		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, setLoss),
 	)
 	text := func(v string) (string, float64) { return v, 0 }
 	s.options = slices.Concat(
@@ -107,9 +91,10 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 // set): its values read through parse (its errors are reported under the
 // element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
 // that message or not), each shown as show shows it; apply, for a network
-// axis, sets the paths to one value.
+// axis, sets one path to a value: every path, or with a.others every path
+// after the first, which it gets too.
 func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R) (T, error), quote bool,
-	show func(T) (string, float64), a sweptAxis, apply func(paths []*Link, v T)) []sweptAxis {
+	show func(T) (string, float64), a sweptAxis, apply func(l, first *Link, v T)) []sweptAxis {
 	if raw == nil {
 		return nil
 	}
@@ -132,7 +117,15 @@ func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R)
 	}
 	a.axis = axis
 	if apply != nil {
-		a.apply = func(paths []*Link, i int) { apply(paths, vals[i]) }
+		a.apply = func(paths []*Link, i int) {
+			set := paths
+			if a.others != "" {
+				set = paths[1:]
+			}
+			for _, l := range set {
+				apply(l, paths[0], vals[i])
+			}
+		}
 	}
 	return []sweptAxis{a}
 }

@@ -66,9 +66,6 @@ func (r Rate) String() string {
 	return "unlimited"
 }
 
-// Mbps is the rate in Mbit/s, the unit of the paper's plots.
-func (r Rate) Mbps() float64 { return float64(r) / 1e6 }
-
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 func (r *Rate) UnmarshalText(b []byte) error { return unmarshalWith(r, b, ParseRate) }
