@@ -426,14 +426,7 @@ func (p *parser) endpoints(t *Topology, key, a, b string) {
 // DefaultTopology is the paper's testbed (its Figure 1, declared below):
 // two 10 Mbit/s paths of 20 ms RTT (Table 2's primary path), each through
 // its own link node, and the web server 1 Gbit/s behind the VPN server.
-func DefaultTopology() *Topology {
-	p := &parser{file: "the built-in testbed"}
-	t := p.topology(nil, defaultNodes, defaultLinks)
-	if p.err != nil {
-		panic(p.err)
-	}
-	return t
-}
+func DefaultTopology() *Topology { return Default().Topology }
 
 // The built-in testbed, declared as a file would.
 var (
@@ -449,8 +442,7 @@ var (
 // [[nodes]], a file changes the testbed's links by name rather than
 // redeclaring five nodes and three links.
 func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
-	t := DefaultTopology()
-	t.Media = media
+	t := p.topology(media, defaultNodes, defaultLinks)
 	names := strings.Join(mapf(t.Links, Link.name), ", ")
 	seen := map[string]int{}
 	for i, r := range rl {
