@@ -154,12 +154,26 @@ func ParseLoss(s string) (Loss, error) {
 	if len(f) == 0 || (len(f) == 1 && f[0] == "none") {
 		return Loss{}, nil
 	}
+	// A bare number is random's; its errors then name only the number.
+	bare := len(f) == 1 && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9')
+	if bare {
+		f = []string{"random", f[0]}
+	}
 	switch f[0] {
 	case "random":
 		if len(f) != 2 {
 			return Loss{}, fmt.Errorf("%q: random takes one percentage (e.g. \"random 1%%\")", s)
 		}
-		return uniformLoss(s, f[1])
+		x, err := percent(f[1])
+		switch {
+		case err != nil && strings.TrimSpace(s) == f[1]:
+			return Loss{}, err
+		case err != nil:
+			return Loss{}, fmt.Errorf("%q: %v", s, err)
+		case x == 0:
+			return Loss{}, nil
+		}
+		return Loss{Model: LossUniform, Percent: x}, nil
 	case "gemodel":
 		args := f[1:]
 		if len(args) < 1 || len(args) > 4 {
@@ -178,24 +192,7 @@ func ParseLoss(s string) (Loss, error) {
 		}
 		return l, nil
 	}
-	if len(f) == 1 && f[0] != "" && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9') {
-		return uniformLoss(s, f[0])
-	}
 	return Loss{}, fmt.Errorf("%q is not a loss model (e.g. \"none\", \"1%%\", \"random 1%%\", \"gemodel 1%% 75%% 50%% 0.5%%\")", s)
-}
-
-func uniformLoss(s, arg string) (Loss, error) {
-	x, err := percent(arg)
-	if err != nil {
-		if strings.TrimSpace(s) == arg {
-			return Loss{}, err
-		}
-		return Loss{}, fmt.Errorf("%q: %v", s, err)
-	}
-	if x == 0 {
-		return Loss{}, nil
-	}
-	return Loss{Model: LossUniform, Percent: x}, nil
 }
 
 // percent reads a netem percentage: "0.5%" or "0.5", both meaning 0.5%.
