@@ -155,8 +155,7 @@ func ParseLoss(s string) (Loss, error) {
 		return Loss{}, nil
 	}
 	// A bare number is random's; its errors then name only the number.
-	bare := len(f) == 1 && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9')
-	if bare {
+	if len(f) == 1 && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9') {
 		f = []string{"random", f[0]}
 	}
 	switch f[0] {
