@@ -18,11 +18,6 @@ import (
 	"github.com/braid-vpn/braid/internal/tomlerr"
 )
 
-// Error is every error Parse and Load return: one line naming the file, the
-// line when known, the key and the problem. It is the type braid's config
-// uses too.
-type Error = tomlerr.Error
-
 // The raw* types mirror the file; tomlerr.Decode checks keys and types
 // against them. Values stay strings until the parser reads them, so that an
 // error names the key with its index rather than a Go type. A link's
@@ -159,7 +154,8 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Parse parses, validates and expands data as the scenario file name.
+// Parse parses, validates and expands data as the scenario file name. Its
+// errors, and Load's, are *tomlerr.Error, as braid's config's are.
 func Parse(name string, data []byte) (*Scenario, error) {
 	var raw rawFile
 	if err := tomlerr.Decode(name, data, &raw); err != nil {
@@ -187,7 +183,7 @@ type parser struct {
 
 func (p *parser) fail(key, format string, args ...any) {
 	if p.err == nil {
-		p.err = &Error{File: p.file, Line: p.lines.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+		p.err = &tomlerr.Error{File: p.file, Line: p.lines.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/internal/tomlerr"
 )
 
 func mustParse(t *testing.T, doc string) *Scenario {
@@ -454,7 +455,7 @@ func TestErrors(t *testing.T) {
 			if strings.Contains(got, "\n") {
 				t.Errorf("error spans several lines")
 			}
-			var se *Error
+			var se *tomlerr.Error
 			if !errors.As(err, &se) || se.File != "t.toml" {
 				t.Errorf("error is %T, not *Error for t.toml", err)
 			}
