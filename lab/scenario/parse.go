@@ -585,13 +585,11 @@ func (p *parser) tcp(t *Topology, raw *rawTCP, ecn bool) {
 }
 
 func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
-	if raw.Congestion != "" {
-		// MPTCP's coupled algorithms, of the out-of-tree kernel the paper
-		// used, get a specific answer.
-		p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
-			"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
-		t.Congestion = parseOr(p, key+".congestion", raw.Congestion, oneOf("congestion control", CongestionControls))
-	}
+	// MPTCP's coupled algorithms, of the out-of-tree kernel the paper used,
+	// get a specific answer.
+	p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
+		"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+	t.Congestion = parseOpt(p, key+".congestion", raw.Congestion, t.Congestion, oneOf("congestion control", CongestionControls))
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
 	core := func(k string, v *int64, dst *int) { *dst = p.num(key+"."+k, v, *dst, 4096, math.MaxInt32, " bytes") }
@@ -683,14 +681,11 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		// choose resolves a string option: def, or the value set, which
 		// the label then shows after prefix.
 		choose := func(opt, what, v, def, prefix string, valid []string) string {
-			switch {
-			case !kind.Accepts(opt):
+			if !kind.Accepts(opt) {
 				return ""
-			case v == "":
-				return def
 			}
-			word(true, prefix+v)
-			return parseOr(p, key+"."+opt, v, oneOf(what, valid))
+			word(v != "", prefix+v)
+			return parseOpt(p, key+"."+opt, v, def, oneOf(what, valid))
 		}
 		tr := Transport{Name: r.Name}
 		if kind.Accepts(OptPath) {
