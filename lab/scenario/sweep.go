@@ -45,32 +45,32 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 	lossText := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
 	setLoss := func(l, _ *Link, m Loss) { l.AB.Loss, l.BA.Loss = m, m }
 	s.network = slices.Concat(
-		sweepAxis(p, AxisRTT, raw.RTT, rtt, false, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(l, _ *Link, d time.Duration) {
+		sweepAxis(p, AxisRTT, raw.RTT, rtt, "%v", func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(l, _ *Link, d time.Duration) {
 			l.AB.Delay, l.BA.Delay = splitRTT(d)
 		}),
-		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, false, ratioText, sweptAxis{emulates: "delay", others: relative}, func(l, first *Link, r float64) {
+		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, "%v", ratioText, sweptAxis{emulates: "delay", others: relative}, func(l, first *Link, r float64) {
 			l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(first.RTT()) * r)))
 		}),
-		sweepAxis(p, AxisRate, raw.Rate, ParseRate, false, func(r Rate) (string, float64) { return r.String(), float64(r) / 1e6 }, sweptAxis{rate: true}, func(l, _ *Link, r Rate) {
+		sweepAxis(p, AxisRate, raw.Rate, ParseRate, "%v", func(r Rate) (string, float64) { return r.String(), float64(r) / 1e6 }, sweptAxis{rate: true}, func(l, _ *Link, r Rate) {
 			l.AB.Rate, l.BA.Rate = r, r
 		}),
-		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, false, ratioText, sweptAxis{rate: true, others: relative}, func(l, first *Link, r float64) {
+		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, "%v", ratioText, sweptAxis{rate: true, others: relative}, func(l, first *Link, r float64) {
 			l.AB.Rate = Rate(math.Round(float64(first.AB.Rate) * r))
 			l.BA.Rate = Rate(math.Round(float64(first.BA.Rate) * r))
 		}),
-		sweepAxis(p, AxisLoss, raw.Loss, ParseLoss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
-		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, setLoss),
+		sweepAxis(p, AxisLoss, raw.Loss, ParseLoss, "%q", lossText, sweptAxis{emulates: "loss"}, setLoss),
+		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, "%q", lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, setLoss),
 	)
 	text := func(v string) (string, float64) { return v, 0 }
 	s.options = slices.Concat(
-		sweepAxis(p, AxisScheduler, raw.Scheduler, oneOf("scheduler", config.Schedulers), true, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+		sweepAxis(p, AxisScheduler, raw.Scheduler, oneOf("scheduler", config.Schedulers), "%q", text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
 			t.Scheduler = sch
 			t.Weights = nil
 			if sch == "weighted" {
 				t.Weights = slices.Repeat([]float64{1}, len(paths))
 			}
 		}}, nil),
-		sweepAxis(p, AxisCongestion, raw.Congestion, oneOf("congestion controller", config.CongestionChoices), true, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
+		sweepAxis(p, AxisCongestion, raw.Congestion, oneOf("congestion controller", config.CongestionChoices), "%q", text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
 	)
 	for _, ax := range s.network {
 		key := "sweep." + string(ax.axis)
@@ -89,11 +89,11 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 
 // sweepAxis makes the axis of one [sweep] key (none when the key is not
 // set): its values read through parse (its errors are reported under the
-// element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
-// that message or not), each shown as show shows it; apply, for a network
+// element's key, e.g. "sweep.rtt[2]"), none twice (dupVerb, "%v" or
+// "%q", writes the value in that message), each shown as show shows it; apply, for a network
 // axis, sets one path to a value: every path, or with a.others every path
 // after the first, which it gets too.
-func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R) (T, error), quote bool,
+func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R) (T, error), dupVerb string,
 	show func(T) (string, float64), a sweptAxis, apply func(l, first *Link, v T)) []sweptAxis {
 	if raw == nil {
 		return nil
@@ -105,11 +105,7 @@ func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R)
 		k := fmt.Sprintf("%s[%d]", key, i)
 		x := parseOr(p, k, v, parse)
 		if j := slices.Index(vals, x); j >= 0 {
-			text := fmt.Sprint(x)
-			if quote {
-				text = strconv.Quote(text)
-			}
-			p.fail(k, "%s duplicates %s[%d]", text, key, j)
+			p.fail(k, dupVerb+" duplicates %s[%d]", x, key, j)
 		}
 		vals = append(vals, x)
 		text, value := show(x)
