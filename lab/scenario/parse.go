@@ -603,10 +603,7 @@ func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 }
 
 func (p *parser) triple(key string, dst *[3]int, v []int64) {
-	if v == nil {
-		return
-	}
-	if p.failIf(len(v) != 3, key, "%d values; give three: min, default, max (bytes)", len(v)) {
+	if v == nil || p.failIf(len(v) != 3, key, "%d values; give three: min, default, max (bytes)", len(v)) {
 		return
 	}
 	for i, x := range v {
