@@ -214,11 +214,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	}
 	t := s.Topology
 	p.tcp(t, &raw.TCP, raw.Experiment.ECN)
-	p.experiment(&s.Experiment, &raw.Experiment)
-	if e := &s.Experiment; e.Competing > 0 {
-		e.CompetingPath = cmp.Or(e.CompetingPath, t.Paths()[0].Name)
-		p.path("experiment.competing_path", e.CompetingPath, t)
-	}
+	p.experiment(&s.Experiment, &raw.Experiment, t)
 	s.Experiment.Events = p.events(t, raw.Events)
 	s.Transports = p.transports(t, raw.Transports)
 	p.sweep(s, &raw.Sweep)
@@ -613,7 +609,7 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 	*dst = [3]int{int(v[0]), int(v[1]), int(v[2])}
 }
 
-func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
+func (p *parser) experiment(e *Experiment, raw *rawExperiment, t *Topology) {
 	e.Size = parseOpt(p, "experiment.size", raw.Size, DefaultSize, ParseSize)
 	e.Reps = p.num("experiment.reps", raw.Reps, DefaultReps, 1, MaxReps, "")
 	e.Timeout = parseOpt(p, "experiment.timeout", raw.Timeout, DefaultTimeout, durIn(MinTimeout, MaxTimeout, `"90s", "5m"`))
@@ -623,7 +619,6 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 	}
 	e.Competing = p.num("experiment.competing", raw.Competing, 0, 0, MaxCompeting, "")
 	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
-	e.CompetingPath = raw.CompetingPath
 
 	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
@@ -646,6 +641,10 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
 	e.ECN = raw.ECN
+	if e.Competing > 0 {
+		e.CompetingPath = cmp.Or(raw.CompetingPath, t.Paths()[0].Name)
+		p.path("experiment.competing_path", e.CompetingPath, t)
+	}
 }
 
 func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
