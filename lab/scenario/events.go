@@ -61,9 +61,9 @@ func (p *parser) events(t *Topology, raw []rawEvent) []Event {
 		key := fmt.Sprintf("events[%d]", i)
 		// Once one is missing, the checks after it fail quietly.
 		p.failIf(r.At == "", key+".at", "required: the time after each download starts (e.g. \"3s\")")
-		e := Event{At: p.dur(key+".at", r.At, 0, MaxEventAt, egDelay), Link: r.Link}
+		e := Event{At: parseOr(p, key+".at", r.At, durIn(0, MaxEventAt, egDelay)), Link: r.Link}
 		p.failIf(r.Action == "", key+".action", "required (one of: %s)", strings.Join(Actions, ", "))
-		if e.Action = p.oneOf(key+".action", "action", r.Action, Actions); !p.path(key+".link", r.Link, t) {
+		if e.Action = parseOr(p, key+".action", r.Action, oneOf("action", Actions)); !p.path(key+".link", r.Link, t) {
 			return nil
 		}
 		cuts := e.Action == ActionCut || e.Action == ActionRestore

@@ -18,11 +18,6 @@ import (
 	"github.com/braid-vpn/braid/internal/tomlerr"
 )
 
-// Error is every error Parse and Load return: one line naming the file, the
-// line when known, the key and the problem. It is the type braid's config
-// uses too.
-type Error = tomlerr.Error
-
 // The raw* types mirror the file; tomlerr.Decode checks keys and types
 // against them. Values stay strings until the parser reads them, so that an
 // error names the key with its index rather than a Go type. A link's
@@ -159,7 +154,8 @@ func Load(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Parse parses, validates and expands data as the scenario file name.
+// Parse parses, validates and expands data as the scenario file name. Its
+// errors, and Load's, are *tomlerr.Error, as braid's config's are.
 func Parse(name string, data []byte) (*Scenario, error) {
 	var raw rawFile
 	if err := tomlerr.Decode(name, data, &raw); err != nil {
@@ -187,7 +183,7 @@ type parser struct {
 
 func (p *parser) fail(key, format string, args ...any) {
 	if p.err == nil {
-		p.err = &Error{File: p.file, Line: p.lines.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+		p.err = &tomlerr.Error{File: p.file, Line: p.lines.Line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -218,11 +214,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	}
 	t := s.Topology
 	p.tcp(t, &raw.TCP, raw.Experiment.ECN)
-	p.experiment(&s.Experiment, &raw.Experiment)
-	if e := &s.Experiment; e.Competing > 0 {
-		e.CompetingPath = cmp.Or(e.CompetingPath, t.Paths()[0].Name)
-		p.path("experiment.competing_path", e.CompetingPath, t)
-	}
+	p.experiment(&s.Experiment, &raw.Experiment, t)
 	s.Experiment.Events = p.events(t, raw.Events)
 	s.Transports = p.transports(t, raw.Transports)
 	p.sweep(s, &raw.Sweep)
@@ -246,32 +238,26 @@ const (
 	egShort = `"10ms", "1s"`
 )
 
-// dur reads a duration that must lie within lo..hi; eg shows valid ones.
-func (p *parser) dur(key, s string, lo, hi time.Duration, eg string) time.Duration {
-	d, err := time.ParseDuration(s)
+// durIn reads a duration that must lie within lo..hi; eg shows valid ones.
+func durIn(lo, hi time.Duration, eg string) func(string) (time.Duration, error) {
 	from := lo.String()
 	if lo == 0 {
 		from = "0"
 	}
-	switch {
-	case err != nil:
-		p.fail(key, "%q is not a duration (e.g. %s)", s, eg)
-	case d < lo || d > hi:
-		p.fail(key, "%v out of range (%s..%v)", d, from, hi)
+	return func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return d, fmt.Errorf("%q is not a duration (e.g. %s)", s, eg)
+		case d < lo || d > hi:
+			return d, fmt.Errorf("%v out of range (%s..%v)", d, from, hi)
+		}
+		return d, nil
 	}
-	return d
-}
-
-// durOr is dur for an optional key: def when unset.
-func (p *parser) durOr(key, s string, def, lo, hi time.Duration, eg string) time.Duration {
-	if s == "" {
-		return def
-	}
-	return p.dur(key, s, lo, hi, eg)
 }
 
 // parseOr runs a value parser and reports its error under key.
-func parseOr[T any](p *parser, key, v string, parse func(string) (T, error)) T {
+func parseOr[V, T any](p *parser, key string, v V, parse func(V) (T, error)) T {
 	x, err := parse(v)
 	p.failIf(err != nil, key, "%v", err)
 	return x
@@ -292,10 +278,14 @@ func (p *parser) rate(key, s string, def Rate) Rate {
 	return r
 }
 
-// oneOf checks that v is one of valid (what names the kind of value).
-func (p *parser) oneOf(key, what, v string, valid []string) string {
-	p.failIf(!slices.Contains(valid, v), key, "unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
-	return v
+// oneOf reads one of valid (what names the kind of value).
+func oneOf(what string, valid []string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		if !slices.Contains(valid, v) {
+			return v, fmt.Errorf("unknown %s %q (valid: %s)", what, v, strings.Join(valid, ", "))
+		}
+		return v, nil
+	}
 }
 
 // path checks that v names a path of t.
@@ -428,14 +418,7 @@ func (p *parser) endpoints(t *Topology, key, a, b string) {
 // DefaultTopology is the paper's testbed (its Figure 1, declared below):
 // two 10 Mbit/s paths of 20 ms RTT (Table 2's primary path), each through
 // its own link node, and the web server 1 Gbit/s behind the VPN server.
-func DefaultTopology() *Topology {
-	p := &parser{file: "the built-in testbed"}
-	t := p.topology(nil, defaultNodes, defaultLinks)
-	if p.err != nil {
-		panic(p.err)
-	}
-	return t
-}
+func DefaultTopology() *Topology { return Default().Topology }
 
 // The built-in testbed, declared as a file would.
 var (
@@ -451,8 +434,7 @@ var (
 // [[nodes]], a file changes the testbed's links by name rather than
 // redeclaring five nodes and three links.
 func (p *parser) patchTestbed(media []Medium, rl []rawLink) *Topology {
-	t := DefaultTopology()
-	t.Media = media
+	t := p.topology(media, defaultNodes, defaultLinks)
 	names := strings.Join(mapf(t.Links, Link.name), ", ")
 	seen := map[string]int{}
 	for i, r := range rl {
@@ -482,7 +464,7 @@ func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
 	p.failIf(r.MTU != nil && !t.joins(l, t.Client(), t.Server()), key+".mtu", "link %q sets mtu, which only a path (a client–server link) takes", l.Name)
 	if r.RTT != "" {
 		p.failIf(r.Delay != "", key+".rtt", "set together with delay; give one (rtt is the sum of both directions' delays)")
-		l.AB.Delay, l.BA.Delay = splitRTT(p.dur(key+".rtt", r.RTT, 0, 2*MaxDelay, egDelay))
+		l.AB.Delay, l.BA.Delay = splitRTT(parseOr(p, key+".rtt", r.RTT, durIn(0, 2*MaxDelay, egDelay)))
 	}
 	p.dir(key, &l.AB, r.sym())
 	p.dir(key, &l.BA, r.sym())
@@ -515,8 +497,8 @@ func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
 		return
 	}
 	sh.Rate = parseOpt(p, key+".rate", d.Rate, sh.Rate, ParseRate)
-	sh.Delay = p.durOr(key+".delay", d.Delay, sh.Delay, 0, MaxDelay, egDelay)
-	sh.Jitter = p.durOr(key+".jitter", d.Jitter, sh.Jitter, 0, MaxDelay, egDelay)
+	sh.Delay = parseOpt(p, key+".delay", d.Delay, sh.Delay, durIn(0, MaxDelay, egDelay))
+	sh.Jitter = parseOpt(p, key+".jitter", d.Jitter, sh.Jitter, durIn(0, MaxDelay, egDelay))
 	sh.Loss = parseOpt(p, key+".loss", d.Loss, sh.Loss, ParseLoss)
 	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
 }
@@ -599,13 +581,11 @@ func (p *parser) tcp(t *Topology, raw *rawTCP, ecn bool) {
 }
 
 func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
-	if raw.Congestion != "" {
-		// MPTCP's coupled algorithms, of the out-of-tree kernel the paper
-		// used, get a specific answer.
-		p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
-			"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
-		t.Congestion = p.oneOf(key+".congestion", "congestion control", raw.Congestion, CongestionControls)
-	}
+	// MPTCP's coupled algorithms, of the out-of-tree kernel the paper used,
+	// get a specific answer.
+	p.failIf(slices.Contains([]string{"balia", "lia", "olia", "wvegas"}, raw.Congestion), key+".congestion",
+		"%q is a coupled MPTCP algorithm of the out-of-tree MPTCP kernel; mainline Linux has none (valid: %s)", raw.Congestion, strings.Join(CongestionControls, ", "))
+	t.Congestion = parseOpt(p, key+".congestion", raw.Congestion, t.Congestion, oneOf("congestion control", CongestionControls))
 	p.triple(key+".rmem", &t.Rmem, raw.Rmem)
 	p.triple(key+".wmem", &t.Wmem, raw.Wmem)
 	core := func(k string, v *int64, dst *int) { *dst = p.num(key+"."+k, v, *dst, 4096, math.MaxInt32, " bytes") }
@@ -619,10 +599,7 @@ func (p *parser) applyTCP(key string, t *TCP, raw *rawTCP) {
 }
 
 func (p *parser) triple(key string, dst *[3]int, v []int64) {
-	if v == nil {
-		return
-	}
-	if p.failIf(len(v) != 3, key, "%d values; give three: min, default, max (bytes)", len(v)) {
+	if v == nil || p.failIf(len(v) != 3, key, "%d values; give three: min, default, max (bytes)", len(v)) {
 		return
 	}
 	for i, x := range v {
@@ -632,24 +609,23 @@ func (p *parser) triple(key string, dst *[3]int, v []int64) {
 	*dst = [3]int{int(v[0]), int(v[1]), int(v[2])}
 }
 
-func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
+func (p *parser) experiment(e *Experiment, raw *rawExperiment, t *Topology) {
 	e.Size = parseOpt(p, "experiment.size", raw.Size, DefaultSize, ParseSize)
 	e.Reps = p.num("experiment.reps", raw.Reps, DefaultReps, 1, MaxReps, "")
-	e.Timeout = p.durOr("experiment.timeout", raw.Timeout, DefaultTimeout, MinTimeout, MaxTimeout, `"90s", "5m"`)
+	e.Timeout = parseOpt(p, "experiment.timeout", raw.Timeout, DefaultTimeout, durIn(MinTimeout, MaxTimeout, `"90s", "5m"`))
 	if raw.Seed != nil {
 		p.failIf(*raw.Seed < 0, "experiment.seed", "%d is negative", *raw.Seed)
 		e.Seed = uint64(*raw.Seed)
 	}
 	e.Competing = p.num("experiment.competing", raw.Competing, 0, 0, MaxCompeting, "")
 	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
-	e.CompetingPath = raw.CompetingPath
 
 	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
-	e.LatencyInterval = p.durOr("experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, MinLatencyInterval, MaxLatencyInterval, egShort)
-	e.LatencyIdle = p.durOr("experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, MinLatencyIdle, MaxLatencyIdle, egShort)
+	e.LatencyInterval = parseOpt(p, "experiment.latency_interval", raw.LatencyInterval, DefaultLatencyInterval, durIn(MinLatencyInterval, MaxLatencyInterval, egShort))
+	e.LatencyIdle = parseOpt(p, "experiment.latency_idle", raw.LatencyIdle, DefaultLatencyIdle, durIn(MinLatencyIdle, MaxLatencyIdle, egShort))
 
-	e.Workload = p.oneOf("experiment.workload", "workload", cmp.Or(raw.Workload, WorkloadDownload), Workloads)
+	e.Workload = parseOr(p, "experiment.workload", cmp.Or(raw.Workload, WorkloadDownload), oneOf("workload", Workloads))
 	rt := e.Workload == WorkloadRealtime
 	p.without(rt, fmt.Sprintf("workload = %q", WorkloadRealtime), []string{"realtime_rate", "realtime_size", "realtime_duration", "realtime_deadline"},
 		raw.RealtimeRate != "", raw.RealtimeSize != nil, raw.RealtimeDuration != "", raw.RealtimeDeadline != "")
@@ -659,12 +635,16 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment) {
 		r := &e.Realtime
 		r.Rate = p.rate("experiment.realtime_rate", raw.RealtimeRate, DefaultRealtimeRate)
 		r.Size = p.num("experiment.realtime_size", raw.RealtimeSize, DefaultRealtimeSize, MinRealtimeSize, MaxRealtimeSize, " bytes of UDP payload")
-		r.Duration = p.durOr("experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, MinRealtimeDuration, MaxRealtimeDuration, egShort)
-		r.Deadline = p.durOr("experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, MinRealtimeDeadline, MaxRealtimeDeadline, egShort)
+		r.Duration = parseOpt(p, "experiment.realtime_duration", raw.RealtimeDuration, DefaultRealtimeDuration, durIn(MinRealtimeDuration, MaxRealtimeDuration, egShort))
+		r.Deadline = parseOpt(p, "experiment.realtime_deadline", raw.RealtimeDeadline, DefaultRealtimeDeadline, durIn(MinRealtimeDeadline, MaxRealtimeDeadline, egShort))
 		pps := float64(r.Rate) / float64(8*r.Size)
 		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
 	e.ECN = raw.ECN
+	if e.Competing > 0 {
+		e.CompetingPath = cmp.Or(raw.CompetingPath, t.Paths()[0].Name)
+		p.path("experiment.competing_path", e.CompetingPath, t)
+	}
 }
 
 func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
@@ -697,14 +677,11 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 		// choose resolves a string option: def, or the value set, which
 		// the label then shows after prefix.
 		choose := func(opt, what, v, def, prefix string, valid []string) string {
-			switch {
-			case !kind.Accepts(opt):
+			if !kind.Accepts(opt) {
 				return ""
-			case v == "":
-				return def
 			}
-			word(true, prefix+v)
-			return p.oneOf(key+"."+opt, what, v, valid)
+			word(v != "", prefix+v)
+			return parseOpt(p, key+"."+opt, v, def, oneOf(what, valid))
 		}
 		tr := Transport{Name: r.Name}
 		if kind.Accepts(OptPath) {
@@ -736,10 +713,6 @@ func (p *parser) transports(t *Topology, raw []rawTransport) []Transport {
 			word(true, "tiers="+FormatTiers(tr.Priorities))
 		}
 		tr.Label = cmp.Or(r.Label, strings.Join(label, " "))
-		if p.err == nil && kind.Check != nil {
-			err := kind.Check(&tr, t)
-			p.failIf(err != nil, key, "%v", err)
-		}
 		if j := slices.IndexFunc(out, func(x Transport) bool { return x.Label == tr.Label }); j >= 0 {
 			p.fail(key, "label %q duplicates transports[%d]; set label to tell them apart", tr.Label, j)
 		}

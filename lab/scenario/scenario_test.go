@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/internal/tomlerr"
 )
 
 func mustParse(t *testing.T, doc string) *Scenario {
@@ -454,7 +455,7 @@ func TestErrors(t *testing.T) {
 			if strings.Contains(got, "\n") {
 				t.Errorf("error spans several lines")
 			}
-			var se *Error
+			var se *tomlerr.Error
 			if !errors.As(err, &se) || se.File != "t.toml" {
 				t.Errorf("error is %T, not *Error for t.toml", err)
 			}
@@ -508,12 +509,6 @@ func TestRegisterTransport(t *testing.T) {
 			Name:    "test-tunnel",
 			Summary: "a single-path tunnel, for this test",
 			Options: []string{OptPath},
-			Check: func(tr *Transport, top *Topology) error {
-				if tr.Path == "secondary" {
-					return errors.New("cannot run on the secondary path")
-				}
-				return nil
-			},
 		})
 	})
 	if names := TransportNames(); !slices.Equal(names[:3], []string{"direct", "mptcp-direct", "braid"}) || !slices.Contains(names, "test-tunnel") {
@@ -523,11 +518,7 @@ func TestRegisterTransport(t *testing.T) {
 	if tr := s.Transports[0]; tr.Name != "test-tunnel" || tr.Path != "primary" || tr.Label != "test-tunnel" || tr.Scheduler != "" {
 		t.Errorf("transport = %+v", tr)
 	}
-	_, err := Parse("t.toml", []byte("[[transports]]\nname = \"test-tunnel\"\npath = \"secondary\"\n"))
-	if err == nil || err.Error() != "t.toml: line 1: transports[0]: cannot run on the secondary path" {
-		t.Errorf("Check error = %v", err)
-	}
-	_, err = Parse("t.toml", []byte("[[transports]]\nname = \"nope\"\n"))
+	_, err := Parse("t.toml", []byte("[[transports]]\nname = \"nope\"\n"))
 	if err == nil || !strings.HasSuffix(err.Error(), ", test-tunnel)") || !strings.Contains(err.Error(), "(valid: direct, mptcp-direct, braid, ") {
 		t.Errorf("unknown transport error does not list the registered one: %v", err)
 	}

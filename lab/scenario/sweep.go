@@ -32,64 +32,45 @@ type sweptAxis struct {
 // first (the one order of Axes and of the points), and checks that the
 // testbed can carry each.
 func (p *parser) sweep(s *Scenario, raw *rawSweep) {
-	rtt := func(k, v string) time.Duration { return p.dur(k, v, 0, 2*MaxDelay, egDelay) }
-	rate := func(k, v string) Rate { return parseOr(p, k, v, ParseRate) }
-	loss := func(k, v string) Loss { return parseOr(p, k, v, ParseLoss) }
-	ratio := func(k string, x float64) float64 {
-		p.failIf(math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000, k, "%v out of range (a ratio > 0 and ≤ 1000)", x)
-		return x
-	}
-	choice := func(what string, valid []string) func(k, v string) string {
-		return func(k, v string) string { return p.oneOf(k, what, v, valid) }
+	rtt := durIn(0, 2*MaxDelay, egDelay)
+	ratio := func(x float64) (float64, error) {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || x > 1000 {
+			return x, fmt.Errorf("%v out of range (a ratio > 0 and ≤ 1000)", x)
+		}
+		return x, nil
 	}
 	paths := s.Topology.Paths()
 	const relative = "the others are set relative to the first"
 	ratioText := func(r float64) (string, float64) { return "1:" + fmtFloat(r), r }
 	lossText := func(m Loss) (string, float64) { return m.String(), 100 * m.MeanLoss() }
-	setLoss := func(paths []*Link, m Loss) {
-		for _, l := range paths {
-			l.AB.Loss, l.BA.Loss = m, m
-		}
-	}
+	setLoss := func(l, _ *Link, m Loss) { l.AB.Loss, l.BA.Loss = m, m }
 	s.network = slices.Concat(
-		sweepAxis(p, AxisRTT, raw.RTT, rtt, false, func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(paths []*Link, d time.Duration) {
-			for _, l := range paths {
-				l.AB.Delay, l.BA.Delay = splitRTT(d)
-			}
+		sweepAxis(p, AxisRTT, raw.RTT, rtt, "%v", func(d time.Duration) (string, float64) { return d.String(), stats.Ms(d) }, sweptAxis{emulates: "delay"}, func(l, _ *Link, d time.Duration) {
+			l.AB.Delay, l.BA.Delay = splitRTT(d)
 		}),
-		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, false, ratioText, sweptAxis{emulates: "delay", others: relative}, func(paths []*Link, r float64) {
-			ref := paths[0].RTT()
-			for _, l := range paths[1:] {
-				l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(ref) * r)))
-			}
+		sweepAxis(p, AxisRTTRatio, raw.RTTRatio, ratio, "%v", ratioText, sweptAxis{emulates: "delay", others: relative}, func(l, first *Link, r float64) {
+			l.AB.Delay, l.BA.Delay = splitRTT(time.Duration(math.Round(float64(first.RTT()) * r)))
 		}),
-		sweepAxis(p, AxisRate, raw.Rate, rate, false, func(r Rate) (string, float64) { return r.String(), r.Mbps() }, sweptAxis{rate: true}, func(paths []*Link, r Rate) {
-			for _, l := range paths {
-				l.AB.Rate, l.BA.Rate = r, r
-			}
+		sweepAxis(p, AxisRate, raw.Rate, ParseRate, "%v", func(r Rate) (string, float64) { return r.String(), float64(r) / 1e6 }, sweptAxis{rate: true}, func(l, _ *Link, r Rate) {
+			l.AB.Rate, l.BA.Rate = r, r
 		}),
-		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, false, ratioText, sweptAxis{rate: true, others: relative}, func(paths []*Link, r float64) {
-			ref := paths[0]
-			for _, l := range paths[1:] {
-				l.AB.Rate = Rate(math.Round(float64(ref.AB.Rate) * r))
-				l.BA.Rate = Rate(math.Round(float64(ref.BA.Rate) * r))
-			}
+		sweepAxis(p, AxisRateRatio, raw.RateRatio, ratio, "%v", ratioText, sweptAxis{rate: true, others: relative}, func(l, first *Link, r float64) {
+			l.AB.Rate = Rate(math.Round(float64(first.AB.Rate) * r))
+			l.BA.Rate = Rate(math.Round(float64(first.BA.Rate) * r))
 		}),
-		sweepAxis(p, AxisLoss, raw.Loss, loss, true, lossText, sweptAxis{emulates: "loss"}, setLoss),
-		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, loss, true, lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, func(paths []*Link, m Loss) {
-			setLoss(paths[1:], m)
-		}),
+		sweepAxis(p, AxisLoss, raw.Loss, ParseLoss, "%q", lossText, sweptAxis{emulates: "loss"}, setLoss),
+		sweepAxis(p, AxisLossSecondary, raw.LossSecondary, ParseLoss, "%q", lossText, sweptAxis{emulates: "loss", others: "it sets every path after the first"}, setLoss),
 	)
 	text := func(v string) (string, float64) { return v, 0 }
 	s.options = slices.Concat(
-		sweepAxis(p, AxisScheduler, raw.Scheduler, choice("scheduler", config.Schedulers), true, text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
+		sweepAxis(p, AxisScheduler, raw.Scheduler, oneOf("scheduler", config.Schedulers), "%q", text, sweptAxis{opt: OptScheduler, set: func(t *Transport, sch string) {
 			t.Scheduler = sch
 			t.Weights = nil
 			if sch == "weighted" {
 				t.Weights = slices.Repeat([]float64{1}, len(paths))
 			}
 		}}, nil),
-		sweepAxis(p, AxisCongestion, raw.Congestion, choice("congestion controller", config.CongestionChoices), true, text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
+		sweepAxis(p, AxisCongestion, raw.Congestion, oneOf("congestion controller", config.CongestionChoices), "%q", text, sweptAxis{opt: OptCongestion, set: func(t *Transport, cc string) { t.Congestion = cc }}, nil),
 	)
 	for _, ax := range s.network {
 		key := "sweep." + string(ax.axis)
@@ -107,12 +88,13 @@ func (p *parser) sweep(s *Scenario, raw *rawSweep) {
 }
 
 // sweepAxis makes the axis of one [sweep] key (none when the key is not
-// set): its values read through parse (which reports its own errors under
-// the element's key, e.g. "sweep.rtt[2]"), none twice (quote the value in
-// that message or not), each shown as show shows it; apply, for a network
-// axis, sets the paths to one value.
-func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k string, v R) T, quote bool,
-	show func(T) (string, float64), a sweptAxis, apply func(paths []*Link, v T)) []sweptAxis {
+// set): its values read through parse (its errors are reported under the
+// element's key, e.g. "sweep.rtt[2]"), none twice (dupVerb, "%v" or
+// "%q", writes the value in that message), each shown as show shows it; apply, for a network
+// axis, sets one path to a value: every path, or with a.others every path
+// after the first, which it gets too.
+func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(R) (T, error), dupVerb string,
+	show func(T) (string, float64), a sweptAxis, apply func(l, first *Link, v T)) []sweptAxis {
 	if raw == nil {
 		return nil
 	}
@@ -121,13 +103,9 @@ func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k 
 	var vals []T
 	for i, v := range raw {
 		k := fmt.Sprintf("%s[%d]", key, i)
-		x := parse(k, v)
+		x := parseOr(p, k, v, parse)
 		if j := slices.Index(vals, x); j >= 0 {
-			text := fmt.Sprint(x)
-			if quote {
-				text = strconv.Quote(text)
-			}
-			p.fail(k, "%s duplicates %s[%d]", text, key, j)
+			p.fail(k, dupVerb+" duplicates %s[%d]", x, key, j)
 		}
 		vals = append(vals, x)
 		text, value := show(x)
@@ -135,7 +113,15 @@ func sweepAxis[R any, T comparable](p *parser, axis Axis, raw []R, parse func(k 
 	}
 	a.axis = axis
 	if apply != nil {
-		a.apply = func(paths []*Link, i int) { apply(paths, vals[i]) }
+		a.apply = func(paths []*Link, i int) {
+			set := paths
+			if a.others != "" {
+				set = paths[1:]
+			}
+			for _, l := range set {
+				apply(l, paths[0], vals[i])
+			}
+		}
 	}
 	return []sweptAxis{a}
 }

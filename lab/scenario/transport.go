@@ -3,7 +3,6 @@ package scenario
 import (
 	"fmt"
 	"slices"
-	"sync"
 )
 
 // Transport option keys, as written in a [[transports]] entry (docs/lab.md
@@ -30,10 +29,9 @@ const (
 	MaxSubflows   = 8
 )
 
-// TransportKind describes a transport the lab can measure. The scenario
-// package registers the built-in kinds; the packages that implement more
-// (single-path tunnels, an MPTCP tunnel, OpenVPN) register theirs in an
-// init function, so that a scenario naming them parses.
+// TransportKind describes a transport the lab can measure. Other packages
+// may add kinds with RegisterTransport, from an init function (the registry
+// has no lock), so that a scenario naming them parses.
 type TransportKind struct {
 	Name string
 	// Summary is one line for help text.
@@ -41,19 +39,10 @@ type TransportKind struct {
 	// Options lists the option keys (Opt*) the kind accepts; any other
 	// option set in the file is an error naming the ones it takes.
 	Options []string
-	// Check, if set, validates a transport of this kind once its options
-	// are resolved, against the topology it will run on. Its error text
-	// becomes the message of the entry's error.
-	Check func(t *Transport, top *Topology) error
 }
 
 // Accepts reports whether the kind takes option opt.
 func (k *TransportKind) Accepts(opt string) bool { return slices.Contains(k.Options, opt) }
-
-var registry struct {
-	sync.RWMutex
-	kinds []TransportKind
-}
 
 // Built-in transport kinds (their summaries below say what each is).
 const (
@@ -68,20 +57,16 @@ const (
 	TransportOpenVPNMPTCP = "openvpn-mptcp"
 )
 
-func init() {
-	for _, k := range []TransportKind{
-		{Name: TransportDirect, Summary: "no tunnel: the download runs over one path with plain TCP", Options: []string{OptPath}},
-		{Name: TransportMPTCPDirect, Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path"},
-		{Name: TransportBraid, Summary: "the download runs through a braid tunnel over every path", Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities}},
-		{Name: TransportUDPTunnel, Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP", Options: []string{OptPath, OptReorder, OptRecovery}},
-		{Name: TransportTCPTunnel, Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP", Options: []string{OptPath}},
-		{Name: TransportMPTCPTunnel, Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP", Options: []string{OptSubflows}},
-		{Name: TransportOpenVPNUDP, Summary: "OpenVPN over UDP on one path", Options: []string{OptPath, OptCipher}},
-		{Name: TransportOpenVPNTCP, Summary: "OpenVPN over TCP on one path", Options: []string{OptPath, OptCipher}},
-		{Name: TransportOpenVPNMPTCP, Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path", Options: []string{OptCipher, OptSubflows}},
-	} {
-		RegisterTransport(k)
-	}
+var kinds = []TransportKind{
+	{Name: TransportDirect, Summary: "no tunnel: the download runs over one path with plain TCP", Options: []string{OptPath}},
+	{Name: TransportMPTCPDirect, Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path"},
+	{Name: TransportBraid, Summary: "the download runs through a braid tunnel over every path", Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities}},
+	{Name: TransportUDPTunnel, Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP", Options: []string{OptPath, OptReorder, OptRecovery}},
+	{Name: TransportTCPTunnel, Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP", Options: []string{OptPath}},
+	{Name: TransportMPTCPTunnel, Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP", Options: []string{OptSubflows}},
+	{Name: TransportOpenVPNUDP, Summary: "OpenVPN over UDP on one path", Options: []string{OptPath, OptCipher}},
+	{Name: TransportOpenVPNTCP, Summary: "OpenVPN over TCP on one path", Options: []string{OptPath, OptCipher}},
+	{Name: TransportOpenVPNMPTCP, Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path", Options: []string{OptCipher, OptSubflows}},
 }
 
 // RegisterTransport adds a kind. It panics on an empty or duplicate name or
@@ -93,27 +78,21 @@ func RegisterTransport(k TransportKind) {
 	if i := slices.IndexFunc(k.Options, func(o string) bool { return !slices.Contains(optionKeys, o) }); i >= 0 {
 		panic(fmt.Sprintf("scenario: transport %q: unknown option %q", k.Name, k.Options[i]))
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if find(registry.kinds, func(e *TransportKind) bool { return e.Name == k.Name }) != nil {
+	if _, dup := LookupTransport(k.Name); dup {
 		panic(fmt.Sprintf("scenario: transport %q registered twice", k.Name))
 	}
 	k.Options = slices.Clone(k.Options)
-	registry.kinds = append(registry.kinds, k)
+	kinds = append(kinds, k)
 }
 
 // TransportNames lists the registered kinds in registration order.
 func TransportNames() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	return mapf(registry.kinds, func(k TransportKind) string { return k.Name })
+	return mapf(kinds, func(k TransportKind) string { return k.Name })
 }
 
 // LookupTransport returns the kind registered as name.
 func LookupTransport(name string) (TransportKind, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	if k := find(registry.kinds, func(k *TransportKind) bool { return k.Name == name }); k != nil {
+	if k := find(kinds, func(k *TransportKind) bool { return k.Name == name }); k != nil {
 		return *k, true
 	}
 	return TransportKind{}, false

@@ -38,26 +38,15 @@ func ParseRate(s string) (Rate, error) {
 		return 0, nil
 	}
 	t = strings.TrimSuffix(t, "/s")
-	num, unit := splitNumber(t)
-	if num == "" {
-		return 0, fmt.Errorf("%q is not a rate (e.g. \"10mbit\", \"1gbit\", \"500kbit\")", s)
-	}
-	mult, ok := map[string]float64{"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
-	switch {
-	case ok:
-	case unit == "":
-		return 0, fmt.Errorf("%q has no unit (e.g. \"%smbit\")", s, num)
-	case slices.Contains([]string{"bps", "kbps", "mbps", "gbps", "b", "kb", "mb", "gb"}, unit):
+	if num, unit := splitNumber(t); num != "" && slices.Contains([]string{"bps", "kbps", "mbps", "gbps", "b", "kb", "mb", "gb"}, unit) {
 		return 0, fmt.Errorf("%q is ambiguous (tc reads %q as bytes per second); write bits, e.g. \"%smbit\"", s, unit, num)
-	default:
-		return 0, fmt.Errorf("%q has unknown unit %q (valid: bit, kbit, mbit, gbit)", s, unit)
 	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a rate", s)
-	}
-	r := v * mult
-	if r < float64(MinRate) || r > float64(MaxRate) {
+	r, err := amount(s, t, "rate", `"10mbit", "1gbit", "500kbit"`, map[string]float64{"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9},
+		"bit, kbit, mbit, gbit", `"%smbit"`)
+	switch {
+	case err != nil:
+		return 0, err
+	case r < float64(MinRate) || r > float64(MaxRate):
 		return 0, fmt.Errorf("%q out of range (%v..%v; omit the key or write \"unlimited\" for an unshaped link)", s, MinRate, MaxRate)
 	}
 	return Rate(math.Round(r)), nil
@@ -77,9 +66,6 @@ func (r Rate) String() string {
 	return "unlimited"
 }
 
-// Mbps is the rate in Mbit/s, the unit of the paper's plots.
-func (r Rate) Mbps() float64 { return float64(r) / 1e6 }
-
 func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 func (r *Rate) UnmarshalText(b []byte) error { return unmarshalWith(r, b, ParseRate) }
@@ -92,23 +78,12 @@ const MaxSize = 64 << 30
 // binary, so the file says which one the paper's "16 MB" was taken to be.
 func ParseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), " ", ""))
-	num, unit := splitNumber(t)
-	if num == "" {
-		return 0, fmt.Errorf("%q is not a size (e.g. \"16MiB\", \"500kB\")", s)
-	}
-	mult, ok := map[string]float64{"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[unit]
-	switch {
-	case !ok && unit == "":
-		return 0, fmt.Errorf("%q has no unit (e.g. \"%sMiB\" or \"%sB\")", s, num, num)
-	case !ok:
-		return 0, fmt.Errorf("%q has unknown unit %q (valid: B, kB, MB, GB, KiB, MiB, GiB)", s, unit)
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a size", s)
-	}
-	n := math.Round(v * mult)
-	if n < 1 || n > MaxSize {
+	n, err := amount(s, t, "size", `"16MiB", "500kB"`, map[string]float64{"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30},
+		"B, kB, MB, GB, KiB, MiB, GiB", `"%sMiB" or "%[1]sB"`)
+	switch n = math.Round(n); {
+	case err != nil:
+		return 0, err
+	case n < 1 || n > MaxSize:
 		return 0, fmt.Errorf("%q out of range (1B..64GiB)", s)
 	}
 	return int64(n), nil
@@ -125,6 +100,27 @@ func splitNumber(s string) (num, unit string) {
 		i++
 	}
 	return s[:i], s[i:]
+}
+
+// amount reads t, s lower-cased and without spaces, as a number times one
+// of units; what names the value, eg shows some and unitEg (a format of the
+// number) what a unit would look like, valid lists the units.
+func amount(s, t, what, eg string, units map[string]float64, valid, unitEg string) (float64, error) {
+	num, unit := splitNumber(t)
+	mult, ok := units[unit]
+	switch {
+	case num == "":
+		return 0, fmt.Errorf("%q is not a %s (e.g. %s)", s, what, eg)
+	case unit == "":
+		return 0, fmt.Errorf("%q has no unit (e.g. %s)", s, fmt.Sprintf(unitEg, num))
+	case !ok:
+		return 0, fmt.Errorf("%q has unknown unit %q (valid: %s)", s, unit, valid)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a %s", s, what)
+	}
+	return v * mult, nil
 }
 
 // LossModel says how a direction of a link drops packets.
@@ -158,12 +154,25 @@ func ParseLoss(s string) (Loss, error) {
 	if len(f) == 0 || (len(f) == 1 && f[0] == "none") {
 		return Loss{}, nil
 	}
+	// A bare number is random's; its errors then name only the number.
+	if len(f) == 1 && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9') {
+		f = []string{"random", f[0]}
+	}
 	switch f[0] {
 	case "random":
 		if len(f) != 2 {
 			return Loss{}, fmt.Errorf("%q: random takes one percentage (e.g. \"random 1%%\")", s)
 		}
-		return uniformLoss(s, f[1])
+		x, err := percent(f[1])
+		switch {
+		case err != nil && strings.TrimSpace(s) == f[1]:
+			return Loss{}, err
+		case err != nil:
+			return Loss{}, fmt.Errorf("%q: %v", s, err)
+		case x == 0:
+			return Loss{}, nil
+		}
+		return Loss{Model: LossUniform, Percent: x}, nil
 	case "gemodel":
 		args := f[1:]
 		if len(args) < 1 || len(args) > 4 {
@@ -182,24 +191,7 @@ func ParseLoss(s string) (Loss, error) {
 		}
 		return l, nil
 	}
-	if len(f) == 1 && f[0] != "" && (f[0][0] == '.' || f[0][0] == '-' || f[0][0] >= '0' && f[0][0] <= '9') {
-		return uniformLoss(s, f[0])
-	}
 	return Loss{}, fmt.Errorf("%q is not a loss model (e.g. \"none\", \"1%%\", \"random 1%%\", \"gemodel 1%% 75%% 50%% 0.5%%\")", s)
-}
-
-func uniformLoss(s, arg string) (Loss, error) {
-	x, err := percent(arg)
-	if err != nil {
-		if strings.TrimSpace(s) == arg {
-			return Loss{}, err
-		}
-		return Loss{}, fmt.Errorf("%q: %v", s, err)
-	}
-	if x == 0 {
-		return Loss{}, nil
-	}
-	return Loss{Model: LossUniform, Percent: x}, nil
 }
 
 // percent reads a netem percentage: "0.5%" or "0.5", both meaning 0.5%.
