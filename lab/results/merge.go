@@ -26,6 +26,11 @@ func Read(path string) (*Run, error) {
 	if err := json.Unmarshal(data, &run); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// Any JSON object decodes into a Run; a bench's or a mesh's results
+	// have no points and would merge into an empty campaign.
+	if run.Points == nil {
+		return nil, fmt.Errorf("%s: not the results of lab run (no points)", path)
+	}
 	return &run, nil
 }
 

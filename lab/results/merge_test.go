@@ -133,4 +133,10 @@ func TestReadRun(t *testing.T) {
 	if _, err := Read(filepath.Join(dir, "nope")); err == nil {
 		t.Error("read a missing file")
 	}
+	// A bench's or a mesh's results.json is not a campaign.
+	other := filepath.Join(dir, "mesh.json")
+	os.WriteFile(other, []byte(`{"runs": [{"topology": 1}], "reps": 3}`), 0o644)
+	if _, err := Read(other); err == nil || !strings.Contains(err.Error(), "not the results of lab run") {
+		t.Errorf("read a mesh's results as a run: %v", err)
+	}
 }
