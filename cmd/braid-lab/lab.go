@@ -382,9 +382,11 @@ func readLabResults(path string) (*report.Doc, func(io.Writer), error) {
 	}
 	switch {
 	case keys["points"] != nil:
-		var r results.Run
-		err := json.Unmarshal(data, &r)
-		return report.Document(&r), labTable(&r), err
+		r, err := results.Read(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return report.Document(r), labTable(r), nil
 	case keys["ratios"] != nil:
 		var r bench.Report
 		err := json.Unmarshal(data, &r)

@@ -27,7 +27,8 @@
 // with unfinished checksums, which re-injected are too big for the MTU or
 // dropped for a bad checksum. Start turns the offloads off on A and B (with
 // the ethtool command); the peers decide what enters the veths, so whoever
-// builds the topology turns theirs off too (DisableOffloads). Oversized frames that still arrive are
-// counted (Stats.DroppedOversize), not forwarded. Close a Link before its
-// namespace: its sockets keep the namespace alive.
+// builds the topology turns theirs off too (DisableOffloads). Oversized
+// frames that still arrive are counted (Stats.DroppedOversize), not
+// forwarded. Close a Link before its namespace: its sockets keep the
+// namespace alive.
 package linkemu
