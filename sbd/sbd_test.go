@@ -279,16 +279,20 @@ func TestSplit(t *testing.T) {
 
 // The estimators on a series with known values: per interval three samples
 // at 10 ms and one at 30 ms (mean 15 ms: skew_est (3−1)/4 = 0.5, var_est
-// (3·5+15)/4 = 7.5 ms, no crossings) and 1 of 10 packets lost.
+// (3·5+15)/4 = 7.5 ms, no crossings) and 1 of 10 packets lost. A second
+// flow alternates between intervals at 10 ms and at 30 ms: every interval
+// mean crosses the 20 ms mean by more than 0.7·10 ms, freq_est 1.
 func TestEstimates(t *testing.T) {
 	d := New(Config{})
 	id := d.AddFlow()
+	alt := d.AddFlow()
 	now := time.Unix(0, 0)
 	d.Tick(now)
 	for k := 0; k < 60; k++ {
 		for _, ms := range []int{10, 30, 10, 10} {
 			now = now.Add(d.cfg.Interval / 5)
 			d.OnDelay(id, now, time.Duration(ms)*time.Millisecond)
+			d.OnDelay(alt, now, time.Duration(10+20*(k%2))*time.Millisecond)
 		}
 		d.OnPackets(id, 10, 1)
 		now = now.Add(d.cfg.Interval / 5)
@@ -298,6 +302,9 @@ func TestEstimates(t *testing.T) {
 	if math.Abs(st.Skew-0.5) > 1e-9 || (st.Var-7500*time.Microsecond).Abs() > time.Microsecond ||
 		st.Freq != 0 || math.Abs(st.Loss-0.1) > 1e-9 || st.Intervals != 50 || !st.Enough || st.Congested {
 		t.Fatalf("stats %+v", st)
+	}
+	if st := d.Stats(alt); st.Freq != 1 || math.Abs(st.Skew) > 0.05 || (st.Var-10*time.Millisecond).Abs() > 500*time.Microsecond {
+		t.Fatalf("alternating flow: stats %+v", st)
 	}
 }
 
