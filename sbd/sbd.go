@@ -75,7 +75,10 @@
 // p_f; each part is sorted by var_est and split where var_est(n+1) − var_est(n)
 // > p_mad·var_est(n+1); then by skew_est, split at differences above p_s; then,
 // among flows whose pl_est > p_l, by pl_est, split where pl_est(n+1) − pl_est(n)
-// > p_d·pl_est(n+1). The parts are the groups.
+// > p_d·pl_est(n+1). Last, a braid addition (Config.CorrThreshold): a part
+// stays together only if the per-interval mean delays of every pair of its
+// flows correlate (Pearson, over the last N intervals) at 0.5 or more. The
+// parts are the groups. docs/sbd.md has the measurements and the caveats.
 package sbd
 
 import (
