@@ -17,9 +17,9 @@ import (
 // drains what the 1.25 phase queued, so the path's own queue does not inflate it.
 //
 // Coupling: the fixed part of the in-flight cap (2 segments) is split among the
-// active paths of the Controller in proportion to their bandwidth estimates, so
-// a session's paths through one bottleneck together hold what one path would
-// (rateShare).
+// active paths of the path's group (Path.SetGroup) in proportion to their
+// bandwidth estimates, so a session's paths through one bottleneck together
+// hold what one path would (rateShare).
 //
 // Contention: beside a loss-based flow that keeps the bottleneck's queue
 // standing, a cap near one BDP of the true min RTT would starve; the model then
@@ -255,16 +255,16 @@ func (p *Path) rateTarget() float64 {
 	return t
 }
 
-// rateShare is p's share of the session's bandwidth estimates (Σ over the
-// active paths; 1 for a path outside the set or alone in it). The fixed part of
-// the in-flight cap is split by it, so a session's paths through one bottleneck
-// together hold what one path would.
+// rateShare is p's share of its group's bandwidth estimates (Σ over the
+// group's active paths; 1 for a path outside the set or alone in it). The
+// fixed part of the in-flight cap is split by it, so a session's paths through
+// one bottleneck (one group, Path.SetGroup) together hold what one path would.
 func (c *Controller) rateShare(p *Path) float64 {
-	if !p.active || len(c.active) <= 1 {
+	if p.alone() {
 		return 1
 	}
 	sum := 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		sum += q.rateBw()
 	}
 	if sum <= 0 {
@@ -405,7 +405,7 @@ func (p *Path) rateAggExtra() float64 {
 
 // contendGrow grows the contention window for an ack: slow start until the
 // first loss, then as one Reno flow (rateContendAI per round trip); both are
-// coupled across the session's contending paths so that paths through one
+// coupled across the contending paths of the path's group so that paths through one
 // bottleneck together grow as one flow — the slow start in proportion to the
 // path's share of the contention windows, the increase by RFC 6356's LIA. It
 // grows only while it limits the path (RFC 7661): an inner flow slower than
@@ -419,7 +419,7 @@ func (p *Path) contendGrow(a *Ack) {
 	n := float64(a.Bytes) / p.c.mss
 	if rs.cwSlow {
 		sum := 0.0
-		for _, q := range p.c.active {
+		for _, q := range p.peers() {
 			sum += contendWin(q)
 		}
 		rs.cw += n * rs.cw / max(sum, rs.cw) // p itself may be outside the active set
