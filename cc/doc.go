@@ -46,6 +46,7 @@
 //	ewtcp    Honda et al.:              +a/w_r with a = 1/N² (N = active paths), halve on loss
 //	rate     loss-tolerant BBR-like rate model with pacing (rate.go): max-filtered delivery
 //	         rate × min RTT, Startup/Drain/ProbeBW, in-flight cap 1.25 BDP, loss above 5 % lowers a bound;
+//	         a sample below 0.8 bw over a queue drops bw to it, a probe that finds more re-enters Startup;
 //	         contends with a coupled Reno-like window beside a buffer-filling flow
 //	none     no window at all
 //
