@@ -178,9 +178,31 @@ type Controller struct {
 	name string
 	cfg  Config
 	mss  float64
-	// paths by id (nil = none); active lists those in the coupling set.
+	// paths by id (nil = none); groups the sets of paths that share a
+	// bottleneck (SetGroup), each with its active paths: the coupling sets.
 	paths  []*Path
-	active []*Path
+	groups []*group
+}
+
+// group is a set of a Controller's paths that share a bottleneck (SetGroup).
+// Every coupled sum runs over the active paths of one group only: paths through
+// disjoint bottlenecks compete each as one flow at its own.
+type group struct {
+	id     uint32
+	active []*Path // usable paths of the group with an RTT sample
+}
+
+// group returns the group id, creating it (AddPath and SetGroup only: the
+// per-packet path never allocates).
+func (c *Controller) group(id uint32) *group {
+	for _, g := range c.groups {
+		if g.id == id {
+			return g
+		}
+	}
+	g := &group{id: id}
+	c.groups = append(c.groups, g)
+	return g
 }
 
 // New returns a controller running the algorithm called name. An unknown name is
@@ -238,7 +260,7 @@ func (c *Controller) AddPath(id int, now time.Time) *Path {
 	if p := c.paths[id]; p != nil {
 		return p
 	}
-	p := &Path{c: c, id: id, usable: true}
+	p := &Path{c: c, id: id, usable: true, grp: c.group(0)}
 	p.reset(now)
 	c.paths[id] = p
 	return p
@@ -262,8 +284,14 @@ func (c *Controller) RemovePath(p *Path) {
 	p.removed = true
 }
 
-// ActivePaths returns how many paths are in the coupling set.
-func (c *Controller) ActivePaths() int { return len(c.active) }
+// ActivePaths returns how many paths are in the coupling sets (of all groups).
+func (c *Controller) ActivePaths() int {
+	n := 0
+	for _, g := range c.groups {
+		n += len(g.active)
+	}
+	return n
+}
 
 // Ack is what one acknowledgement newly acknowledged on a path.
 type Ack struct {
@@ -313,6 +341,7 @@ type Loss struct {
 type Path struct {
 	c       *Controller
 	id      int
+	grp     *group // the paths it is coupled with (SetGroup; group 0 by default)
 	usable  bool
 	active  bool
 	removed bool
@@ -377,21 +406,50 @@ func (p *Path) SetUsable(u bool) {
 	p.setActive(u && p.srtt > 0 && !p.removed)
 }
 
+// SetGroup says which bottleneck the path shares with the Controller's other
+// paths: paths of one group are coupled (each coupled algorithm's sums, and
+// the "rate" model's cap share and contention window, run over the group's
+// active paths only), paths of different groups are not. Every path starts in
+// group 0, so by default all of a session's paths are coupled. A shared-
+// bottleneck detector (RFC 8382) calls it; it does not allocate unless g is a
+// group the Controller has not seen.
+func (p *Path) SetGroup(g uint32) {
+	if p == nil || p.removed || p.grp.id == g {
+		return
+	}
+	a := p.active
+	p.setActive(false)
+	p.grp = p.c.group(g)
+	p.setActive(a)
+}
+
+// Group returns the path's group (SetGroup).
+func (p *Path) Group() uint32 { return p.grp.id }
+
+// peers returns the active paths p is coupled with (its group's; p among them
+// when it is active).
+func (p *Path) peers() []*Path { return p.grp.active }
+
+// alone reports whether p is coupled with no other path: outside the active
+// set, or alone in its group's. Every coupled algorithm is then Reno (the
+// "rate" model: uncoupled).
+func (p *Path) alone() bool { return !p.active || len(p.grp.active) <= 1 }
+
 func (p *Path) setActive(a bool) {
 	if p.active == a {
 		return
 	}
 	p.active = a
-	c := p.c
+	g := p.grp
 	if a {
-		c.active = append(c.active, p)
+		g.active = append(g.active, p)
 		return
 	}
-	for i, q := range c.active {
+	for i, q := range g.active {
 		if q == p {
-			copy(c.active[i:], c.active[i+1:])
-			c.active[len(c.active)-1] = nil
-			c.active = c.active[:len(c.active)-1]
+			copy(g.active[i:], g.active[i+1:])
+			g.active[len(g.active)-1] = nil
+			g.active = g.active[:len(g.active)-1]
 			break
 		}
 	}
@@ -721,7 +779,7 @@ func (c *Controller) decrease(p *Path) float64 {
 	case algCoupled:
 		total := w
 		if p.active {
-			total = c.totalWindow()
+			total = c.totalWindow(p)
 		}
 		return max(w-total/2, 1)
 	default:

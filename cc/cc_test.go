@@ -492,3 +492,50 @@ func TestRoomAndCanSend(t *testing.T) {
 		t.Errorf("window of one segment: empty pipe must admit one segment, a nonempty one nothing more")
 	}
 }
+
+// SetGroup: paths of different groups are not coupled. In S0 with the two
+// paths in different groups every coupled algorithm's increase and decrease
+// is Reno's (1/w per segment, halve on loss); back in one group the coupled
+// vectors of TestIncreaseVectors apply again. Wvegas and "rate" sums use the
+// same group lists (rateShare below).
+func TestSetGroupDecouples(t *testing.T) {
+	for _, alg := range []string{LIA, OLIA, BALIA, EWTCP, Coupled} {
+		t.Run(alg, func(t *testing.T) {
+			c, p1, p2 := s0(t, alg)
+			p2.SetGroup(7)
+			if c.ActivePaths() != 2 || p2.Group() != 7 || p1.Group() != 0 {
+				t.Fatalf("%d active, groups %d, %d", c.ActivePaths(), p1.Group(), p2.Group())
+			}
+			near(t, "Δw1 alone in group 0", ackOne(p1, t0.Add(time.Second)), 0.1)
+			near(t, "Δw2 alone in group 7", ackOne(p2, t0.Add(time.Second)), 0.05)
+			_, p1, p2 = s0(t, alg)
+			p1.SetGroup(3)
+			lose(p1, t0.Add(time.Second))
+			near(t, "w1 after loss, alone", p1.cwnd, 5)
+			// Together again (group 3 both): LIA's 5/98 on path 1.
+			_, p1, p2 = s0(t, alg)
+			p1.SetGroup(3)
+			p2.SetGroup(3)
+			if alg == LIA {
+				near(t, "Δw1 coupled in group 3", ackOne(p1, t0.Add(time.Second)), 5.0/98)
+			}
+		})
+	}
+	// "rate": the cap's fixed allowance is split only within a group.
+	c, _ := New(Rate, Config{MSS: mss})
+	a, b := c.AddPath(0, t0), c.AddPath(1, t0)
+	for _, p := range []*Path{a, b} {
+		p.OnAck(Ack{Now: t0, RTT: ms(40), DeliveryRate: 1e6})
+	}
+	near(t, "share in one group", c.rateShare(a), 0.5)
+	b.SetGroup(1)
+	near(t, "share in separate groups", c.rateShare(a), 1)
+	// An inactive path keeps its group and joins that group's set later.
+	b.SetUsable(false)
+	b.SetGroup(0)
+	if c.ActivePaths() != 1 {
+		t.Fatalf("%d active, want 1", c.ActivePaths())
+	}
+	b.SetUsable(true)
+	near(t, "share back in group 0", c.rateShare(a), 0.5)
+}

@@ -2,7 +2,8 @@ package cc
 
 // The coupled algorithms' congestion-avoidance increases, per acknowledged
 // segment, recomputed from the current windows and smoothed RTTs of the active
-// paths on every ACK (RFC 6356 allows recomputing alpha as often as one likes; a
+// paths of the path's group (Path.SetGroup: the paths that share its
+// bottleneck) on every ACK (RFC 6356 allows recomputing alpha as often as one likes; a
 // handful of paths costs a few tens of nanoseconds). A path outside the active
 // set, or the only one in it, behaves as Reno: every formula below reduces to
 // 1/w_r for N = 1, and a path without an RTT sample has no rate to couple.
@@ -15,7 +16,7 @@ package cc
 // coupledIncrease returns the increase of p's window per acknowledged segment.
 func (c *Controller) coupledIncrease(p *Path) float64 {
 	w := p.cwnd
-	if !p.active || len(c.active) <= 1 {
+	if p.alone() {
 		if c.alg == algEWTCP && c.cfg.EWTCPWeight > 0 {
 			return c.cfg.EWTCPWeight / w
 		}
@@ -31,11 +32,11 @@ func (c *Controller) coupledIncrease(p *Path) float64 {
 	case algCoupled:
 		// Kelly–Voice / htsim FULLY_COUPLED (A = 1): 1/w_total, never more than
 		// TCP's 1/w_r (which w_total >= w_r guarantees anyway).
-		return min(1/c.totalWindow(), 1/w)
+		return min(1/c.totalWindow(p), 1/w)
 	case algEWTCP:
 		a := c.cfg.EWTCPWeight
 		if a <= 0 {
-			n := float64(len(c.active))
+			n := float64(len(p.peers()))
 			a = 1 / (n * n)
 		}
 		return a / w
@@ -43,10 +44,10 @@ func (c *Controller) coupledIncrease(p *Path) float64 {
 	return 1 / w
 }
 
-// totalWindow is Σ w over the active paths.
-func (c *Controller) totalWindow() float64 {
+// totalWindow is Σ w over the active paths of p's group.
+func (c *Controller) totalWindow(p *Path) float64 {
 	t := 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		t += q.cwnd
 	}
 	return t
@@ -59,12 +60,12 @@ func (c *Controller) liaIncrease(p *Path) float64 {
 	return c.lia(p, func(q *Path) float64 { return q.cwnd })
 }
 
-// lia is liaIncrease over the windows w returns: the active paths for which w
-// is positive take part (the "rate" model's contention windows, 0 on paths not
+// lia is liaIncrease over the windows w returns: the active paths of p's group
+// for which w is positive take part (the "rate" model's contention windows, 0 on paths not
 // contending, use it too); 1/w(p) when none has an RTT.
 func (c *Controller) lia(p *Path, w func(*Path) float64) float64 {
 	best, sum := 0.0, 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		wq := w(q)
 		if wq <= 0 || q.srtt <= 0 {
 			continue
@@ -91,7 +92,8 @@ func (c *Controller) lia(p *Path, w func(*Path) float64) float64 {
 // the largest paths to the best ones without changing the total increase.
 func (c *Controller) oliaIncrease(p *Path) float64 {
 	sum, maxQ, maxW := 0.0, 0.0, 0.0
-	for i, q := range c.active {
+	peers := p.peers()
+	for i, q := range peers {
 		sum += q.cwnd / q.srtt
 		qq := q.oliaQuality()
 		if i == 0 || qq > maxQ {
@@ -102,7 +104,7 @@ func (c *Controller) oliaIncrease(p *Path) float64 {
 		}
 	}
 	nC, nM := 0, 0
-	for _, q := range c.active {
+	for _, q := range peers {
 		inM := q.cwnd == maxW
 		if inM {
 			nM++
@@ -110,7 +112,7 @@ func (c *Controller) oliaIncrease(p *Path) float64 {
 			nC++
 		}
 	}
-	n := float64(len(c.active))
+	n := float64(len(peers))
 	alpha := 0.0
 	if nC > 0 {
 		switch {
@@ -131,7 +133,7 @@ func (p *Path) oliaQuality() float64 { return max(p.l1, p.l2) / (p.srtt * p.srtt
 //	x_r/(rtt_r·(Σx)²) · (1+alpha_r)/2 · (4+alpha_r)/5 = (x_r+x_max)(4x_r+x_max) / (10·w_r·(Σx)²)
 func (c *Controller) baliaIncrease(p *Path) float64 {
 	sum, xmax := 0.0, 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		x := q.cwnd / q.srtt
 		sum += x
 		xmax = max(xmax, x)
@@ -143,11 +145,11 @@ func (c *Controller) baliaIncrease(p *Path) float64 {
 // baliaAlpha is x_max/x_r (1 for a path outside the coupling set): BALIA cuts
 // w_r/2·min(alpha_r, 1.5), so the fastest path halves and slower ones cut up to 75 %.
 func (c *Controller) baliaAlpha(p *Path) float64 {
-	if !p.active || len(c.active) <= 1 {
+	if p.alone() {
 		return 1
 	}
 	xmax := 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		xmax = max(xmax, q.cwnd/q.srtt)
 	}
 	return xmax / (p.cwnd / p.srtt)

@@ -46,11 +46,15 @@
 //	ewtcp    Honda et al.:              +a/w_r with a = 1/N² (N = active paths), halve on loss
 //	rate     loss-tolerant BBR-like rate model with pacing (rate.go): max-filtered delivery
 //	         rate × min RTT, Startup/Drain/ProbeBW, in-flight cap 1.25 BDP, loss above 5 % lowers a bound;
+//	         a sample below 0.8 bw over a queue drops bw to it, a probe that finds more re-enters Startup;
 //	         contends with a coupled Reno-like window beside a buffer-filling flow
 //	none     no window at all
 //
-// Sums run over the active set: paths that are usable and have an RTT sample.
-// With one active path every coupled algorithm is Reno. All arithmetic is float64
+// Sums run over the active set of one group: paths that are usable, have an RTT
+// sample and share the group (Path.SetGroup: the caller's verdict that they
+// share a bottleneck; every path starts in group 0, so by default all of a
+// session's paths are coupled). With one active path in its group every
+// coupled algorithm is Reno. All arithmetic is float64
 // and recomputed from the current windows on every ACK, so the integer shortcuts
 // of the Linux implementations (and their precision problems) do not arise; see
 // docs/congestion.md for the formulas' sources and where this departs from them.

@@ -17,9 +17,9 @@ import (
 // drains what the 1.25 phase queued, so the path's own queue does not inflate it.
 //
 // Coupling: the fixed part of the in-flight cap (2 segments) is split among the
-// active paths of the Controller in proportion to their bandwidth estimates, so
-// a session's paths through one bottleneck together hold what one path would
-// (rateShare).
+// active paths of the path's group (Path.SetGroup) in proportion to their
+// bandwidth estimates, so a session's paths through one bottleneck together
+// hold what one path would (rateShare).
 //
 // Contention: beside a loss-based flow that keeps the bottleneck's queue
 // standing, a cap near one BDP of the true min RTT would starve; the model then
@@ -40,7 +40,8 @@ const (
 	rateLossGrowth     = 1.25 // bound grows by this per clean window
 	rateLossWindow     = 100  // packets (acked + lost) a loss-rate window holds at least
 	ratePhases         = 8
-	rateReprobeGrowth  = 1.1                    // a probe that raised bw by this much is followed by another
+	rateReprobeGrowth  = 1.1                    // a probe that raised bw by this much re-enters Startup (capacity rose)
+	rateFallRatio      = 0.8                    // a sample below this × bw over a standing queue: capacity fell
 	rateAggRounds      = 5                      // rounds per slot of the ack-aggregation filter (two slots; Linux BBR's)
 	rateAggMax         = 100 * time.Millisecond // ack aggregation counted at most bw × this (Linux BBR's)
 
@@ -123,7 +124,11 @@ type rateState struct {
 	// ProbeBW's gain cycle.
 	phase      int
 	phaseStart time.Time
-	probeBw    float64 // bw when the last probing phase ended
+	probeBw    float64 // bw when the last probing phase began; 0 = none since ProbeBW began
+	// fallUntil: after a fall of capacity (rateCapacity) the 0.75 phase
+	// holds until the bytes in flight are down to the new BDP, at most until
+	// then (zero: no fall being drained).
+	fallUntil time.Time
 
 	// Loss response: bytes acked and lost in the current loss window, and the
 	// bandwidth bound (0 = none).
@@ -255,16 +260,16 @@ func (p *Path) rateTarget() float64 {
 	return t
 }
 
-// rateShare is p's share of the session's bandwidth estimates (Σ over the
-// active paths; 1 for a path outside the set or alone in it). The fixed part of
-// the in-flight cap is split by it, so a session's paths through one bottleneck
-// together hold what one path would.
+// rateShare is p's share of its group's bandwidth estimates (Σ over the
+// group's active paths; 1 for a path outside the set or alone in it). The
+// fixed part of the in-flight cap is split by it, so a session's paths through
+// one bottleneck (one group, Path.SetGroup) together hold what one path would.
 func (c *Controller) rateShare(p *Path) float64 {
-	if !p.active || len(c.active) <= 1 {
+	if p.alone() {
 		return 1
 	}
 	sum := 0.0
-	for _, q := range c.active {
+	for _, q := range p.peers() {
 		sum += q.rateBw()
 	}
 	if sum <= 0 {
@@ -355,6 +360,9 @@ func (p *Path) rateAck(a *Ack) {
 		}
 	}
 
+	if v := a.DeliveryRate; v > 0 && !a.AppLimited && a.RTT > 0 {
+		p.rateCapacity(a.Now, v, a.RTT.Seconds())
+	}
 	p.rateAggregation(a)
 	p.rateModes(a.Now)
 	if a.RTT > 0 {
@@ -364,6 +372,54 @@ func (p *Path) rateAck(a *Ack) {
 		p.contendGrow(a)
 	}
 	p.rateWindow(float64(a.Bytes) / p.c.mss)
+}
+
+// rateCapacity follows a change of the path's capacity from a delivery-rate
+// sample v (not app-limited) and the RTT sample of its ack, in ProbeBW
+// outside contention and its drains (there a competitor, or the model itself,
+// sets what it delivers):
+//
+//   - Fall: v is below rateFallRatio × bw while the RTT stands above the
+//     min RTT by more than the slack (emptyQueue). The path delivers less than
+//     the model sends and the difference queues, so the sample is the
+//     capacity now, not app-limited traffic: bw drops to it at once (the max
+//     filter's ten rounds would hold the old rate, and the cap the queue, for
+//     seconds of inflated round trips), and the 0.75 phase holds until the
+//     bytes in flight are down to the new BDP (or for as long as the new rate
+//     takes to carry them), then a probe looks at once whether the capacity
+//     came back. The 1.25 probe's own queue comes with samples at bw, not
+//     below it, and random loss lowers samples by its rate only, so neither
+//     passes; samples that arrive in the 0.75 phase are left out (it paces
+//     below bw on purpose), unless a fall is being drained.
+//   - Rise: a sample of the probe (the 1.25 phase and the two after it, as the
+//     samples lag a round trip) at least rateReprobeGrowth × the bw the probe
+//     began with: the path carried what the probe added, so there may be much
+//     more. The model re-enters Startup (gain 2.77 per round until bw grows
+//     less than 25 % in 3 rounds, then Drain), which finds a 10× rise in a few
+//     rounds where one 1.25 probe per gain cycle took 20.
+func (p *Path) rateCapacity(now time.Time, v, rtt float64) {
+	rs := &p.rs
+	mr := p.rateMinRTT()
+	if rs.mode != rateProbeBW || rs.contend || rs.draining() || mr <= 0 {
+		return
+	}
+	falling := !rs.fallUntil.IsZero()
+	switch {
+	case v < rateFallRatio*rs.bw && (rs.phase != 1 || falling) && !p.emptyQueue(rtt, mr):
+		rs.bwRound = [rateBwRounds]float64{}
+		rs.bwRound[rs.bwSlot%rateBwRounds] = v
+		rs.bw = v
+		// The ack aggregation measured against the old rate would hold the
+		// cap (and the queue) up.
+		rs.agg = [2]float64{}
+		rs.ackEpoch = time.Time{}
+		rs.phase, rs.phaseStart = 1, now
+		rs.fallUntil = now.Add(time.Duration(max(mr, float64(rs.inflight)/v) * float64(time.Second)))
+	case !falling && rs.probeBw > 0 && rs.phase <= 2 && v >= rateReprobeGrowth*rs.probeBw:
+		rs.mode, rs.filled = rateStartup, false
+		rs.fullBw, rs.fullBwCount = rs.bw, 0
+		rs.probeBw = 0
+	}
 }
 
 // rateAggregation measures how far acks run ahead of the bandwidth estimate
@@ -405,7 +461,7 @@ func (p *Path) rateAggExtra() float64 {
 
 // contendGrow grows the contention window for an ack: slow start until the
 // first loss, then as one Reno flow (rateContendAI per round trip); both are
-// coupled across the session's contending paths so that paths through one
+// coupled across the contending paths of the path's group so that paths through one
 // bottleneck together grow as one flow — the slow start in proportion to the
 // path's share of the contention windows, the increase by RFC 6356's LIA. It
 // grows only while it limits the path (RFC 7661): an inner flow slower than
@@ -419,7 +475,7 @@ func (p *Path) contendGrow(a *Ack) {
 	n := float64(a.Bytes) / p.c.mss
 	if rs.cwSlow {
 		sum := 0.0
-		for _, q := range p.c.active {
+		for _, q := range p.peers() {
 			sum += contendWin(q)
 		}
 		rs.cw += n * rs.cw / max(sum, rs.cw) // p itself may be outside the active set
@@ -659,19 +715,18 @@ func (p *Path) rateModes(now time.Time) {
 	if d <= 0 || now.Sub(rs.phaseStart).Seconds() < d {
 		return
 	}
-	switch {
-	case rs.phase == 0:
+	if !rs.fallUntil.IsZero() {
+		// Draining after a fall (rateCapacity): until the bytes in flight
+		// are down to the new BDP, then probe whether the capacity came back.
+		if bdp := p.rateBDP(); float64(rs.inflight) > bdp && now.Before(rs.fallUntil) {
+			return
+		}
+		rs.fallUntil = time.Time{}
+		rs.phase = ratePhases - 1
+	}
+	rs.phase = (rs.phase + 1) % ratePhases
+	if rs.phase == 0 {
 		rs.probeBw = rs.bw
-		rs.phase = 1
-	case rs.phase == 1 && rs.bw >= rs.probeBw*rateReprobeGrowth:
-		// The last probe found more: probe again at once rather than cruise
-		// six min RTTs first. Without it the estimate could grow by at most
-		// a quarter per eight min RTTs — 6 s from 2 to 10 Mbit/s on a 100 ms
-		// path whose model left Startup early (an inner flow still in slow
-		// start looks app-limited), most of a 16 MiB download.
-		rs.phase = 0
-	default:
-		rs.phase = (rs.phase + 1) % ratePhases
 	}
 	rs.phaseStart = now
 }

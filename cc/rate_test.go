@@ -655,16 +655,20 @@ func TestRateOwnQueueDoesNotContend(t *testing.T) {
 	}
 }
 
-// A probe that raised the estimate by 10 % or more is followed by another
-// right after its drain phase; one that found nothing goes on to cruise.
-func TestRateReprobesWhileGrowing(t *testing.T) {
+// TestRateRiseReentersStartup: a sample of the probe (here in its 0.75 phase)
+// of 1.2e6 at bw 1e6 (≥ rateReprobeGrowth × the bw the probe began with)
+// re-enters Startup at gain 2.77 with the full-bandwidth check restarted; one
+// of 1.05e6 leaves the cycle as it was (cruise, phase 2, a min RTT later).
+// (Before, the 1.2e6 sample made the cycle probe again at 1.25: at most 25 %
+// growth per two min RTTs, 20 min RTTs for a 10× rise.)
+func TestRateRiseReentersStartup(t *testing.T) {
 	for _, tc := range []struct {
-		sample float64
-		want   int
-	}{{1.2e6, 0}, {1.05e6, 2}} {
+		sample  float64
+		startup bool
+	}{{1.2e6, true}, {1.05e6, false}} {
 		_, p := newRatePath(t, Config{})
 		inProbeBW(p, 1e6)
-		p.rs.phase = 0
+		p.rs.phase, p.rs.probeBw = 0, 1e6
 		at := func(k int) time.Time { return t0.Add(time.Duration(k)*rtt40 + time.Millisecond) }
 		p.OnAck(Ack{Now: at(1), RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
 		if p.rs.phase != 1 {
@@ -673,8 +677,67 @@ func TestRateReprobesWhileGrowing(t *testing.T) {
 		p.OnAck(Ack{Now: at(1).Add(time.Millisecond), Bytes: rmss, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40,
 			LargestSent: t0.Add(-time.Second), DeliveryRate: tc.sample})
 		p.OnAck(Ack{Now: at(2), RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-time.Second)})
-		if p.rs.phase != tc.want {
-			t.Errorf("sample %.2g after a probe at bw 1e6: phase %d, want %d", tc.sample, p.rs.phase, tc.want)
+		st := p.Stats()
+		if tc.startup {
+			if st.Mode != "startup" || p.rs.fullBw != tc.sample || p.rs.fullBwCount != 0 {
+				t.Errorf("sample %.2g: mode %s, fullBw %.3g; want startup from 1.2e6", tc.sample, st.Mode, p.rs.fullBw)
+			}
+			near(t, "pacing in the re-entered Startup", st.PacingRate, rateStartupGain*1.2e6)
+		} else if st.Mode != "probe_bw" || st.Phase != 2 {
+			t.Errorf("sample %.2g: mode %s phase %d, want probe_bw phase 2", tc.sample, st.Mode, st.Phase)
+		}
+	}
+}
+
+// TestRateFallDrains: at bw 1e6 and min RTT 40 ms, a sample of 2e5 whose ack
+// saw 100 ms (a queue far above the 10 ms slack) is a fall: bw becomes 2e5 at
+// once, the 0.75 phase begins and holds while 40000 bytes are in flight (more
+// than the new BDP, 8000), at most 40000/2e5 = 200 ms; once they are down to
+// the BDP a probe follows. The same sample over an empty queue (40 ms), or
+// in the 0.75 phase of the cycle, or below 0.8 × bw only by noise (8.5e5),
+// changes nothing.
+func TestRateFallDrains(t *testing.T) {
+	ack := func(p *Path, now time.Time, rtt time.Duration, rate float64, inflight int) {
+		p.OnAck(Ack{Now: now, Bytes: rmss, PriorInFlight: inflight + rmss, RTT: rtt, SRTT: rtt, MinRTT: rtt40,
+			LargestSent: t0.Add(-time.Second), DeliveryRate: rate})
+	}
+	for _, tc := range []struct {
+		name  string
+		rtt   time.Duration
+		rate  float64
+		phase int
+		fall  bool
+	}{
+		{"queue", 100 * time.Millisecond, 2e5, 3, true},
+		{"empty queue", rtt40, 2e5, 3, false},
+		{"0.75 phase", 100 * time.Millisecond, 2e5, 1, false},
+		{"noise", 100 * time.Millisecond, 8.5e5, 3, false},
+	} {
+		_, p := newRatePath(t, Config{})
+		inProbeBW(p, 1e6)
+		p.rs.phase = tc.phase
+		now := t0.Add(10 * time.Millisecond)
+		ack(p, now, tc.rtt, tc.rate, 40000)
+		st := p.Stats()
+		if !tc.fall {
+			if st.BW != 1e6 || st.Phase != tc.phase {
+				t.Errorf("%s: bw %.3g phase %d, want 1e6 and phase %d unchanged", tc.name, st.BW, st.Phase, tc.phase)
+			}
+			continue
+		}
+		if st.BW != 2e5 || st.Phase != 1 || !p.rs.fallUntil.Equal(now.Add(200*time.Millisecond)) {
+			t.Fatalf("%s: bw %.3g phase %d, drain until %v; want 2e5, 1, +200ms", tc.name, st.BW, st.Phase, p.rs.fallUntil.Sub(now))
+		}
+		near(t, "pacing while draining the fall", st.PacingRate, 0.75*2e5)
+		// A min RTT later, still 40000 in flight: the drain holds.
+		ack(p, now.Add(rtt40), 100*time.Millisecond, 0, 40000)
+		if p.rs.phase != 1 {
+			t.Errorf("%s: phase %d with 40000 bytes in flight, want 1 (draining)", tc.name, p.rs.phase)
+		}
+		// Down to the BDP (8000 bytes): the probe follows.
+		ack(p, now.Add(2*rtt40), 45*time.Millisecond, 0, 8000)
+		if p.rs.phase != 0 || !p.rs.fallUntil.IsZero() || p.rs.probeBw != 2e5 {
+			t.Errorf("%s: after the drain phase %d, probeBw %.3g; want the probe (0) from 2e5", tc.name, p.rs.phase, p.rs.probeBw)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (p *Path) vegasAck(a *Ack, sent time.Time, n float64, limited bool) {
 		if diff >= v.alpha {
 			v.instantRate = p.cwnd / rtt
 			sum := 0.0
-			for _, q := range p.c.active {
+			for _, q := range p.peers() {
 				sum += q.veg.instantRate
 			}
 			if !p.active {

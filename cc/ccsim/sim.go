@@ -149,8 +149,10 @@ type Link struct {
 	Lost       uint64 // random loss
 	BytesOut   uint64 // serialized
 
-	// QueueSamples holds the bytes waiting at each sample time.
+	// QueueSamples holds the bytes waiting at each sample time, DelaySamples
+	// the queueing delay a packet arriving then would see.
 	QueueSamples []int
+	DelaySamples []time.Duration
 }
 
 // AddLink adds a link.
@@ -166,6 +168,27 @@ func (l *Link) Queue() int {
 		return 0
 	}
 	return int(float64(l.busy-l.s.now) * l.Rate / 8e9)
+}
+
+// QueueDelay returns how long a packet arriving now waits for the serializer.
+func (l *Link) QueueDelay() time.Duration {
+	return time.Duration(max(l.busy-l.s.now, 0))
+}
+
+// SetRate changes the link's rate (bits/s) from now on, e.g. from Sim.At, to
+// replay a capacity change. The bytes waiting for the serializer then leave
+// at the new rate, which sets when later packets start. (Packets already
+// accepted keep the arrival times the old rate gave them: the simulator
+// schedules each packet's arrival once. That is at most a buffer's worth of
+// packets around each change, and with a model that keeps its queue short, a
+// few.)
+func (l *Link) SetRate(bps float64) {
+	now := l.s.now
+	if l.Rate > 0 && bps > 0 && l.busy > now {
+		waiting := float64(l.busy-now) * l.Rate / 8e9
+		l.busy = now + int64(waiting*8e9/bps)
+	}
+	l.Rate = bps
 }
 
 // enqueue offers a packet of size bytes at the current time and returns when it
@@ -237,6 +260,7 @@ func (s *Sim) sample() {
 	s.sampleTimes = append(s.sampleTimes, s.now)
 	for _, l := range s.links {
 		l.QueueSamples = append(l.QueueSamples, l.Queue())
+		l.DelaySamples = append(l.DelaySamples, l.QueueDelay())
 	}
 	for _, f := range s.flows {
 		f.sample()
@@ -286,6 +310,9 @@ type FlowConfig struct {
 	Routes [][]*Link
 	// Start and Stop bound the time the flow sends (Stop 0 = never stops).
 	Start, Stop time.Duration
+	// Groups, if set, gives each subflow's bottleneck group (cc.Path.SetGroup:
+	// subflows of one group are coupled); by default all are in group 0.
+	Groups []uint32
 }
 
 // Flow is a bulk transfer over one or more subflows.
@@ -332,6 +359,9 @@ func (s *Sim) AddFlow(fc FlowConfig) (*Flow, error) {
 	s.At(fc.Start, func() {
 		for _, sub := range f.subs {
 			sub.ccp = ctl.AddPath(sub.idx, s.Now())
+			if sub.idx < len(fc.Groups) {
+				sub.ccp.SetGroup(fc.Groups[sub.idx])
+			}
 			sub.running = true
 			sub.trySend()
 		}
