@@ -104,6 +104,7 @@ func (p *peer) attachCC(ps *pathState, now time.Time) {
 	ps.cc = p.cc.AddPath(int(ps.id), now)
 	ps.ccDown = false
 	p.ccState(ps, now)
+	p.sbdAttach(ps)
 }
 
 // ccState follows the path's liveness: Down is an RTO (the window collapses and
@@ -124,11 +125,12 @@ func (p *peer) ccState(ps *pathState, now time.Time) {
 
 // ccLosses hands the controller what the Sender declared lost since the last call.
 // Losses from going Down were answered by the RTO already.
-func (p *peer) ccLosses(ps *pathState, now time.Time) {
+func (p *peer) ccLosses(ps *pathState, r *path.AckResult, now time.Time) {
 	n, b, newest := ps.sender.TakeLoss()
 	if n > 0 && !ps.ccDown {
 		ps.cc.OnLoss(cc.Loss{Now: now, Bytes: b, LargestSent: newest})
 	}
+	p.sbdSample(ps, r, n, now)
 }
 
 // ccAck feeds one ACK frame's outcome to the controller. prior is the bytes in
@@ -139,13 +141,13 @@ func (p *peer) ccAck(ps *pathState, prior int, r path.AckResult, now time.Time) 
 		ps.cc.OnAck(cc.Ack{Now: now, Bytes: r.Bytes, PriorInFlight: prior, RTT: r.RTT, FullSize: r.FullSize, SRTT: ps.sender.SRTT(), LargestSent: r.NewestSent,
 			DeliveryRate: r.RateSample, AppLimited: r.RateAppLimited, MinRTT: r.MinRTT})
 	}
-	p.ccLosses(ps, now)
+	p.ccLosses(ps, &r, now)
 }
 
 // ccTick runs after the path's timer: time-threshold losses, liveness changes.
 func (p *peer) ccTick(ps *pathState, now time.Time) {
 	p.ccState(ps, now)
-	p.ccLosses(ps, now)
+	p.ccLosses(ps, nil, now)
 }
 
 // roomOf is what the scheduler may still put on ps: its window room, or none

@@ -212,7 +212,7 @@ func (p *peer) addPath(cs *connState, ep conn.Endpoint, validated bool, now time
 		id = len(p.paths)
 		p.paths = append(p.paths, nil)
 	}
-	ps := &pathState{
+	ps := &pathState{sbdID: -1,
 		id:        uint16(id),
 		cs:        cs,
 		ep:        ep,
@@ -274,6 +274,7 @@ func (p *peer) removePath(ps *pathState) {
 		p.cc.RemovePath(ps.cc)
 		ps.cc = nil
 	}
+	p.sbdDetach(ps)
 	if int(ps.id) < len(p.paths) && p.paths[ps.id] == ps {
 		p.paths[ps.id] = nil
 	}

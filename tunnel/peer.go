@@ -18,6 +18,7 @@ import (
 	"github.com/braid-vpn/braid/pmtu"
 	"github.com/braid-vpn/braid/recovery"
 	"github.com/braid-vpn/braid/reorder"
+	"github.com/braid-vpn/braid/sbd"
 	"github.com/braid-vpn/braid/sched"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -45,6 +46,7 @@ type peer struct {
 	params Params
 	sched  sched.Scheduler
 	cc     *cc.Controller // nil: congestion = "none"
+	sbd    *sbd.Detector  // which paths share a bottleneck (bottleneck.go); with cc
 	ccq    ccQueue        // packets waiting for window room (see congestion.go)
 
 	// loss recovery (recover.go); store is nil when recovery is off
@@ -194,6 +196,7 @@ type pathState struct {
 	rxBytes              uint64
 	rxPackets            uint64
 	cc                   *cc.Path // nil without a congestion controller
+	sbdID                int      // the path's flow in peer.sbd; -1 = none
 	ccDown               bool     // cc has seen the path go Down (and not come back)
 	obs                  pathObs  // the Sender's observer when recovery is on
 

@@ -91,6 +91,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			}
 		}
 		p.refreshMTU()
+		p.sbdTick(now)
 		for _, r := range p.rxList {
 			if r.arrival == nil || !r.r.AckDue(now) {
 				continue

@@ -9,6 +9,7 @@ import (
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/recovery"
+	"github.com/braid-vpn/braid/sbd"
 )
 
 // Tunables gathers every knob of the engine in one documented place. Tests override
@@ -129,6 +130,10 @@ type Tunables struct {
 	// scenario); packets of flows with nothing queued skip that ring (see
 	// queue.go), so a ping's delay does not depend on it.
 	CoDel aqm.Config
+	// SBD tunes the detection of paths that share a bottleneck, which the
+	// controllers then couple (bottleneck.go). Zero fields take
+	// sbd.DefaultConfig's values (RFC 8382's).
+	SBD sbd.Config
 
 	// Recovery tunes loss recovery (recovery != "off"): resend budget, the
 	// receiver's hold margin and cap. Zero fields take recovery.DefaultConfig's
