@@ -311,6 +311,10 @@ func summaryRows(run *results.Run) [][]string {
 	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Competing != nil }) {
 		cols = append(cols, csvColumns([]pointColumn{{"competing", "", func(p *results.Point) *stats.Summary { return p.Competing }}}, "_mbps")...)
 	}
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Offered != nil }) {
+		cols = append(cols, csvColumns([]pointColumn{{"offered", "", func(p *results.Point) *stats.Summary { return p.Offered }}}, "_mbps")...)
+		cols = append(cols, csvColumns([]pointColumn{{"offered_use", "", func(p *results.Point) *stats.Summary { return p.OfferedUse }}}, "")...)
+	}
 	lat, rt, rec := pointColumns(run)
 	cols = append(cols, csvColumns(append(slices.Clone(lat), rt...), "")...)
 	if rt != nil {

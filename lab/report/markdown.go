@@ -246,6 +246,19 @@ func goodputColumns(points []results.Point, paths []string) []column {
 			return mdNum.MeanCI(p.Competing, mbpsDecimals)
 		}})
 	}
+	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Offered != nil }) {
+		cols = append(cols, column{"offered (Mbit/s)", func(p *results.Point) string {
+			if p.Offered == nil {
+				return "–"
+			}
+			return mdNum.MeanCI(p.Offered, mbpsDecimals)
+		}}, column{"of offered", func(p *results.Point) string {
+			if p.OfferedUse == nil {
+				return "–"
+			}
+			return mdNum.MeanCI(p.OfferedUse, 2)
+		}})
+	}
 	if len(paths) > 0 {
 		cols = append(cols, column{"path shares", func(p *results.Point) string { return shares(p, paths) }})
 	}

@@ -93,6 +93,8 @@ type Point struct {
 	// Competing, Latency, Realtime, BulkRecovery and Events summarize the
 	// samples' fields of those names; nil when the samples do not have them.
 	Competing    *stats.Summary       `json:"competing_mbps,omitempty"`
+	Offered      *stats.Summary       `json:"offered_mbps,omitempty"`
+	OfferedUse   *stats.Summary       `json:"offered_use,omitempty"` // goodput ÷ offered, per download
 	Latency      *LatencySummary      `json:"latency,omitempty"`
 	Realtime     *RealtimeSummary     `json:"realtime,omitempty"`
 	BulkRecovery *BulkRecoverySummary `json:"bulk_recovery,omitempty"`
@@ -159,6 +161,12 @@ type Sample struct {
 	// Events are in the scenario's order, Phases the paths' rates between
 	// them (len(Events)+1: before the first, after each).
 	CompetingMbps *float64       `json:"competing_mbps,omitempty"`
+	// OfferedMbps is the goodput the paths the transport used could have
+	// carried during the download: their download directions' frame bytes
+	// (a trace's delivery opportunities, or a fixed rate over the time)
+	// times the transport's payload share of a frame (runner.Efficiency);
+	// absent when a path's capacity is unknown (a shared medium, netem).
+	OfferedMbps *float64 `json:"offered_mbps,omitempty"`
 	Latency       *Latency       `json:"latency,omitempty"`
 	Realtime      *Realtime      `json:"realtime,omitempty"`
 	BulkRecovery  *BulkRecovery  `json:"bulk_recovery,omitempty"`

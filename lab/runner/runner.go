@@ -13,18 +13,21 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/lab/progress"
 	"github.com/braid-vpn/braid/lab/results"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/stats"
 	"github.com/braid-vpn/braid/lab/testbed"
+	"github.com/braid-vpn/braid/wire"
 )
 
 // Timing of a run: RepPause separates repetitions (the previous one's last
@@ -146,6 +149,7 @@ type runState struct {
 	web     *WebServer
 	udp     *UDPService
 	cc      string
+	point   *scenario.Point // being measured
 }
 
 // openNet builds p's testbed and starts the web server and the UDP service
@@ -219,7 +223,7 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var errs []string
 	var goodputs []float64
 	totals := map[string]uint64{}
-	run := r.download
+	run, r.point = r.download, p
 	if r.exp.Workload == scenario.WorkloadRealtime {
 		run = r.realtime
 	}
@@ -250,6 +254,19 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		func(v *float64) []float64 { return []float64{*v} })
 	if competing != nil {
 		rp.Competing = &competing[0]
+	}
+	if offered := summarize(rp.Samples, func(s *results.Sample) *float64 { return s.OfferedMbps },
+		func(v *float64) []float64 { return []float64{*v} }); offered != nil {
+		use := summarize(rp.Samples, func(s *results.Sample) *results.Sample { return s }, func(s *results.Sample) []float64 {
+			if s.OfferedMbps == nil || *s.OfferedMbps <= 0 {
+				return nil
+			}
+			return []float64{s.GoodputMbps / *s.OfferedMbps}
+		})
+		rp.Offered = &offered[0]
+		if use != nil {
+			rp.OfferedUse = &use[0]
+		}
 	}
 	rp.PathShares = Shares(totals)
 	rp.Latency, rp.Realtime = SummarizeLatency(rp.Samples), SummarizeRealtime(rp.Samples)
@@ -305,6 +322,40 @@ func (r *runState) perPath(count func(path string) uint64) map[string]uint64 {
 	return out
 }
 
+// capacity sums testbed.Capacity over the paths the point's transport
+// uses: its one path, or every path. ok is false when one of them has no
+// known capacity.
+func (r *runState) capacity() (bytes uint64, ok bool) {
+	paths := r.tb.Plan.Paths
+	if k, _ := scenario.LookupTransport(r.point.Transport.Name); k.Accepts(scenario.OptPath) {
+		name := cmp.Or(r.point.Transport.Path, paths[0].Name)
+		paths = slices.DeleteFunc(slices.Clone(paths), func(p testbed.Path) bool { return p.Name != name })
+	}
+	for _, p := range paths {
+		b, has := r.tb.Capacity(p.Name)
+		if !has {
+			return 0, false
+		}
+		bytes += b
+	}
+	return bytes, len(paths) > 0
+}
+
+// Efficiency is the share of a full-size download frame that is the
+// download's payload, which turns a link's frame bytes into goodput: the
+// inner TCP's MSS in braid's datagram at the default inner MTU for braid's
+// UDP transports, a TCP segment's payload (timestamps on) for the others.
+// Ethernet, IPv4 and UDP/TCP headers without options are counted.
+func Efficiency(transport string) float64 {
+	const eth, ip4, udp, tcp = 14, 20, 8, 32 // tcp: 20 + 12 of timestamps
+	switch transport {
+	case scenario.TransportBraid, scenario.TransportUDPTunnel:
+		inner := float64(config.DefaultMTU)
+		return (inner - ip4 - tcp) / (inner + wire.DataPacketOverhead + udp + ip4 + eth)
+	}
+	return float64(1500-ip4-tcp) / (1500 + eth)
+}
+
 // counters reads sess's counters, with what the link emulators delivered
 // per path when sess counts none.
 func (r *runState) counters(ctx context.Context, sess Session) (Counters, error) {
@@ -347,6 +398,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		}
 		defer stop()
 	}
+	capStart, hasCap := r.capacity()
 	loadStart := clock()
 	smp := results.Sample{Rep: rep}
 	events := startEvents(r.tb, r.exp.Events)
@@ -361,9 +413,14 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	}
 	// Read as soon as the download ends, before the probes' wait for
 	// stragglers, the counters cover the download only.
+	capEnd, _ := r.capacity()
 	after, err := r.counters(ctx, sess)
 	if err != nil {
 		return results.Sample{}, err
+	}
+	if hasCap {
+		off := float64(capEnd-capStart) * Efficiency(r.point.Transport.Name) * 8 / res.Duration.Seconds() / 1e6
+		smp.OfferedMbps = &off
 	}
 	if competing != nil {
 		compMbps := float64(competing.Load()) * 8 / res.Duration.Seconds() / 1e6

@@ -49,6 +49,15 @@ var committed = map[string]struct {
 	"paths-cut.toml":           {points: 3, networks: 1, reps: 5, size: 16 << 20},
 	"paths-readdress.toml":     {points: 3, networks: 1, reps: 5, size: 16 << 20},
 	"paths-backup.toml":        {points: 2, networks: 1, reps: 5, size: 16 << 20},
+	"trace-smoke.toml":         {points: 2, networks: 1, reps: 2, size: 4 << 20},
+	"real-lte-fixed.toml":      {points: 4, networks: 1, reps: 5, size: 16 << 20},
+	"real-lte-lte.toml":        {points: 4, networks: 1, reps: 5, size: 16 << 20},
+	"real-lte-wifi.toml":       {points: 4, networks: 1, reps: 5, size: 16 << 20},
+	"real-sat-lte.toml":        {points: 4, networks: 1, reps: 5, size: 16 << 20},
+	"real-paths-3.toml":        {points: 3 + 2, networks: 1, reps: 5, size: 16 << 20},
+	"real-paths-4.toml":        {points: 4 + 2, networks: 1, reps: 5, size: 16 << 20},
+	"real-paths-mixed.toml":    {points: 3 + 2, networks: 1, reps: 5, size: 16 << 20},
+	"rtt-ratio-8.toml":         {points: 3 * 4, networks: 3, reps: 5, size: 16 << 20},
 }
 
 func loadCommitted(t *testing.T, name string) *Scenario {

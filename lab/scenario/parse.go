@@ -16,6 +16,7 @@ import (
 
 	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/internal/tomlerr"
+	"github.com/braid-vpn/braid/lab/linkemu"
 )
 
 // The raw* types mirror the file; tomlerr.Decode checks keys and types
@@ -53,6 +54,8 @@ type rawLink struct {
 	Jitter     string  `toml:"jitter"`
 	Loss       string  `toml:"loss"`
 	QueueLimit *int64  `toml:"queue_limit"`
+	QueueBytes *int64  `toml:"queue_bytes"`
+	Trace      string  `toml:"trace"`
 	Medium     string  `toml:"medium"`
 	MTU        *int64  `toml:"mtu"`
 	AToB       *rawDir `toml:"a_to_b"`
@@ -61,7 +64,7 @@ type rawLink struct {
 
 // sym returns the link's symmetric keys, which apply to both directions.
 func (r *rawLink) sym() *rawDir {
-	return &rawDir{Rate: r.Rate, Delay: r.Delay, Jitter: r.Jitter, Loss: r.Loss, QueueLimit: r.QueueLimit}
+	return &rawDir{Rate: r.Rate, Delay: r.Delay, Jitter: r.Jitter, Loss: r.Loss, QueueLimit: r.QueueLimit, QueueBytes: r.QueueBytes, Trace: r.Trace}
 }
 
 // sets reports whether has holds for the link's symmetric keys or either
@@ -82,6 +85,8 @@ type rawDir struct {
 	Jitter     string `toml:"jitter"`
 	Loss       string `toml:"loss"`
 	QueueLimit *int64 `toml:"queue_limit"`
+	QueueBytes *int64 `toml:"queue_bytes"`
+	Trace      string `toml:"trace"`
 }
 
 type rawExperiment struct {
@@ -477,9 +482,9 @@ func (p *parser) link(t *Topology, key string, l *Link, r *rawLink) {
 		p.fail(key, "no medium %q (media: %s)", r.Medium, cmp.Or(strings.Join(media, ", "), "none declared"))
 	case !l.Emulated():
 		p.fail(key, "link %q has no link node (via); only an emulated link can share a medium", l.Name)
-	case r.sets(func(d *rawDir) bool { return d.Rate != "" }):
-		p.fail(key, "link %q sets a rate; a link on a medium takes the medium's", l.Name)
-	case r.sets(func(d *rawDir) bool { return d.QueueLimit != nil }):
+	case r.sets(func(d *rawDir) bool { return d.Rate != "" || d.Trace != "" }):
+		p.fail(key, "link %q sets a rate or trace; a link on a medium takes the medium's", l.Name)
+	case r.sets(func(d *rawDir) bool { return d.QueueLimit != nil || d.QueueBytes != nil }):
 		p.fail(key, "link %q sets a queue_limit; a link on a medium queues in the medium's", l.Name)
 	default:
 		l.Medium = r.Medium
@@ -496,11 +501,35 @@ func (p *parser) dir(key string, sh *Shaping, d *rawDir) {
 	if d == nil {
 		return
 	}
-	sh.Rate = parseOpt(p, key+".rate", d.Rate, sh.Rate, ParseRate)
+	// A table's trace replaces the rate an earlier table set, and its rate
+	// the trace: the per-direction tables override the symmetric keys.
+	switch {
+	case d.Rate != "" && d.Trace != "":
+		p.fail(key+".trace", "set together with rate; a direction's capacity is a fixed rate or a trace")
+	case d.Trace != "":
+		sh.Rate, sh.Trace = 0, p.capacity(key+".trace", d.Trace)
+	case d.Rate != "":
+		sh.Rate, sh.Trace = parseOpt(p, key+".rate", d.Rate, sh.Rate, ParseRate), Capacity{}
+	}
 	sh.Delay = parseOpt(p, key+".delay", d.Delay, sh.Delay, durIn(0, MaxDelay, egDelay))
 	sh.Jitter = parseOpt(p, key+".jitter", d.Jitter, sh.Jitter, durIn(0, MaxDelay, egDelay))
 	sh.Loss = parseOpt(p, key+".loss", d.Loss, sh.Loss, ParseLoss)
 	sh.QueueLimit = p.num(key+".queue_limit", d.QueueLimit, sh.QueueLimit, 1, MaxQueueLimit, " packets")
+	sh.QueueBytes = p.num(key+".queue_bytes", d.QueueBytes, sh.QueueBytes, MinQueueBytes, MaxQueueBytes, " bytes")
+}
+
+// capacity reads a trace key; a trace file is taken relative to the
+// scenario file's directory and must read as a Mahimahi trace.
+func (p *parser) capacity(key, v string) Capacity {
+	c := parseOr(p, key, v, ParseCapacity)
+	if c.File != "" {
+		if !filepath.IsAbs(c.File) {
+			c.File = filepath.Join(filepath.Dir(p.file), c.File)
+		}
+		_, err := linkemu.ReadTraceFile(c.File)
+		p.failIf(err != nil, key, "%v", err)
+	}
+	return c
 }
 
 // checkShaping validates one link's resolved shaping. where, if not "",
@@ -509,8 +538,8 @@ func (p *parser) checkShaping(key string, l *Link, where string) {
 	for i, sh := range []*Shaping{&l.AB, &l.BA} {
 		dir := [2]string{"a_to_b", "b_to_a"}[i]
 		switch {
-		case !l.Emulated() && (sh.Delay != 0 || sh.Jitter != 0 || !sh.Loss.IsZero()):
-			p.fail(key, "%slink %q has no link node (via), so nothing can add its delay, jitter or loss; only rate is shaped on a plain veth pair", where, l.Name)
+		case !l.Emulated() && (sh.Delay != 0 || sh.Jitter != 0 || !sh.Loss.IsZero() || !sh.Trace.IsZero() || sh.QueueBytes != 0):
+			p.fail(key, "%slink %q has no link node (via), so nothing can add its delay, jitter, loss, trace or queue_bytes; only rate is shaped on a plain veth pair", where, l.Name)
 		case sh.Jitter > sh.Delay:
 			p.fail(key, "%slink %q %s: jitter %v exceeds delay %v (the delay is spread over delay±jitter)", where, l.Name, dir, sh.Jitter, sh.Delay)
 		case sh.Rate != 0 && (sh.Rate < MinRate || sh.Rate > MaxRate):

@@ -35,6 +35,9 @@ const (
 
 	DefaultQueueLimit = 1000
 	MaxQueueLimit     = 1_000_000
+	// A byte limit below one full frame would drop every frame.
+	MinQueueBytes = 1514
+	MaxQueueBytes = 1 << 30
 
 	// MaxDelay bounds one-way delay and jitter: satellite paths reach
 	// 600 ms RTT; seconds are a typo.
@@ -226,6 +229,9 @@ type Shaping struct {
 	Jitter     time.Duration
 	Loss       Loss
 	QueueLimit int // frames; more are tail-dropped
+	QueueBytes int // bytes of frames waiting; 0 = no byte limit
+	// Trace, when set, is the capacity over time instead of Rate (then 0).
+	Trace Capacity
 }
 
 // Topology is a complete testbed: nodes and the links between them.

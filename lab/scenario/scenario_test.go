@@ -445,7 +445,7 @@ func TestErrors(t *testing.T) {
 			}
 			got := err.Error()
 			// Lists of registered transports may grow at the end.
-			if strings.Contains(tc.want, "direct, mptcp-direct, braid") && !strings.HasSuffix(tc.want, ")") {
+			if strings.HasSuffix(tc.want, ": ") || strings.Contains(tc.want, "direct, mptcp-direct, braid") && !strings.HasSuffix(tc.want, ")") {
 				if !strings.HasPrefix(got, tc.want) {
 					t.Errorf("error\n got: %s\nwant: %s…", got, tc.want)
 				}
@@ -614,6 +614,58 @@ name = "tcp-tunnel"
 		_, err := Parse("t.toml", []byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want …%s", doc, err, want)
+		}
+	}
+}
+
+func TestTraceParse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "lte.down"), []byte("1\n1\n2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "[[links]]\nname = \"primary\"\nrate = \"10mbit\"\ntrace = \"steady 20mbit\"\nqueue_bytes = 375000\n" +
+		"[links.b_to_a]\ntrace = \"file lte.down\"\n" +
+		"[[links]]\nname = \"secondary\"\ntrace = \"fading\"\n[links.a_to_b]\nrate = \"5mbit\"\n"
+	path := filepath.Join(dir, "s.toml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := s.Points()[0].Topology
+	pri, sec := top.Link("primary"), top.Link("secondary")
+	for _, c := range []struct {
+		name string
+		sh   Shaping
+		rate Rate
+		tr   Capacity
+	}{
+		// A table's trace replaces the symmetric rate, a table's rate the symmetric trace.
+		{"primary a_to_b", pri.AB, 0, Capacity{Profile: "steady", Mean: 20 * Mbit}},
+		{"primary b_to_a", pri.BA, 0, Capacity{File: filepath.Join(dir, "lte.down")}},
+		{"secondary a_to_b", sec.AB, 5 * Mbit, Capacity{}},
+		{"secondary b_to_a", sec.BA, 0, Capacity{Profile: "fading"}},
+	} {
+		if c.sh.Rate != c.rate || c.sh.Trace != c.tr {
+			t.Errorf("%s: rate %v trace %+v, want %v %+v", c.name, c.sh.Rate, c.sh.Trace, c.rate, c.tr)
+		}
+	}
+	if pri.AB.QueueBytes != 375000 || pri.BA.QueueBytes != 375000 || sec.BA.QueueBytes != 0 {
+		t.Errorf("queue_bytes: %d %d %d", pri.AB.QueueBytes, pri.BA.QueueBytes, sec.BA.QueueBytes)
+	}
+	for _, in := range []string{"none", "fading", "steady 20Mbit", "file /x/y"} {
+		c, err := ParseCapacity(in)
+		if in == "file /x/y" {
+			c, err = Capacity{File: "/x/y"}, nil
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		back, err := ParseCapacity(c.String())
+		if err != nil || back != c {
+			t.Errorf("%q → %q → %+v, %v", in, c.String(), back, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/braid-vpn/braid/lab/linktrace"
 	"github.com/braid-vpn/braid/lab/table"
 )
 
@@ -255,3 +256,64 @@ func unmarshalWith[T any](dst *T, b []byte, parse func(string) (T, error)) error
 	}
 	return err
 }
+
+// Capacity is a direction's capacity over time ([links] trace), instead of a
+// fixed rate: a profile of the lab's trace generator (package linktrace),
+// which the testbed turns into a Mahimahi trace with a seed of the campaign,
+// or a Mahimahi trace file read as it is. The zero Capacity is none.
+type Capacity struct {
+	Profile string // a linktrace profile name; "" with File
+	Mean    Rate   // the profile's mean rate; 0 = the profile's own
+	File    string // a Mahimahi trace file, relative to the working directory
+}
+
+// ParseCapacity reads "none", a profile with an optional mean rate
+// ("fading", "steady 20mbit") or "file PATH". It checks the profile's name;
+// the scenario parser checks that the file reads as a trace.
+func ParseCapacity(s string) (Capacity, error) {
+	f := strings.Fields(s)
+	switch {
+	case len(f) == 0 || len(f) == 1 && strings.EqualFold(f[0], "none"):
+		return Capacity{}, nil
+	case strings.EqualFold(f[0], "file"):
+		if len(f) != 2 {
+			return Capacity{}, fmt.Errorf("%q: file takes one path (a Mahimahi trace, e.g. \"file traces/lte.down\"; no spaces)", s)
+		}
+		return Capacity{File: f[1]}, nil
+	case len(f) > 2:
+		return Capacity{}, fmt.Errorf("%q: a trace is a profile and an optional mean rate (e.g. \"steady 20mbit\"), or \"file PATH\"", s)
+	}
+	name := strings.ToLower(f[0])
+	if _, err := linktrace.ProfileByName(name); err != nil {
+		return Capacity{}, fmt.Errorf("%q: %v", s, err)
+	}
+	c := Capacity{Profile: name}
+	if len(f) == 2 {
+		r, err := ParseRate(f[1])
+		if err != nil {
+			return Capacity{}, fmt.Errorf("%q: mean rate: %v", s, err)
+		}
+		c.Mean = r
+	}
+	return c, nil
+}
+
+// IsZero reports whether the direction has no trace.
+func (c Capacity) IsZero() bool { return c == Capacity{} }
+
+// String writes what ParseCapacity reads back.
+func (c Capacity) String() string {
+	switch {
+	case c.File != "":
+		return "file " + c.File
+	case c.Profile == "":
+		return "none"
+	case c.Mean != 0:
+		return c.Profile + " " + c.Mean.String()
+	}
+	return c.Profile
+}
+
+func (c Capacity) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+func (c *Capacity) UnmarshalText(b []byte) error { return unmarshalWith(c, b, ParseCapacity) }

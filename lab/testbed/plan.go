@@ -108,16 +108,38 @@ const SideA, SideB, SideViaA, SideViaB = "a", "b", "la", "lb"
 
 // ShapeFor converts one direction of a scenario link to the emulator's
 // terms: scenario loss is in percent (netem's units), the emulator takes
-// probabilities; the queue limit is in frames.
-func ShapeFor(s scenario.Shaping, seed uint64) linkemu.Shape {
-	out := linkemu.Shape{Rate: uint64(s.Rate), Delay: s.Delay, Jitter: s.Jitter, QueuePackets: s.QueueLimit, Seed: seed}
+// probabilities; the queue limit is in frames. A trace profile is generated
+// from traceSeed (TraceSeed: the same trace for every repetition and
+// transport of a campaign), a trace file read.
+func ShapeFor(s scenario.Shaping, seed, traceSeed uint64) (linkemu.Shape, error) {
+	out := linkemu.Shape{Rate: uint64(s.Rate), Delay: s.Delay, Jitter: s.Jitter, QueuePackets: s.QueueLimit, QueueBytes: s.QueueBytes, Seed: seed}
 	switch l := s.Loss; l.Model {
 	case scenario.LossUniform:
 		out.Loss = linkemu.UniformLoss(l.Percent / 100)
 	case scenario.LossGE:
 		out.Loss = linkemu.GELoss(l.P/100, l.R/100, l.OneMinusH/100, l.OneMinusK/100)
 	}
-	return out
+	var err error
+	switch c := s.Trace; {
+	case c.File != "":
+		out.Trace, err = linkemu.ReadTraceFile(c.File)
+	case c.Profile != "":
+		out.Trace, out.Schedule, err = generateTrace(c, s.Delay, traceSeed)
+	}
+	return out, err
+}
+
+// TraceLength is how much of a profile the testbed generates; the trace
+// repeats after it. Longer than a 16 MiB download at 1 Mbit/s would be
+// wasted memory on the fast profiles (a satellite trace holds about 10,000
+// opportunities a second).
+const TraceLength = 3 * time.Minute
+
+// TraceSeed is the seed of direction d's trace on link i: fixed by the
+// campaign's seed, unlike the loss streams (RepSeed), so every repetition
+// replays the same capacity.
+func TraceSeed(campaign uint64, i int, d linkemu.Direction) uint64 {
+	return splitmix(LinkSeed(campaign, i) ^ uint64(d+1)<<56)
 }
 
 // tbfFor is the kernel shaping of a plain link's direction: its rate and a
@@ -201,8 +223,14 @@ func NewPlan(top *scenario.Topology, seed uint64) (*Plan, error) {
 			Veth{NodeA: l.A, IfA: ia, AddrA: l.AddrA, NodeB: l.Via, IfB: la, NoOffloads: true},
 			Veth{NodeA: l.Via, IfA: lb, NodeB: l.B, IfB: ib, AddrB: l.AddrB, NoOffloads: true})
 		s := LinkSeed(seed, i)
-		p.Emulated = append(p.Emulated, Emulated{Link: l.Name, Node: l.Via, A: la, B: lb,
-			AtoB: ShapeFor(l.AB, s), BtoA: ShapeFor(l.BA, s), Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium, Seq: i})
+		e := Emulated{Link: l.Name, Node: l.Via, A: la, B: lb, Spec: [2]scenario.Shaping{l.AB, l.BA}, Medium: l.Medium, Seq: i}
+		for d, dst := range []*linkemu.Shape{&e.AtoB, &e.BtoA} {
+			var err error
+			if *dst, err = ShapeFor(e.Spec[d], s, TraceSeed(seed, i, linkemu.Direction(d))); err != nil {
+				return nil, fmt.Errorf("testbed: link %s %v: %w", l.Name, linkemu.Direction(d), err)
+			}
+		}
+		p.Emulated = append(p.Emulated, e)
 	}
 
 	c, w, webIf := client.Name, web.Name, IfName(SideB, wl.Name)

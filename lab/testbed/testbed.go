@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"syscall"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
@@ -33,6 +34,8 @@ type Testbed struct {
 
 	mu   sync.Mutex
 	undo []func() error
+
+	reseeded time.Time // the last Reseed: where the traces restarted
 }
 
 // Build is NewPlan then Start.
@@ -188,6 +191,7 @@ func (tb *Testbed) node(r scenario.Role) string {
 // (each link from LinkSeed(seed, its Seq), as a testbed built with this seed
 // starts). netem cannot be reseeded.
 func (tb *Testbed) Reseed(seed uint64) {
+	tb.reseeded = time.Now()
 	for _, e := range tb.Plan.Emulated {
 		if l := tb.links[e.Link]; l != nil {
 			l.Reseed(LinkSeed(seed, e.Seq))
@@ -240,6 +244,27 @@ func (tb *Testbed) Offered(link string) uint64 {
 		return l.Stats(linkemu.AtoB).BytesIn + l.Stats(linkemu.BtoA).BytesIn
 	}
 	return 0
+}
+
+// Capacity returns the frame bytes (headers included) that an emulated
+// link's download direction (B→A) could have carried since the last Reseed:
+// its trace's delivery opportunities (linkemu.Link.Offered), or its fixed
+// rate over the time. ok is false for a link without either (unshaped, on a
+// shared medium, a plain veth) and with netem for a trace.
+func (tb *Testbed) Capacity(link string) (bytes uint64, ok bool) {
+	e := tb.Plan.emulated(link)
+	switch {
+	case e == nil || tb.reseeded.IsZero():
+		return 0, false
+	case e.BtoA.Trace != nil:
+		if l := tb.links[link]; l != nil {
+			return l.Offered(linkemu.BtoA), true
+		}
+		return 0, false
+	case e.BtoA.Rate > 0:
+		return uint64(float64(e.BtoA.Rate) / 8 * time.Since(tb.reseeded).Seconds()), true
+	}
+	return 0, false
 }
 
 // Close stops the emulators and removes the namespaces, with every link and
