@@ -10,6 +10,8 @@ import (
 // Schedule changes a direction's delay over time and drops every frame
 // during short bursts (a satellite handover). Its time is the direction's
 // time since the trace's (re)start (Shape.Trace), with or without a trace.
+// Like a Trace it is read, never written, by the links using it: do not
+// change it while one runs.
 type Schedule struct {
 	Period time.Duration // the schedule repeats after this (0 = does not repeat: the last step holds)
 	Steps  []Step        // sorted by At, At < Period when Period > 0
