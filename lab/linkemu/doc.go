@@ -1,9 +1,11 @@
 // Package linkemu is braid's userspace link emulator (docs/lab.md, "Link
 // emulator"). Per direction a frame is judged by the loss model (uniform or
-// Gilbert-Elliott) before it takes queue space or line time, as in netem;
-// then queued drop-tail and serialized at the rate (Serializer, or a shared
-// Medium); then sent after the delay plus jitter, in order of send time, so
-// jitter can reorder. Loss and jitter draw from separate PCG streams per
+// Gilbert-Elliott) before it takes queue space or line time, as in netem,
+// and by a Schedule's loss bursts; then queued drop-tail and serialized at
+// the rate (Serializer, or a shared Medium) or in the delivery
+// opportunities of a Mahimahi Trace; then sent after the delay (or the
+// Schedule's at departure) plus jitter, in order of send time, so jitter
+// can reorder. Loss and jitter draw from separate PCG streams per
 // direction, so the loss decisions do not depend on whether jitter is on.
 //
 // Differences from netem: netem's `limit` also counts the delay line (a

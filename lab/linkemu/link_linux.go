@@ -146,9 +146,11 @@ func Start(cfg Config) (*Link, error) {
 	}
 
 	bufSize := frameBufSize(max(l.socks[0].mtu, l.socks[1].mtu))
+	now := monoNow() // time 0 of both directions' traces and schedules
 	for i, sh := range shapes {
 		l.dirs[i] = newDir(Direction(i), sh, bufSize)
 		l.dirs[i].in, l.dirs[i].out = l.socks[i], l.socks[1-i]
+		l.dirs[i].pipe.restart(now)
 	}
 	for _, d := range l.dirs {
 		if d.tfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK); err != nil {
@@ -264,8 +266,9 @@ func (l *Link) shutdown() error {
 }
 
 // SetShape replaces the shape of one direction while the Link runs. The
-// loss chain restarts in its initial state and the serializer idle; frames
-// already scheduled keep their send times.
+// loss chain restarts in its initial state, the serializer idle and the
+// trace and schedule at time 0 = now; frames already scheduled keep their
+// send times.
 func (l *Link) SetShape(d Direction, s Shape) error {
 	if d > BtoA {
 		return fmt.Errorf("linkemu: bad direction %d", d)
@@ -276,20 +279,37 @@ func (l *Link) SetShape(d Direction, s Shape) error {
 	x := l.dirs[d]
 	x.mu.Lock()
 	x.pipe = newPipe(s, d)
+	x.pipe.restart(monoNow())
 	x.mu.Unlock()
 	return nil
 }
 
 // Reseed restarts the loss and jitter streams of both directions from seed
-// and the loss chains in their initial state, keeping the rest of the shape,
-// the queues and the frames in flight: from here on the link decides as a
-// fresh link with this Seed would for the same frames.
+// and the loss chains in their initial state, and both directions' traces
+// and schedules with time 0 = now (the trace cursor goes back to the first
+// opportunity), keeping the rest of the shape, the queues and the frames in
+// flight with their times: from here on the link decides as a fresh link
+// with this Seed would for the same frames, and every download that starts
+// after a Reseed meets the same capacity and delay over time.
 func (l *Link) Reseed(seed uint64) {
+	now := monoNow()
 	for _, x := range l.dirs {
 		x.mu.Lock()
 		x.pipe.reseed(seed, x.d)
+		x.pipe.restart(now)
 		x.mu.Unlock()
 	}
+}
+
+// Offered returns the bytes direction d's trace offered (its opportunities
+// × TraceMTU) from its last restart (Start, SetShape, Reseed) until now, 0
+// without a trace: the capacity a transfer had is the difference of two
+// samples taken at its start and end, with no restart in between.
+func (l *Link) Offered(d Direction) uint64 {
+	x := l.dirs[d&1]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.pipe.offered(monoNow())
 }
 
 // FirstLosses returns the 0-based places, among the frames direction d's
@@ -366,6 +386,9 @@ func (d *dir) receivedLocked(s *slot, n, capacity int, now time.Duration) bool {
 		return false
 	case dropQueue:
 		d.st.DroppedQueue++
+		return false
+	case dropBurst:
+		d.st.DroppedBurst++
 		return false
 	}
 	d.seq++

@@ -15,8 +15,18 @@ import (
 // counted is the Ethernet frame the socket sees (no preamble, FCS or gap),
 // as netem counts. A frame counts against the queue limits from arrival to
 // departure; one that would exceed either is dropped and changes nothing.
+//
+// With a Trace instead of a rate (NewTraceSerializer) the transmitter sends
+// in the trace's delivery opportunities, counted from its (re)start: the
+// bytes of one opportunity serve the head frames in order, a frame leaves
+// at the opportunity that carries its last byte, and an opportunity that
+// finds the queue empty is lost, as in Mahimahi's mm-link.
 type Serializer struct {
 	rate                  uint64        // bit/s; 0 = no serialization, no queue
+	trace                 *Trace        // capacity instead of rate (nil: rate)
+	origin                time.Duration // time 0 of the trace
+	opp                   uint64        // the trace's opportunity the next byte goes in
+	used                  int           // bytes of opp already taken
 	limitBytes, limitPkts int           // 0 = no limit of that kind
 	busyUntil             time.Duration // departure of the last admitted frame
 	carry                 uint64        // leftover of bits·1e9 not yet a whole ns
@@ -44,21 +54,25 @@ func NewSerializer(rate uint64, limitBytes, limitPackets int) *Serializer {
 // departure time, or ok=false if the queue is full (tail drop). Arrivals
 // must come in non-decreasing time order.
 func (s *Serializer) Admit(now time.Duration, size int) (depart time.Duration, ok bool) {
-	if s.rate == 0 {
+	if s.rate == 0 && s.trace == nil {
 		return now, true
 	}
 	s.expire(now)
 	if s.limitPkts > 0 && s.n+1 > s.limitPkts || s.limitBytes > 0 && s.bytes+size > s.limitBytes {
 		return 0, false
 	}
-	start := s.busyUntil
-	if now >= start {
-		start, s.carry = now, 0
+	if s.trace != nil {
+		depart = s.traceDepart(now, size)
+	} else {
+		start := s.busyUntil
+		if now >= start {
+			start, s.carry = now, 0
+		}
+		num := uint64(size)*8*uint64(time.Second) + s.carry
+		s.carry = num % s.rate
+		depart = start + time.Duration(num/s.rate)
+		s.busyUntil = depart
 	}
-	num := uint64(size)*8*uint64(time.Second) + s.carry
-	s.carry = num % s.rate
-	depart = start + time.Duration(num/s.rate)
-	s.busyUntil = depart
 	if s.n == len(s.ring) { // full: oldest first, then as much room again
 		s.ring, s.head = slices.Concat(s.ring[s.head:], s.ring[:s.head], make([]queued, s.n)), 0
 	}

@@ -34,6 +34,12 @@ type Shape struct {
 	QueueBytes, QueuePackets int
 	Medium                   *Medium // capacity shared with others, instead of Rate and the queue (then zero)
 	Seed                     uint64  // the two directions of a Link draw different streams from it
+	// Trace is the capacity over time instead of Rate (Rate must then be
+	// 0; not with Medium): see Serializer. Schedule changes the delay over
+	// time and drops frames in bursts (nil = none). Both restart, time 0 =
+	// now, at Start, SetShape and Reseed.
+	Trace    *Trace
+	Schedule *Schedule
 }
 
 // Validate reports settings that make no sense.
@@ -47,6 +53,13 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("linkemu: negative queue limit (%d bytes, %d packets)", s.QueueBytes, s.QueuePackets)
 	case s.Medium != nil && (s.Rate != 0 || s.QueueBytes != 0 || s.QueuePackets != 0):
 		return fmt.Errorf("linkemu: a direction on a shared medium takes its rate and queue from the medium (got rate %d, queue %d bytes, %d packets)", s.Rate, s.QueueBytes, s.QueuePackets)
+	case s.Trace != nil && (s.Rate != 0 || s.Medium != nil):
+		return fmt.Errorf("linkemu: a trace sets the capacity: want no Rate and no Medium with it (got rate %d, medium %v)", s.Rate, s.Medium != nil)
+	case s.Trace != nil && len(s.Trace.ms) == 0:
+		return fmt.Errorf("linkemu: empty Trace (build one with ParseTrace or NewTrace)")
+	}
+	if err := s.Schedule.Validate(); err != nil {
+		return err
 	}
 	return s.Loss.Validate()
 }
@@ -58,6 +71,7 @@ const (
 	forward   verdict = iota // scheduled for sending
 	dropLoss                 // lost by the loss model
 	dropQueue                // tail-dropped by the serialization queue
+	dropBurst                // in a loss burst of the Schedule
 )
 
 // Stream constants: one seed drives loss and jitter of both directions apart.
@@ -70,13 +84,16 @@ func newRNG(seed uint64, stream uint64, dir Direction) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, stream^uint64(dir)<<32))
 }
 
-// pipe is the pure per-direction model: loss, serialization, delay, jitter.
+// pipe is the pure per-direction model: loss, loss bursts, serialization,
+// delay, jitter.
 type pipe struct {
 	shape       Shape
 	loss        lossChain
 	ser         *Serializer
 	lossR, jitR *rand.Rand
 	marks       lossMarks
+	origin      time.Duration // time 0 of the trace and the schedule
+	lastSend    time.Duration // without jitter, the latest send time: keeps the FIFO when the delay falls
 }
 
 // FirstLosses is how many losses a direction keeps as the mark of its loss
@@ -94,12 +111,30 @@ type lossMarks struct {
 
 func newPipe(s Shape, dir Direction) *pipe {
 	qb, qp := s.QueueBytes, s.QueuePackets
-	if s.Rate > 0 && qb == 0 && qp == 0 {
+	if (s.Rate > 0 || s.Trace != nil) && qb == 0 && qp == 0 {
 		qp = DefaultQueuePackets
 	}
 	p := &pipe{shape: s, ser: NewSerializer(s.Rate, qb, qp)}
+	if s.Trace != nil {
+		p.ser = NewTraceSerializer(s.Trace, qb, qp)
+	}
 	p.reseed(s.Seed, dir)
 	return p
+}
+
+// restart makes now time 0 of the trace and the schedule. Frames already
+// admitted keep their times; the order of sending stays FIFO (lastSend).
+func (p *pipe) restart(now time.Duration) {
+	p.origin = now
+	p.ser.restartTrace(now)
+}
+
+// offered is what the trace offered from its restart until now, in bytes.
+func (p *pipe) offered(now time.Duration) uint64 {
+	if p.shape.Trace == nil {
+		return 0
+	}
+	return p.shape.Trace.OfferedBytes(now - p.origin)
 }
 
 // reseed restarts the loss and jitter streams from seed and the loss chain
@@ -137,6 +172,12 @@ func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdi
 	if lost {
 		return 0, dropLoss
 	}
+	// After the loss model, so that it judges every frame whatever the
+	// bursts (Drops and FirstLosses stay independent of timing).
+	sc := p.shape.Schedule
+	if sc.DroppingAt(now - p.origin) {
+		return 0, dropBurst
+	}
 	var depart time.Duration
 	var ok bool
 	if p.shape.Medium != nil {
@@ -148,13 +189,20 @@ func (p *pipe) admit(now time.Duration, size int) (sendAt time.Duration, v verdi
 		return 0, dropQueue
 	}
 	d := p.shape.Delay
+	if i, _ := sc.step(depart - p.origin); i >= 0 {
+		d = sc.Steps[i].Delay // at departure from the bottleneck
+	}
 	if jit := float64(p.shape.Jitter); jit > 0 {
 		if p.shape.JitterDist == JitterNormal {
 			jit *= p.jitR.NormFloat64()
 		} else {
 			jit *= 2*p.jitR.Float64() - 1
 		}
-		d = max(d+time.Duration(jit), 0)
+		return depart + max(d+time.Duration(jit), 0), forward
 	}
-	return depart + d, forward
+	// A falling delay must not let a frame overtake the ones before it: a
+	// real link is FIFO. (Jitter reorders on purpose.)
+	at := max(depart+d, p.lastSend)
+	p.lastSend = at
+	return at, forward
 }

@@ -21,6 +21,7 @@ type Stats struct {
 	Forwarded, BytesForwarded uint64 // frames written to the output interface
 	DroppedLoss               uint64 // lost by the loss model
 	DroppedQueue              uint64 // tail-dropped by the serialization queue
+	DroppedBurst              uint64 // lost in a loss burst of the Shape's Schedule
 	DroppedOversize           uint64 // larger than the frame buffer: an offload (GSO/GRO) is still on somewhere
 	DroppedNoBuffer           uint64 // DefaultMaxInFlight frames already held
 	SendErrors                uint64 // write to the output interface failed (link down, …)
