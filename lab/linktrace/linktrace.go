@@ -268,3 +268,28 @@ func WriteFile(path string, t *linkemu.Trace) error {
 	}
 	return nil
 }
+
+// LevelMean is the mean of the profile's levels (bit/s), outages aside:
+// Rate for uniform levels, (MaxRate−MinRate)/ln(MaxRate/MinRate) for
+// log-uniform ones.
+func (p Profile) LevelMean() float64 {
+	if p.MaxRate == 0 {
+		return p.Rate
+	}
+	if p.MaxRate == p.MinRate {
+		return p.MaxRate
+	}
+	return (p.MaxRate - p.MinRate) / math.Log(p.MaxRate/p.MinRate)
+}
+
+// Scaled returns the profile with every rate (levels and outages)
+// multiplied so that LevelMean is mean: "steady 10mbit" is steady around
+// 10 Mbit/s, "fading 3mbit" fades over the same ratio of rates a level
+// lower.
+func (p Profile) Scaled(mean float64) Profile {
+	if m := p.LevelMean(); m > 0 && mean > 0 {
+		k := mean / m
+		p.Rate, p.MinRate, p.MaxRate, p.OutageRate = p.Rate*k, p.MinRate*k, p.MaxRate*k, p.OutageRate*k
+	}
+	return p
+}

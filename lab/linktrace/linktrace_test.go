@@ -310,3 +310,31 @@ func TestStats(t *testing.T) {
 		t.Errorf("mean %v (want %v), CV %v", st.Mean, mean, st.CV)
 	}
 }
+
+func TestScaled(t *testing.T) {
+	for _, name := range []string{"fixed", "steady", "fading", "satellite"} {
+		p, err := ProfileByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := p.Scaled(5e6)
+		if got := s.LevelMean(); math.Abs(got-5e6) > 1 {
+			t.Errorf("%s scaled to 5 Mbit/s: level mean %v", name, got)
+		}
+		if p.MaxRate > 0 && math.Abs(s.MaxRate/s.MinRate-p.MaxRate/p.MinRate) > 1e-9 {
+			t.Errorf("%s: scaling changed the ratio of its rates", name)
+		}
+		if err := s.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+	// A generated steady trace at 5 Mbit/s averages about that.
+	p, _ := ProfileByName("steady")
+	tr, _, err := Generate(p.Scaled(5e6), 5*time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tr.MeanRate(); r < 4.5e6 || r > 5.5e6 {
+		t.Errorf("steady 5 Mbit/s: mean %v", r)
+	}
+}

@@ -160,18 +160,18 @@ type Sample struct {
 	// CompetingMbps is the competing TCP downloads' goodput together;
 	// Events are in the scenario's order, Phases the paths' rates between
 	// them (len(Events)+1: before the first, after each).
-	CompetingMbps *float64       `json:"competing_mbps,omitempty"`
+	CompetingMbps *float64 `json:"competing_mbps,omitempty"`
 	// OfferedMbps is the goodput the paths the transport used could have
 	// carried during the download: their download directions' frame bytes
 	// (a trace's delivery opportunities, or a fixed rate over the time)
 	// times the transport's payload share of a frame (runner.Efficiency);
 	// absent when a path's capacity is unknown (a shared medium, netem).
-	OfferedMbps *float64 `json:"offered_mbps,omitempty"`
-	Latency       *Latency       `json:"latency,omitempty"`
-	Realtime      *Realtime      `json:"realtime,omitempty"`
-	BulkRecovery  *BulkRecovery  `json:"bulk_recovery,omitempty"`
-	Events        []EventOutcome `json:"events,omitempty"`
-	Phases        []Phase        `json:"phases,omitempty"`
+	OfferedMbps  *float64       `json:"offered_mbps,omitempty"`
+	Latency      *Latency       `json:"latency,omitempty"`
+	Realtime     *Realtime      `json:"realtime,omitempty"`
+	BulkRecovery *BulkRecovery  `json:"bulk_recovery,omitempty"`
+	Events       []EventOutcome `json:"events,omitempty"`
+	Phases       []Phase        `json:"phases,omitempty"`
 }
 
 // EventOutcome is one path event during one download.

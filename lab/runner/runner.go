@@ -83,8 +83,8 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	if err != nil {
 		return nil, err
 	}
-	if emu == testbed.EmulatorNetem && opt.Emulator != testbed.EmulatorNetem && len(s.Topology.Media) > 0 {
-		emu = testbed.EmulatorUserspace // netem has no shared media; auto falls back
+	if emu == testbed.EmulatorNetem && opt.Emulator != testbed.EmulatorNetem && (len(s.Topology.Media) > 0 || s.Topology.Traced()) {
+		emu = testbed.EmulatorUserspace // netem has no shared media and no traces; auto falls back
 	}
 	opt.Emulator = emu
 	exp := s.Experiment
@@ -223,7 +223,8 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var errs []string
 	var goodputs []float64
 	totals := map[string]uint64{}
-	run, r.point = r.download, p
+	r.point = p
+	run := r.download
 	if r.exp.Workload == scenario.WorkloadRealtime {
 		run = r.realtime
 	}

@@ -217,6 +217,12 @@ type Medium struct {
 // serialization): the sum of both directions' delays.
 func (l *Link) RTT() time.Duration { return l.AB.Delay + l.BA.Delay }
 
+// Traced reports whether a direction of a link of t follows a trace, which
+// only the userspace emulator replays.
+func (t *Topology) Traced() bool {
+	return slices.ContainsFunc(t.Links, func(l Link) bool { return !l.AB.Trace.IsZero() || !l.BA.Trace.IsZero() })
+}
+
 // Emulated reports whether the link passes through a link node.
 func (l *Link) Emulated() bool { return l.Via != "" }
 

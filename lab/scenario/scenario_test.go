@@ -357,7 +357,16 @@ func TestErrors(t *testing.T) {
 		{"gemodel", "[[links]]\nname = \"primary\"\n[links.a_to_b]\nloss = \"gemodel 1% 2% 3% 4% 5%\"\n", `t.toml: line 4: links[0].a_to_b.loss: "gemodel 1% 2% 3% 4% 5%": gemodel takes 1 to 4 percentages: p [r [1-h [1-k]]]`},
 		{"queue limit", "[[links]]\nname = \"primary\"\nqueue_limit = 0\n", `t.toml: line 3: links[0].queue_limit: 0 out of range (1..1000000 packets)`},
 		{"jitter over delay", "[[links]]\nname = \"primary\"\n[links.a_to_b]\njitter = \"20ms\"\n", `t.toml: line 1: links[0]: link "primary" a_to_b: jitter 20ms exceeds delay 10ms (the delay is spread over delay±jitter)`},
-		{"delay without via", "[[links]]\nname = \"lan\"\nrtt = \"1ms\"\n", `t.toml: line 1: links[0]: link "lan" has no link node (via), so nothing can add its delay, jitter or loss; only rate is shaped on a plain veth pair`},
+		{"delay without via", "[[links]]\nname = \"lan\"\nrtt = \"1ms\"\n", `t.toml: line 1: links[0]: link "lan" has no link node (via), so nothing can add its delay, jitter, loss, trace or queue_bytes; only rate is shaped on a plain veth pair`},
+
+		// Traces.
+		{"trace and rate", "[[links]]\nname = \"primary\"\n[links.b_to_a]\nrate = \"10mbit\"\ntrace = \"fading\"\n", `t.toml: line 5: links[0].b_to_a.trace: set together with rate; a direction's capacity is a fixed rate or a trace`},
+		{"trace profile", "[[links]]\nname = \"primary\"\ntrace = \"fadeing\"\n", `t.toml: line 3: links[0].trace: "fadeing": `},
+		{"trace mean", "[[links]]\nname = \"primary\"\ntrace = \"steady 20mbps\"\n", `t.toml: line 3: links[0].trace: "steady 20mbps": mean rate: `},
+		{"trace words", "[[links]]\nname = \"primary\"\ntrace = \"steady 20mbit 3\"\n", `t.toml: line 3: links[0].trace: "steady 20mbit 3": a trace is a profile and an optional mean rate (e.g. "steady 20mbit"), or "file PATH"`},
+		{"trace file missing", "[[links]]\nname = \"primary\"\ntrace = \"file no-such.trace\"\n", `t.toml: line 3: links[0].trace: `},
+		{"trace without via", "[[links]]\nname = \"lan\"\ntrace = \"steady\"\n", `t.toml: line 1: links[0]: link "lan" has no link node (via), so nothing can add its delay, jitter, loss, trace or queue_bytes; only rate is shaped on a plain veth pair`},
+		{"queue bytes", "[[links]]\nname = \"primary\"\nqueue_bytes = 100\n", `t.toml: line 3: links[0].queue_bytes: 100 out of range (1514..1073741824 bytes)`},
 		{"patch unknown link", "[[links]]\nname = \"third\"\n", `t.toml: line 2: links[0].name: no link "third" in the built-in testbed (links: primary, secondary, lan); declare [[nodes]] and every link to build another topology`},
 		{"patch without name", "[[links]]\nrtt = \"1ms\"\n", `t.toml: line 1: links[0].name: required (without [[nodes]], links name a link of the built-in testbed: primary, secondary, lan)`},
 		{"patch twice", "[[links]]\nname = \"primary\"\n[[links]]\nname = \"primary\"\n", `t.toml: line 4: links[1].name: "primary" duplicates links[0].name`},
@@ -433,7 +442,7 @@ func TestErrors(t *testing.T) {
 		{"medium rate", "[[media]]\nname = \"air\"\n", `t.toml: line 1: media[0].rate: required (the capacity the medium's links share)`},
 		{"medium bad rate", "[[media]]\nname = \"air\"\nrate = \"1kbit\"\n", `t.toml: line 3: media[0].rate: "1kbit" out of range (8kbit/s..100Gbit/s; omit the key or write "unlimited" for an unshaped link)`},
 		{"medium duplicate", "[[media]]\nname = \"air\"\nrate = \"1Mbit\"\n[[media]]\nname = \"air\"\nrate = \"1Mbit\"\n", `t.toml: line 5: media[1].name: "air" duplicates media[0].name`},
-		{"medium and own rate", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"primary\"\nrate = \"5Mbit\"\nmedium = \"air\"\n", `t.toml: line 7: links[0].medium: link "primary" sets a rate; a link on a medium takes the medium's`},
+		{"medium and own rate", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"primary\"\nrate = \"5Mbit\"\nmedium = \"air\"\n", `t.toml: line 7: links[0].medium: link "primary" sets a rate or trace; a link on a medium takes the medium's`},
 		{"medium plain link", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"lan\"\nmedium = \"air\"\n", `t.toml: line 6: links[0].medium: link "lan" has no link node (via); only an emulated link can share a medium`},
 		{"medium rate sweep", "[[media]]\nname = \"air\"\nrate = \"11Mbit\"\n[[links]]\nname = \"primary\"\nmedium = \"air\"\n[sweep]\nrate = [\"5Mbit\"]\n", `t.toml: line 8: sweep.rate: path "primary" is on medium "air", which sets its rate`},
 		{"ratio needs two paths", custom2 + "[[links]]\nname = \"p\"\na = \"c\"\nb = \"s\"\nvia = \"l\"\n[[links]]\nname = \"lan\"\na = \"s\"\nb = \"w\"\n[sweep]\nrtt_ratio = [2]\n", `t.toml: line 23: sweep.rtt_ratio: needs at least two paths (the others are set relative to the first), found 1`},
@@ -623,7 +632,7 @@ func TestTraceParse(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "lte.down"), []byte("1\n1\n2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	doc := "[[links]]\nname = \"primary\"\nrate = \"10mbit\"\ntrace = \"steady 20mbit\"\nqueue_bytes = 375000\n" +
+	doc := "[[links]]\nname = \"primary\"\ntrace = \"steady 20mbit\"\nqueue_bytes = 375000\n" +
 		"[links.b_to_a]\ntrace = \"file lte.down\"\n" +
 		"[[links]]\nname = \"secondary\"\ntrace = \"fading\"\n[links.a_to_b]\nrate = \"5mbit\"\n"
 	path := filepath.Join(dir, "s.toml")

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
+	"github.com/braid-vpn/braid/lab/linktrace"
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -124,7 +126,7 @@ func ShapeFor(s scenario.Shaping, seed, traceSeed uint64) (linkemu.Shape, error)
 	case c.File != "":
 		out.Trace, err = linkemu.ReadTraceFile(c.File)
 	case c.Profile != "":
-		out.Trace, out.Schedule, err = generateTrace(c, s.Delay, traceSeed)
+		out.Trace, out.Schedule, err = generateTrace(c, traceSeed)
 	}
 	return out, err
 }
@@ -267,4 +269,17 @@ func (p *Plan) emulated(link string) *Emulated {
 		return nil
 	}
 	return &p.Emulated[i]
+}
+
+// generateTrace makes a profile's trace (scaled to c.Mean when set) and,
+// for a profile with handovers, its delay schedule.
+func generateTrace(c scenario.Capacity, seed uint64) (*linkemu.Trace, *linkemu.Schedule, error) {
+	p, err := linktrace.ProfileByName(c.Profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Mean > 0 {
+		p = p.Scaled(float64(c.Mean))
+	}
+	return linktrace.Generate(p, TraceLength, seed)
 }

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -129,17 +130,20 @@ func TestShapeForConvertsPercent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ShapeFor(scenario.Shaping{Rate: 5 * scenario.Mbit, Delay: 30 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: ge, QueueLimit: 50}, 7)
+	s, err := ShapeFor(scenario.Shaping{Rate: 5 * scenario.Mbit, Delay: 30 * time.Millisecond, Jitter: 2 * time.Millisecond, Loss: ge, QueueLimit: 50}, 7, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := linkemu.Shape{Rate: 5_000_000, Delay: 30 * time.Millisecond, Jitter: 2 * time.Millisecond,
 		Loss: linkemu.GELoss(0.01, 0.75, 0.5, 0.005), QueuePackets: 50, Seed: 7}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}
 	u, _ := scenario.ParseLoss("1%")
-	if got := ShapeFor(scenario.Shaping{Loss: u}, 0).Loss; got != linkemu.UniformLoss(0.01) {
+	if got, _ := ShapeFor(scenario.Shaping{Loss: u}, 0, 0); got.Loss != linkemu.UniformLoss(0.01) {
 		t.Errorf("uniform 1%%: %+v", got)
 	}
-	if got := ShapeFor(scenario.Shaping{}, 0).Loss; got != (linkemu.Loss{}) {
+	if got, _ := ShapeFor(scenario.Shaping{}, 0, 0); got.Loss != (linkemu.Loss{}) {
 		t.Errorf("no loss: %+v", got)
 	}
 }
@@ -158,5 +162,41 @@ func TestPlanRejectsIncompleteTopology(t *testing.T) {
 	top.Links = top.Links[:2] // no server–web link
 	if _, err := NewPlan(top, 1); err == nil {
 		t.Error("a topology without a web link was accepted")
+	}
+}
+
+func TestShapeForTraces(t *testing.T) {
+	steady := scenario.Shaping{Delay: 25 * time.Millisecond, QueueLimit: 500, QueueBytes: 3000, Trace: scenario.Capacity{Profile: "steady", Mean: 10 * scenario.Mbit}}
+	a, err := ShapeFor(steady, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Trace == nil || a.Schedule != nil || a.Rate != 0 || a.QueueBytes != 3000 || a.QueuePackets != 500 {
+		t.Fatalf("steady: %+v", a)
+	}
+	if r := a.Trace.MeanRate(); r < 9e6 || r > 11e6 {
+		t.Errorf("steady 10 Mbit/s: mean rate %v", r)
+	}
+	if a.Trace.Period() != TraceLength {
+		t.Errorf("period %v, want %v", a.Trace.Period(), TraceLength)
+	}
+	// The trace seed alone decides the trace: the loss seed does not.
+	b, _ := ShapeFor(steady, 99, 2)
+	c, _ := ShapeFor(steady, 1, 3)
+	if a.Trace.OfferedBytes(time.Minute) != b.Trace.OfferedBytes(time.Minute) {
+		t.Errorf("the loss seed changed the trace")
+	}
+	if a.Trace.OfferedBytes(time.Minute) == c.Trace.OfferedBytes(time.Minute) {
+		t.Errorf("another trace seed gave the same trace")
+	}
+	sat, err := ShapeFor(scenario.Shaping{Trace: scenario.Capacity{Profile: "satellite"}}, 1, 2)
+	if err != nil || sat.Schedule == nil || len(sat.Schedule.Steps) == 0 {
+		t.Errorf("satellite: schedule %+v, %v", sat.Schedule, err)
+	}
+	if _, err := ShapeFor(scenario.Shaping{Trace: scenario.Capacity{File: filepath.Join(t.TempDir(), "none")}}, 1, 2); err == nil {
+		t.Errorf("a missing trace file gave no error")
+	}
+	if TraceSeed(1, 0, linkemu.AtoB) == TraceSeed(1, 0, linkemu.BtoA) || TraceSeed(1, 0, linkemu.BtoA) == TraceSeed(1, 1, linkemu.BtoA) {
+		t.Errorf("directions or links share a trace seed")
 	}
 }

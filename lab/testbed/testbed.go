@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"syscall"
+	"time"
 
 	"github.com/braid-vpn/braid/lab/linkemu"
 	"github.com/braid-vpn/braid/lab/scenario"
@@ -60,6 +60,9 @@ func Start(plan *Plan, opt Options) (tb *Testbed, err error) {
 	}
 	if emu == EmulatorNetem && len(plan.Media) > 0 {
 		return nil, fmt.Errorf("testbed: netem cannot make links share a medium (%s); use --emulator userspace", plan.Media[0].Name)
+	}
+	if i := slices.IndexFunc(plan.Emulated, func(e Emulated) bool { return e.AtoB.Trace != nil || e.BtoA.Trace != nil }); emu == EmulatorNetem && i >= 0 {
+		return nil, fmt.Errorf("testbed: netem cannot replay the trace of link %s; use --emulator userspace", plan.Emulated[i].Link)
 	}
 	tb = &Testbed{Plan: plan, Emulator: emu, ns: map[string]*netns.Namespace{}, links: map[string]*linkemu.Link{}}
 	defer func() {
