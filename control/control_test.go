@@ -562,7 +562,7 @@ func TestFormatStatusRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{`"queue":{"delay_ms":4.25,"codel_marks":7,"codel_drops":2}`, `"recovery":"retransmit"`,
-		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"repair_sent":70,"repair_sent_bytes":96600,"repair_used":11,"retransmitted_latency_bytes":0,"repair_sent_latency_bytes":0}`, `"pacing_rate_bps":12500000`} {
+		`"recovery":{"retransmitted":5,"retransmitted_bytes":6900,"recovered":40,"residual":3,"rescued":0,"repair_sent":70,"repair_sent_bytes":96600,"repair_used":11,"retransmitted_latency_bytes":0,"repair_sent_latency_bytes":0}`, `"pacing_rate_bps":12500000`} {
 		if !strings.Contains(string(j), key) {
 			t.Errorf("JSON lacks %s:\n%s", key, j)
 		}

@@ -105,7 +105,7 @@ var (
 	descPathBudgetUsed = gaugeDesc("braid_path_budget_used_bytes", "Bytes used in the current period of the path's budget (absent without a budget).", pathLabels...)
 	descPathCCMode     = gaugeDesc("braid_path_cc_mode", "1 for the rate model's current mode (the mode label: startup, drain, probe_bw, contend); absent for the window algorithms.", with(pathLabels, "mode")...)
 	descPathBandwidth  = gaugeDesc("braid_path_bandwidth_estimate_bps", "The rate model's bandwidth estimate in bits per second (absent for the window algorithms).", pathLabels...)
-	descPathRecovery   = counterDesc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), repair_sent, repair_used.", with(pathLabels, "kind")...)
+	descPathRecovery   = counterDesc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), rescued (overdue here, resent elsewhere), repair_sent, repair_used.", with(pathLabels, "kind")...)
 
 	allDescs = []*metricDesc{
 		descInfo, descUptime, descDrops, descEvents,
@@ -250,7 +250,7 @@ func (c *Collector) collect() map[*metricDesc][]metricSample {
 				for _, k := range []struct {
 					kind string
 					n    uint64
-				}{{"resent", r.Retransmitted}, {"recovered", r.Recovered}, {"residual", r.Residual}, {"repair_sent", r.RepairSent}, {"repair_used", r.RepairUsed}} {
+				}{{"resent", r.Retransmitted}, {"recovered", r.Recovered}, {"residual", r.Residual}, {"rescued", r.Rescued}, {"repair_sent", r.RepairSent}, {"repair_used", r.RepairUsed}} {
 					counter(descPathRecovery, k.n, append(l[:len(l):len(l)], k.kind)...)
 				}
 			}

@@ -212,6 +212,9 @@ type PathRecovery struct {
 	// Residual those given up, i.e. passed on to the inner traffic.
 	Recovered uint64 `json:"recovered"`
 	Residual  uint64 `json:"residual"`
+	// Rescued counts payloads resent on another path while still in flight
+	// on this one, because they were overdue here (a fade; tunnel.rescueLate).
+	Rescued uint64 `json:"rescued"`
 	// RepairSent counts repair packets this path carried (RepairSentBytes
 	// their frames' bytes, comparable with RetransmittedBytes); RepairUsed
 	// this path's losses that the receiver rebuilt from repairs (it reports

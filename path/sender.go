@@ -656,6 +656,11 @@ func (s *Sender) revive() {
 	s.owd.reset()
 }
 
+// PTO is how long an ack for a packet may take on a healthy path: the smoothed
+// RTT, four times its variation and the peer's ack delay (RFC 9002's probe
+// timeout).
+func (s *Sender) PTO() time.Duration { return time.Duration(s.pto()) }
+
 // pto is how long an ack for a packet may take on a healthy path.
 func (s *Sender) pto() int64 {
 	v := 4 * s.rttvar
@@ -829,6 +834,26 @@ func (s *Sender) BaseRTT() time.Duration {
 		return 0
 	}
 	return time.Duration(s.baseRTT)
+}
+
+// Overdue appends to dst, oldest first, the packet numbers from from on of
+// the ack-eliciting packets still in flight that were sent at or before
+// before, at most max of them, and returns dst. Packets leave in the order
+// they were sent, so the walk stops at the first one sent later.
+func (s *Sender) Overdue(dst []uint32, from uint32, before time.Time, max int) []uint32 {
+	s.popResolved()
+	t := s.ns(before)
+	for i := s.qHead; i != s.qTail && len(dst) < max; i++ {
+		p := s.outstanding(s.q[i&s.mask])
+		if p == nil || int32(p.seq-from) < 0 {
+			continue
+		}
+		if p.sent > t {
+			break
+		}
+		dst = append(dst, p.seq)
+	}
+	return dst
 }
 
 // MinRTT returns the windowed minimum RTT (0 before the first sample).

@@ -2,6 +2,7 @@ package path
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -678,5 +679,31 @@ func TestDeliveryRateIdleDespiteQueue(t *testing.T) {
 	rateRun(s, rx, 1100, 8100, 100, 1000, 70, 45000, false)
 	if r := s.Stats().DeliveryRate; r != 1e6 {
 		t.Errorf("sparse traffic behind another flow's queue moved the rate to %v, want 1e6", r)
+	}
+}
+
+// Overdue lists the ack-eliciting packets still in flight from a packet
+// number on that left at or before a time, oldest first, up to a count;
+// acked and non-eliciting ones are not listed.
+func TestOverdue(t *testing.T) {
+	s := NewSender(Config{}, base)
+	for i, at := range []float64{0, 10, 20, 30} {
+		s.OnSent(uint32(i), 1200, i != 2, ms(at)) // seq 2 elicits no ack
+	}
+	s.OnAck(Ack{Largest: 0}, ms(40))
+	if got := s.Overdue(nil, 0, ms(25), 10); !slices.Equal(got, []uint32{1}) {
+		t.Errorf("sent by 25 ms, unacked: %v, want [1]", got)
+	}
+	if got := s.Overdue(nil, 0, ms(35), 10); !slices.Equal(got, []uint32{1, 3}) {
+		t.Errorf("sent by 35 ms, unacked: %v, want [1 3]", got)
+	}
+	if got := s.Overdue(make([]uint32, 0, 4), 0, ms(35), 1); !slices.Equal(got, []uint32{1}) {
+		t.Errorf("at most 1: %v, want [1]", got)
+	}
+	if got := s.Overdue(nil, 2, ms(35), 10); !slices.Equal(got, []uint32{3}) {
+		t.Errorf("from seq 2, sent by 35 ms, unacked: %v, want [3]", got)
+	}
+	if got := s.Overdue(nil, 0, ms(5), 10); len(got) != 0 {
+		t.Errorf("sent by 5 ms, unacked: %v, want none", got)
 	}
 }

@@ -128,6 +128,12 @@ func TestStore(t *testing.T) {
 	if s.Len() != 3 {
 		t.Fatalf("Len = %d", s.Len())
 	}
+	if e, ok := s.Peek(1, 10); !ok || e.Item != 100 || s.Len() != 3 {
+		t.Fatalf("Peek(1,10) = %+v %v, Len %d: want the entry, kept", e, ok, s.Len())
+	}
+	if _, ok := s.Peek(1, 12); ok {
+		t.Fatal("Peek found an entry never kept")
+	}
 	if e, ok := s.Take(1, 10); !ok || e.Item != 100 || e.Flow != 3 || e.FlowSeq != 7 {
 		t.Fatalf("Take(1,10) = %+v %v", e, ok)
 	}

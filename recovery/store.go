@@ -64,8 +64,8 @@ func (s *Store[T]) Keep(id uint16, seq uint32, e Entry[T]) (old T, evicted bool)
 	return old, evicted
 }
 
-// Take removes and returns the entry of packet seq of path id.
-func (s *Store[T]) Take(id uint16, seq uint32) (Entry[T], bool) {
+// Peek returns the entry of packet seq of path id, keeping it.
+func (s *Store[T]) Peek(id uint16, seq uint32) (Entry[T], bool) {
 	if int(id) >= len(s.paths) || s.paths[id] == nil {
 		return Entry[T]{}, false
 	}
@@ -73,10 +73,17 @@ func (s *Store[T]) Take(id uint16, seq uint32) (Entry[T], bool) {
 	if !sl.ok || sl.seq != seq {
 		return Entry[T]{}, false
 	}
-	e := sl.e
-	*sl = slot[T]{}
-	s.n--
-	return e, true
+	return sl.e, true
+}
+
+// Take removes and returns the entry of packet seq of path id.
+func (s *Store[T]) Take(id uint16, seq uint32) (Entry[T], bool) {
+	e, ok := s.Peek(id, seq)
+	if ok {
+		s.paths[id][seq&s.mask] = slot[T]{}
+		s.n--
+	}
+	return e, ok
 }
 
 // DrainPath removes every entry of path id, appending their items to out, and

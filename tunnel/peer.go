@@ -107,6 +107,8 @@ type peer struct {
 	infos []sched.PathInfo
 	infoP []*pathState
 	picks []int
+	// overdue is rescueLate's scratch list of a path's late packet numbers.
+	overdue []uint32
 	// raw one-way delays by infos index, while refreshInfos finds its reference
 	owdRaw, owdMinRaw [maxPaths]uint32
 	owdKnown          [maxPaths]bool
@@ -208,6 +210,8 @@ type pathState struct {
 	recovered          uint64 // losses of this path repaired by a resend that was acked
 	rebuilt            uint64 // losses of this path the receiver rebuilt from repairs
 	gaveUp             uint64 // losses of this path given up (passed to the inner traffic)
+	rescued            uint64 // payloads resent elsewhere while still in flight here (rescueLate)
+	rescueNext         uint32 // the first packet number rescueLate has not looked at
 }
 
 func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix, params Params, isSrv bool) (*peer, error) {

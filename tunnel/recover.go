@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"slices"
 	"time"
 
 	"github.com/braid-vpn/braid/fec"
@@ -332,6 +333,12 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 		p.e.pool.put(e.Item)
 		return
 	}
+	p.resendOn(w, idx, e, now)
+}
+
+// resendOn sends a retained payload again on the path at p.infos[idx] and
+// counts it there. Caller holds p.mu.
+func (p *peer) resendOn(w *writer, idx int, e recovery.Entry[*packetBuf], now time.Time) {
 	ps := p.infoP[idx]
 	ps.retx++
 	ps.retxBytes += uint64(e.Size)
@@ -340,6 +347,89 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	}
 	p.picks = append(p.picks[:0], idx)
 	p.transmit(w, e.Item, e.Flow, e.FlowSeq, now, &retxMeta{deadline: e.Deadline, orig: e.Orig, resends: e.Resends + 1})
+}
+
+// rescueMax bounds the payloads rescued per path and timer tick: a fade strands
+// at most the path's window, and the resend budget bounds the total.
+const rescueMax = 64
+
+// rescueHorizon is how far ahead a rescue may arrive: any usable path will do.
+const rescueHorizon = time.Minute
+
+// rescueLate resends, on another path, payloads that have stayed in flight on
+// their path far longer than its round trip: longer than twice its min RTT
+// (the rate model's cap keeps a healthy path's near 1.25 min RTTs) and than
+// 1.25 smoothed RTTs (a standing queue of a competing flow raises both the
+// RTT and the payloads' age), plus the ack delay. Not the probe timeout: its
+// four RTT variations grow with the first late acks of a fade, and rescues
+// came after the receiver had released the gap.
+// A cellular path whose capacity collapses holds what it already took in its
+// buffer for seconds; the receiver gives such a gap up after its hold, and the
+// inner TCP then sees a hole, resends and halves its window — on two fading
+// LTE paths 70–150 reorder timeouts and 115–256 inner retransmissions per
+// 16 MiB download (docs/results/real-links). As Linux MPTCP's opportunistic
+// reinjection, the payload goes out again on the path that delivers it first;
+// the original stays in flight (for the path's
+// Sender and controller nothing was lost), whichever copy arrives first fills
+// the gap and the receiver drops the other. Resend budget and MaxResends apply
+// as to any resend. Caller holds p.mu.
+func (p *peer) rescueLate(w *writer, now time.Time) {
+	if p.store == nil || p.cur == nil || p.store.Len() == 0 || !p.rec.Has(recovery.Retransmit) {
+		return
+	}
+	refreshed := false
+	for _, ps := range p.paths {
+		if ps == nil || !ps.validated || !ps.sender.Usable() || ps.sender.MinRTT() <= 0 {
+			continue
+		}
+		late := now.Add(-(max(2*ps.sender.MinRTT(), ps.sender.SRTT()*5/4) + p.e.tn.Path.AckDelay))
+		p.overdue = ps.sender.Overdue(p.overdue[:0], ps.rescueNext, late, rescueMax)
+		if len(p.overdue) == 0 {
+			continue
+		}
+		// Each packet is looked at once: rescued or not, it stays in flight.
+		ps.rescueNext = p.overdue[len(p.overdue)-1] + 1
+		if !refreshed {
+			p.refreshInfos(now)
+			refreshed = true
+		}
+		if !p.rescuePath(w, ps, now) {
+			return // the budget is spent
+		}
+	}
+}
+
+// rescuePath resends ps's overdue payloads (p.overdue) where they arrive by
+// their deadline; it reports false when the budget ran out. p.infos is fresh.
+func (p *peer) rescuePath(w *writer, ps *pathState, now time.Time) bool {
+	self := slices.Index(p.infoP[:len(p.infos)], ps)
+	for _, seq := range p.overdue {
+		e, ok := p.store.Peek(ps.id, seq)
+		if !ok || int(e.Resends) >= p.recCfg.MaxResends || reorder.PureAck(e.Item.b[e.Item.start:e.Item.end]) {
+			continue
+		}
+		var hidden [maxPaths]bool
+		p.hideUnfit(e.Size+wire.DataPacketOverhead, &hidden)
+		if self >= 0 && p.infos[self].Usable {
+			p.infos[self].Usable, hidden[self] = false, true
+		}
+		// Unlike a resend, a rescue does not wait for its deadline: past it the
+		// receiver has released the gap, but the copy still reaches the inner
+		// flow long before the stranded original.
+		idx := recovery.Choose(p.infos, e.Size+wire.DataPacketOverhead, now, now.Add(rescueHorizon))
+		p.unhide(&hidden)
+		if idx < 0 {
+			return true // no other usable path
+		}
+		if !p.budget.Spend(e.Size) {
+			p.recBudgetOut++
+			return false
+		}
+		p.store.Take(ps.id, seq)
+		ps.rescued++
+		p.resendOn(w, idx, e, now)
+	}
+	return true
 }
 
 // flushNotices sends the pending GIVEUP and REBUILT frames, as many per

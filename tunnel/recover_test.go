@@ -274,3 +274,53 @@ func TestEngineResendsUnrebuildableBlocksEarly(t *testing.T) {
 	}
 	t.Logf("%d of %d delivered; %d resent early; FEC %s", len(got), n, rs.EarlyResends, rs.FEC)
 }
+
+// A path whose capacity collapses under load (a cellular fade: here from
+// unlimited to 100 kbit/s, 80 ms per segment) strands the segments it holds
+// for seconds. rescueLate resends them on the other path while they are
+// still in flight, so half a second later every segment has reached the
+// server's TUN, long before the stranded copies would — but for those the
+// client's queue dropped on purpose (CoDel, the queue bounds: the inner
+// TCP's congestion signal, not a loss of the paths) — and the path counts
+// them as rescued.
+func TestEngineRescuesStrandedPayloads(t *testing.T) {
+	const n, fadeAt = 300, 100
+	r := lossyRig(t, Params{}, 0)
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	payload := make([]byte, 1000)
+	delivered := map[uint32]bool{}
+	seen := func(seq uint32) { delivered[seq] = true }
+	for i := range n {
+		if i == fadeAt {
+			r.net.SetLink(cliAddr1, srvAddr1.Addr(), conntest.LinkOptions{Delay: 5 * time.Millisecond, Rate: 100e3})
+		}
+		r.cliATun.Inject(tcp4(inCliA, inSrv, 4000, 80, uint32(i), payload))
+		if i%20 == 19 {
+			drainSrvTUN(r, 10*time.Millisecond, seen)
+		}
+	}
+	drainSrvTUN(r, 500*time.Millisecond, seen)
+	st := r.cliA.Status()
+	var rescued uint64
+	for _, pa := range st.Peers[0].Paths {
+		if pa.Recovery != nil {
+			rescued += pa.Recovery.Rescued
+		}
+	}
+	dropped := st.Counters["drop_cc_queue_full"] + st.Counters["drop_cc_queue_expired"]
+	if q := st.Peers[0].Queue; q != nil {
+		dropped += q.Drops
+	}
+	var missing []int
+	for i := range n {
+		if !delivered[uint32(i)] {
+			missing = append(missing, i)
+		}
+	}
+	if uint64(len(missing)) > dropped || rescued == 0 {
+		t.Errorf("after the fade: segments %v of %d missing half a second later, %d dropped by the client's queue, %d rescued; want none missing but those dropped, some rescued", missing, n, dropped, rescued)
+	}
+	t.Logf("rescued %d, %d missing, %d dropped by the queue", rescued, len(missing), dropped)
+	t.Logf("client counters %v\nserver counters %v\nserver reorder %+v", st.Counters, r.srv.Status().Counters, r.srv.Status().Peers[0].ReorderStats)
+}

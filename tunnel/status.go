@@ -187,7 +187,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			}
 		}
 		if p.store != nil {
-			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp,
+			x.Recovery = &control.PathRecovery{Retransmitted: pa.retx, RetransmittedBytes: pa.retxBytes, Recovered: pa.recovered, Residual: pa.gaveUp, Rescued: pa.rescued,
 				RepairSent: pa.repairs, RepairSentBytes: pa.repairBytes, RepairUsed: pa.rebuilt,
 				RetransmittedLatencyBytes: pa.retxLatencyBytes, RepairSentLatencyBytes: pa.repairLatencyBytes}
 		}

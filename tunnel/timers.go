@@ -103,6 +103,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 	// have opened windows; and packets that waited too long go.
 	p.processLosses(w, now)
 	p.processDeferred(w, now)
+	p.rescueLate(w, now)
 	p.fecTick(w, now)
 	p.flushNotices(w, now)
 	p.drainQueue(w, now, true)
