@@ -117,9 +117,10 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 	}
 }
 
-// CompetitorFile is the competing braid client's file: the measured
-// client's cli (the same server, paths and options) with its own key file,
-// TUN device, address and control socket.
+// AddCompetitor makes the server of file srv accept a competing client of
+// key and returns that client's file: the measured client's cli (the same
+// server, paths and options) with its own key file, TUN device, address and
+// control socket.
 //
 // Its routes are the parents of cli's (the web subnet's /23 for its /24):
 // braid0 already has cli's routes in the client's main table, where a second
@@ -127,7 +128,10 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 // downloads in braid0. They still make the web server an accepted source
 // for this client (tun.routes are a client's allowed sources), and its
 // downloads reach braid1 by binding their sockets to it (Dialer.Dev).
-func CompetitorFile(cli config.File, socket string) *config.File {
+func AddCompetitor(srv, measured *config.File, key keys.Key, socket string) *config.File {
+	srv.Server.Clients = append(srv.Server.Clients, config.FilePeer{Name: "competitor", PublicKey: key.Public().String(),
+		AllowedIPs: []string{CompetitorAddr.String()}})
+	cli := *measured
 	c := *cli.Client // copied: cli.Client is the measured client's
 	cli.Client, cli.PrivateKeyFile, cli.Control = &c, "competitor.key", config.FileControl{Socket: socket}
 	routes := cli.Tun.Routes
@@ -207,7 +211,7 @@ type BraidSpec struct {
 	// Count are the paths whose bytes Counters reports, told apart by the
 	// daemon paths on them; nil: the lab counts each path its own way.
 	Count []testbed.Path
-	// Competitor adds a second client of the server (CompetitorFile), for
+	// Competitor adds a second client of the server (AddCompetitor), for
 	// the competing downloads (experiment.competing_transport = "braid").
 	Competitor bool
 }
@@ -263,9 +267,7 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 		if err != nil {
 			return nil, err
 		}
-		srvCfg.Server.Clients = append(srvCfg.Server.Clients, config.FilePeer{Name: "competitor", PublicKey: compKey.Public().String(),
-			AllowedIPs: []string{CompetitorAddr.String()}})
-		files["competitor.key"], files["competitor.toml"] = compKey.MarshalText, CompetitorFile(*cliCfg, file("competitor.sock")).Encode
+		files["competitor.key"], files["competitor.toml"] = compKey.MarshalText, AddCompetitor(srvCfg, cliCfg, compKey, file("competitor.sock")).Encode
 	}
 	for name, content := range files {
 		data, err := content()
