@@ -294,7 +294,7 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	// ready waits until the client whose control socket is sock is ready,
 	// failing early when it or a daemon already started exits.
 	ready := func(sock, what string, cli *proc.Child, others ...*proc.Child) (st control.Status, err error) {
-		return st, proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
+		err = proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
 			got := 0
 			if s, err := control.Query(sock); err == nil {
 				if st, got = s, spec.Usable(s); got >= spec.Want {
@@ -303,6 +303,7 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 			}
 			return fmt.Errorf("braid: the %s had %d of %d paths usable after %v (%s: %s)", what, got, spec.Want, BraidReadyTimeout, what, cli.LastLine())
 		}, append(others, cli)...)
+		return st, err
 	}
 	st, err := ready(b.cliSock, "client", b.cli, b.srv)
 	if err != nil {
