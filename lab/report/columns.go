@@ -200,6 +200,10 @@ var (
 		{"outer_bytes", func(s *results.Sample) any { return s.Realtime.OuterBytes }},
 		{"outer_per_payload", func(s *results.Sample) any { return s.Realtime.OuterPerPayload }},
 	}
+	// Both with competing downloads: the competing flows' goodput, and
+	// Jain's index with a competing braid client.
+	competingSampleColumns    = []sampleColumn{{"competing_mbps", func(s *results.Sample) any { return *s.CompetingMbps }}}
+	jainSampleColumns         = []sampleColumn{{"jain", func(s *results.Sample) any { return *s.Jain }}}
 	bulkRecoverySampleColumns = []sampleColumn{
 		{"recovery_resent_bytes", func(s *results.Sample) any { return s.BulkRecovery.ResentBytes }},
 		{"recovery_repair_bytes", func(s *results.Sample) any { return s.BulkRecovery.RepairBytes }},
@@ -256,6 +260,8 @@ func sampleRows(run *results.Run) [][]string {
 		cols []sampleColumn
 		has  func(*results.Sample) bool
 	}{
+		{competingSampleColumns, func(s *results.Sample) bool { return s.CompetingMbps != nil }},
+		{jainSampleColumns, func(s *results.Sample) bool { return s.Jain != nil }},
 		{latencySampleColumns, func(s *results.Sample) bool { return s.Latency != nil }},
 		{realtimeSampleColumns, func(s *results.Sample) bool { return s.Realtime != nil }},
 		{bulkRecoverySampleColumns, func(s *results.Sample) bool { return s.BulkRecovery != nil }},
@@ -310,6 +316,9 @@ func summaryRows(run *results.Run) [][]string {
 	}
 	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Competing != nil }) {
 		cols = append(cols, csvColumns([]pointColumn{{"competing", "", func(p *results.Point) *stats.Summary { return p.Competing }}}, "_mbps")...)
+	}
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Jain != nil }) {
+		cols = append(cols, csvColumns([]pointColumn{{"jain", "", func(p *results.Point) *stats.Summary { return p.Jain }}}, "")...)
 	}
 	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Offered != nil }) {
 		cols = append(cols, csvColumns([]pointColumn{{"offered", "", func(p *results.Point) *stats.Summary { return p.Offered }}}, "_mbps")...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lab/results"
+	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/table"
 )
 
@@ -61,6 +62,9 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	if run.ECN {
 		row("ECN", "requested by the TCP endpoints (net.ipv4.tcp_ecn = 1)")
 	}
+	if run.CompetingTransport == scenario.CompetingBraid {
+		row("Competing downloads", "through a second braid client of the same server (its own key, tunnel address and TUN device) over the measured transport's paths")
+	}
 	row("Sweep axes", cmp.Or(mdText(strings.Join(sweepAxes(run), ", ")), "none"))
 	if len(run.Parts) > 0 {
 		partsTable(bw, run.Parts)
@@ -74,6 +78,10 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 	byStem := map[string][]string{}
 	for _, p := range plots {
 		byStem[stem(p)] = append(byStem[stem(p)], filepath.ToSlash(p))
+	}
+	if slices.ContainsFunc(run.Points, func(p results.Point) bool { return p.Jain != nil }) {
+		fmt.Fprintf(bw, "\nThe Jain index is Jain's fairness index of the two braid clients' goodputs a (measured) and b (competing) "+
+			"over each download, (a+b)² / (2(a²+b²)): 1 is an even split of the bottleneck, 0.5 one client taking all of it.\n")
 	}
 	lat, rt, rec := pointColumns(run)
 	if lat != nil {
@@ -119,7 +127,7 @@ func Markdown(w io.Writer, run *results.Run, plots []string) error {
 			}
 		}
 		fmt.Fprintf(bw, "\n## %s\n\n", mdText(f.title))
-		mdTable.Write(bw, pointRows(f.points, slices.Concat(lead, goodputColumns(f.points, paths))))
+		mdTable.Write(bw, pointRows(f.points, slices.Concat(lead, goodputColumns(f.points, paths, run.CompetingTransport))))
 		show(goodput)
 		table("Latency under load:", f.points, lat)
 		show(addedDelay)
@@ -225,9 +233,10 @@ func mdCommand(args []string) string {
 }
 
 // goodputColumns are a figure's goodput table: mean ± 95% CI in Mbit/s
-// (or the point's error), n, median, the competing TCP flows' goodput if
-// any point has one, and the path shares if any point has them.
-func goodputColumns(points []results.Point, paths []string) []column {
+// (or the point's error), n, median, the competing flows' goodput if any
+// point has one (run through competitor, Run.CompetingTransport), Jain's
+// index if any point has it, and the path shares if any point has them.
+func goodputColumns(points []results.Point, paths []string, competitor string) []column {
 	cols := []column{
 		{"goodput (Mbit/s)", func(p *results.Point) string {
 			if p.Error != "" {
@@ -239,11 +248,23 @@ func goodputColumns(points []results.Point, paths []string) []column {
 		{"median", func(p *results.Point) string { return mdNum.Num(summaryOf(p).Median, mbpsDecimals) }},
 	}
 	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Competing != nil }) {
-		cols = append(cols, column{"competing TCP (Mbit/s)", func(p *results.Point) string {
+		head := "competing TCP (Mbit/s)"
+		if competitor == scenario.CompetingBraid {
+			head = "competing braid client (Mbit/s)"
+		}
+		cols = append(cols, column{head, func(p *results.Point) string {
 			if p.Competing == nil {
 				return "–"
 			}
 			return mdNum.MeanCI(p.Competing, mbpsDecimals)
+		}})
+	}
+	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Jain != nil }) {
+		cols = append(cols, column{"Jain index", func(p *results.Point) string {
+			if p.Jain == nil {
+				return "–"
+			}
+			return mdNum.MeanCI(p.Jain, 3) // the bar is 0.95
 		}})
 	}
 	if slices.ContainsFunc(points, func(p results.Point) bool { return p.Offered != nil }) {

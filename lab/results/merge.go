@@ -155,6 +155,8 @@ func sameCampaign(a, b *Run) error {
 		return diff("emulator", a.Emulator, b.Emulator)
 	case a.Workload != b.Workload:
 		return diff("workload", a.Workload, b.Workload)
+	case a.CompetingTransport != b.CompetingTransport:
+		return diff("competing transport", a.CompetingTransport, b.CompetingTransport)
 	case !slices.Equal(a.Axes, b.Axes):
 		return diff("axes", a.Axes, b.Axes)
 	case !slices.Equal(a.Only, b.Only):

@@ -31,9 +31,14 @@ type Run struct {
 	LatencyIntervalMs float64 `json:"latency_interval_ms,omitempty"`
 	LatencyIdleMs     float64 `json:"latency_idle_ms,omitempty"`
 	ECN               bool    `json:"ecn,omitempty"` // the TCP endpoints requested ECN
-	Provenance                // its fields are written at this level of the JSON
-	Parts             []Part  `json:"parts,omitempty"` // the shards a merged run was made from, in shard order
-	Points            []Point `json:"points"`
+	// CompetingTransport is what the competing downloads ran through:
+	// "tcp" (ordinary TCP over one path) or "braid" (a second braid
+	// client); absent without competing downloads, and in files written
+	// before it existed (then "tcp").
+	CompetingTransport string  `json:"competing_transport,omitempty"`
+	Provenance                 // its fields are written at this level of the JSON
+	Parts              []Part  `json:"parts,omitempty"` // the shards a merged run was made from, in shard order
+	Points             []Point `json:"points"`
 }
 
 // Provenance records what is needed to repeat a run and to judge its
@@ -93,6 +98,7 @@ type Point struct {
 	// Competing, Latency, Realtime, BulkRecovery and Events summarize the
 	// samples' fields of those names; nil when the samples do not have them.
 	Competing    *stats.Summary       `json:"competing_mbps,omitempty"`
+	Jain         *stats.Summary       `json:"jain,omitempty"`
 	Offered      *stats.Summary       `json:"offered_mbps,omitempty"`
 	OfferedUse   *stats.Summary       `json:"offered_use,omitempty"` // goodput ÷ offered, per download
 	Latency      *LatencySummary      `json:"latency,omitempty"`
@@ -157,10 +163,14 @@ type Sample struct {
 	PathBytes       map[string]uint64 `json:"path_bytes,omitempty"`
 	// The fields below are absent without competing flows, latency probes,
 	// the real-time workload, braid's loss recovery or [[events]].
-	// CompetingMbps is the competing TCP downloads' goodput together;
+	// CompetingMbps is the competing downloads' goodput together, over the
+	// measured download; with a competing braid client (Run.
+	// CompetingTransport "braid") Jain is Jain's fairness index of the two
+	// clients' goodputs, GoodputMbps and CompetingMbps (stats.Jain).
 	// Events are in the scenario's order, Phases the paths' rates between
 	// them (len(Events)+1: before the first, after each).
 	CompetingMbps *float64 `json:"competing_mbps,omitempty"`
+	Jain          *float64 `json:"jain,omitempty"`
 	// OfferedMbps is the goodput the paths the transport used could have
 	// carried during the download: their download directions' frame bytes
 	// (a trace's delivery opportunities, or a fixed rate over the time)

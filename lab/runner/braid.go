@@ -35,6 +35,15 @@ var (
 	BraidClientAddr = netip.MustParsePrefix("100.64.0.2/24")
 )
 
+// The competing braid client (experiment.competing_transport = "braid")
+// shares the client namespace with the measured one, so it needs its own
+// TUN device and inner address: a /32, which adds no on-link route next to
+// braid0's 100.64.0.0/24, inside testbed.TunnelPrefix, which the web
+// server routes back through the server.
+const CompetitorTun = "braid1"
+
+var CompetitorAddr = netip.MustParsePrefix("100.64.0.3/32")
+
 // BraidCommand says how to start braid: Exe (default: this executable) with
 // Env added to the environment (tests make a test binary act as braid).
 type BraidCommand struct {
@@ -108,6 +117,33 @@ func BraidServerConfig(name string, clientKey keys.Key, socket string) *config.F
 	}
 }
 
+// AddCompetitor makes the server of file srv accept a competing client of
+// key and returns that client's file: the measured client's cli (the same
+// server, paths and options) with its own key file, TUN device, address and
+// control socket.
+//
+// Its routes are the parents of cli's (the web subnet's /23 for its /24):
+// braid0 already has cli's routes in the client's main table, where a second
+// identical one fails, and the more specific route keeps the measured
+// downloads in braid0. They still make the web server an accepted source
+// for this client (tun.routes are a client's allowed sources), and its
+// downloads reach braid1 by binding their sockets to it (Dialer.Dev).
+func AddCompetitor(srv, measured *config.File, key keys.Key, socket string) *config.File {
+	srv.Server.Clients = append(srv.Server.Clients, config.FilePeer{Name: "competitor", PublicKey: key.Public().String(),
+		AllowedIPs: []string{CompetitorAddr.String()}})
+	cli := *measured
+	c := *cli.Client // copied: cli.Client is the measured client's
+	cli.Client, cli.PrivateKeyFile, cli.Control = &c, "competitor.key", config.FileControl{Socket: socket}
+	routes := cli.Tun.Routes
+	cli.Tun = config.FileTun{Name: CompetitorTun, Address: []string{CompetitorAddr.String()}, MTU: cli.Tun.MTU}
+	for _, r := range routes {
+		if p, err := netip.ParsePrefix(r); err == nil && p.Bits() > 0 {
+			cli.Tun.Routes = append(cli.Tun.Routes, netip.PrefixFrom(p.Addr(), p.Bits()-1).Masked().String())
+		}
+	}
+	return &cli
+}
+
 // braidSetup is how a braid transport of the runs runs: on one path or
 // all, over transport ("" = udp; "mptcp": one engine path whose kernel
 // subflows spread over every path).
@@ -149,7 +185,7 @@ func braidOn(set braidSetup) StartFunc {
 				return srv, cli
 			},
 			Want: len(paths), Usable: func(st control.Status) int { return UsablePaths(st, paths) },
-			Target: webTarget(env, WebPort), CC: env.CC, Count: env.TB.Plan.Paths,
+			Target: webTarget(env, WebPort), CC: env.CC, Count: env.TB.Plan.Paths, Competitor: env.Competitor,
 		}
 		if set.transport == "mptcp" { // the link emulators count each path of the one MPTCP path
 			spec.Want, spec.Usable, spec.Count = 1, func(st control.Status) int { return len(usable(st)) }, nil
@@ -175,13 +211,30 @@ type BraidSpec struct {
 	// Count are the paths whose bytes Counters reports, told apart by the
 	// daemon paths on them; nil: the lab counts each path its own way.
 	Count []testbed.Path
+	// Competitor adds a second client of the server (AddCompetitor), for
+	// the competing downloads (experiment.competing_transport = "braid").
+	Competitor bool
 }
 
-// braidSession is a braid server and client started by StartBraid.
+// braidSession is a braid server and client started by StartBraid, with
+// the competing client comp if the spec asked for one.
 type braidSession struct {
 	BaseSession
 	srvSock, cliSock string // the daemons' control sockets
 	count            []testbed.Path
+	cliKey           string // the measured client's public key
+	comp             *proc.Child
+	compDialer       Dialer
+}
+
+// Competitor is how the competing downloads dial through the competing
+// braid client; false without one.
+func (b *braidSession) Competitor() (Dialer, bool) { return b.compDialer, b.comp != nil }
+
+// Close stops the competing client first: it is a client of b's server.
+func (b *braidSession) Close() error {
+	b.comp.Stop(daemonStopTimeout)
+	return b.BaseSession.Close()
 }
 
 // StartBraid writes both ends' keys and configs into spec.Dir, starts the
@@ -203,11 +256,20 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.cliKey = cliKey.Public().String()
 	srvCfg, cliCfg := spec.Configs(srvKey, cliKey, b.srvSock, b.cliSock)
-	for name, content := range map[string]func() ([]byte, error){
+	files := map[string]func() ([]byte, error){
 		"server.key": srvKey.MarshalText, "client.key": cliKey.MarshalText,
 		"server.toml": srvCfg.Encode, "client.toml": cliCfg.Encode,
-	} {
+	}
+	if spec.Competitor {
+		compKey, err := keys.Generate()
+		if err != nil {
+			return nil, err
+		}
+		files["competitor.key"], files["competitor.toml"] = compKey.MarshalText, AddCompetitor(srvCfg, cliCfg, compKey, file("competitor.sock")).Encode
+	}
+	for name, content := range files {
 		data, err := content()
 		if err == nil {
 			err = os.WriteFile(file(name), data, 0o600)
@@ -229,21 +291,39 @@ func StartBraid(ctx context.Context, spec BraidSpec) (_ Session, err error) {
 	if b.cli, err = start(spec.Client, "client"); err != nil {
 		return nil, err
 	}
-	var st control.Status
-	if err := proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
-		got := 0
-		if s, err := control.Query(b.cliSock); err == nil {
-			if st, got = s, spec.Usable(s); got >= spec.Want {
-				return nil
+	// ready waits until the client whose control socket is sock is ready,
+	// failing early when it or a daemon already started exits.
+	ready := func(sock, what string, cli *proc.Child, others ...*proc.Child) (st control.Status, err error) {
+		err = proc.Await(ctx, BraidReadyTimeout, 20*time.Millisecond, func() error {
+			got := 0
+			if s, err := control.Query(sock); err == nil {
+				if st, got = s, spec.Usable(s); got >= spec.Want {
+					return nil
+				}
 			}
-		}
-		return fmt.Errorf("braid: the client had %d of %d paths usable after %v (client: %s)", got, spec.Want, BraidReadyTimeout, b.cli.LastLine())
-	}, b.srv, b.cli); err != nil {
+			return fmt.Errorf("braid: the %s had %d of %d paths usable after %v (%s: %s)", what, got, spec.Want, BraidReadyTimeout, what, cli.LastLine())
+		}, append(others, cli)...)
+		return st, err
+	}
+	st, err := ready(b.cliSock, "client", b.cli, b.srv)
+	if err != nil {
 		return nil, err
 	}
 	b.To = spec.Target
-	b.Dialer = Dialer{NS: spec.Client, CC: spec.CC, Via: BraidClientAddr.Masked()}
+	// The measured download must leave from braid0's address: the
+	// competing client's is in the same /24.
+	b.Dialer = Dialer{NS: spec.Client, CC: spec.CC, Via: netip.PrefixFrom(BraidClientAddr.Addr(), 32)}
 	b.About = braidDetail(st, cliCfg.Client.Paths, len(cliCfg.Client.Servers), LinkMTU(spec.Client, "braid0"))
+	if spec.Competitor {
+		if b.comp, err = start(spec.Client, "competitor"); err != nil {
+			return nil, err
+		}
+		if _, err := ready(file("competitor.sock"), "competing client", b.comp, b.srv, b.cli); err != nil {
+			return nil, err
+		}
+		b.compDialer = Dialer{NS: spec.Client, From: CompetitorAddr.Addr(), CC: spec.CC, Via: CompetitorAddr, Dev: CompetitorTun}
+		b.About += fmt.Sprintf("; a competing braid client (%s, %v) of the same server", CompetitorTun, CompetitorAddr.Addr())
+	}
 	return b, nil
 }
 
@@ -275,6 +355,9 @@ func (b *braidSession) Counters(ctx context.Context) (Counters, error) {
 	srv, err := control.Query(b.srvSock)
 	if err != nil {
 		return Counters{}, err
+	}
+	if b.comp != nil { // the sender's figures (BulkOverhead) are the measured client's peer's
+		srv.Peers = slices.DeleteFunc(srv.Peers, func(p control.PeerStatus) bool { return p.PublicKey != b.cliKey })
 	}
 	c := Counters{Sender: &srv, Receiver: &cli}
 	for _, peer := range cli.Peers {

@@ -95,7 +95,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opt Options) (*results.Run, 
 	host, _ := os.Hostname()
 	run := &results.Run{
 		Scenario: s.Name, File: s.File, Description: s.Description, Started: time.Now(), Size: exp.Size, Reps: exp.Reps,
-		Emulator: emu, Host: host, Only: opt.Only.Specs(), ECN: exp.ECN,
+		Emulator: emu, Host: host, Only: opt.Only.Specs(), ECN: exp.ECN, CompetingTransport: exp.CompetingTransport,
 	}
 	run.Seed, run.Shard, run.Command = exp.Seed, opt.Shard.String(), opt.Command
 	run.Commit, run.CommitFrom, run.Dirty = SourceCommit()
@@ -209,7 +209,9 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 	var sess Session
 	if err == nil {
 		defer os.RemoveAll(dir)
-		if sess, err = transports[p.Transport.Name](ctx, &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid}); err != nil {
+		env := &Env{TB: r.tb, Point: p, CC: r.cc, Web: r.web, Dir: dir, Braid: r.opt.Braid,
+			Competitor: r.exp.CompetingTransport == scenario.CompetingBraid}
+		if sess, err = transports[p.Transport.Name](ctx, env); err != nil {
 			err, rp.Goodput = fmt.Errorf("%s: %w", p.Transport.Label, err), stats.Summarize(nil)
 		}
 	}
@@ -251,23 +253,15 @@ func (r *runState) measure(ctx context.Context, p *scenario.Point) results.Point
 		time.Sleep(RepPause)
 	}
 	rp.Goodput = stats.Summarize(goodputs)
-	competing := summarize(rp.Samples, func(s *results.Sample) *float64 { return s.CompetingMbps },
-		func(v *float64) []float64 { return []float64{*v} })
-	if competing != nil {
-		rp.Competing = &competing[0]
-	}
-	if offered := summarize(rp.Samples, func(s *results.Sample) *float64 { return s.OfferedMbps },
-		func(v *float64) []float64 { return []float64{*v} }); offered != nil {
-		use := summarize(rp.Samples, func(s *results.Sample) *results.Sample { return s }, func(s *results.Sample) []float64 {
+	rp.Competing = summarizeOne(rp.Samples, func(s *results.Sample) *float64 { return s.CompetingMbps })
+	rp.Jain = summarizeOne(rp.Samples, func(s *results.Sample) *float64 { return s.Jain })
+	if rp.Offered = summarizeOne(rp.Samples, func(s *results.Sample) *float64 { return s.OfferedMbps }); rp.Offered != nil {
+		rp.OfferedUse = summarizeOne(rp.Samples, func(s *results.Sample) *float64 {
 			if s.OfferedMbps == nil || *s.OfferedMbps <= 0 {
 				return nil
 			}
-			return []float64{s.GoodputMbps / *s.OfferedMbps}
+			return new(s.GoodputMbps / *s.OfferedMbps)
 		})
-		rp.Offered = &offered[0]
-		if use != nil {
-			rp.OfferedUse = &use[0]
-		}
 	}
 	rp.PathShares = Shares(totals)
 	rp.Latency, rp.Realtime = SummarizeLatency(rp.Samples), SummarizeRealtime(rp.Samples)
@@ -394,7 +388,7 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	var competing *atomic.Int64
 	if r.exp.Competing > 0 {
 		var stop func()
-		if competing, stop, err = r.startCompeting(ctx); err != nil {
+		if competing, stop, err = r.startCompeting(ctx, sess); err != nil {
 			return results.Sample{}, err
 		}
 		defer stop()
@@ -404,7 +398,14 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	smp := results.Sample{Rep: rep}
 	events := startEvents(r.tb, r.exp.Events)
 	defer events.settle()
+	if competing != nil { // counted over the download only
+		competing.Store(0)
+	}
 	res, local, err := Fetch(ctx, sess, r.exp.Size, r.exp.Timeout)
+	var compBytes int64
+	if competing != nil {
+		compBytes = competing.Load()
+	}
 	var evErr error
 	if smp.Events, smp.Phases, evErr = events.finish(); err == nil && evErr != nil {
 		err = fmt.Errorf("path events: %w", evErr)
@@ -424,8 +425,11 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 		smp.OfferedMbps = &off
 	}
 	if competing != nil {
-		compMbps := float64(competing.Load()) * 8 / res.Duration.Seconds() / 1e6
+		compMbps := float64(compBytes) * 8 / res.Duration.Seconds() / 1e6
 		smp.CompetingMbps = &compMbps
+		if r.exp.CompetingTransport == scenario.CompetingBraid { // two clients: how fairly they split the bottleneck
+			smp.Jain = new(stats.Jain(res.GoodputMbps(), compMbps))
+		}
 	}
 	if probes != nil {
 		loadEnd := clock()
@@ -454,18 +458,40 @@ func (r *runState) download(ctx context.Context, sess Session, rep int) (results
 	return smp, nil
 }
 
-// startCompeting starts ordinary TCP downloads over one path alongside a
-// measured download: n counts their bytes since it returned, stop ends them.
-func (r *runState) startCompeting(ctx context.Context) (n *atomic.Int64, stop func(), err error) {
+// competingDialer is how the competing downloads alongside sess's dial and
+// what they go over (for errors): ordinary TCP from one path's address, or
+// through sess's competing braid client.
+func (r *runState) competingDialer(sess Session) (d Dialer, over string, err error) {
+	if r.exp.CompetingTransport == scenario.CompetingBraid {
+		c, ok := sess.(interface{ Competitor() (Dialer, bool) })
+		if ok {
+			d, ok = c.Competitor()
+		}
+		if !ok {
+			return d, "", fmt.Errorf("competing flows: transport %s started no competing braid client", r.point.Transport.Label)
+		}
+		return d, "the competing braid client", nil
+	}
 	pa, ok := r.tb.Plan.Path(r.exp.CompetingPath)
 	if !ok {
-		return nil, nil, fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
+		return d, "", fmt.Errorf("competing flows: no path %q", r.exp.CompetingPath)
+	}
+	return Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}, r.exp.CompetingPath, nil
+}
+
+// startCompeting starts the competing downloads alongside one of sess's
+// measured downloads: n counts their bytes since it returned, stop ends
+// them.
+func (r *runState) startCompeting(ctx context.Context, sess Session) (n *atomic.Int64, stop func(), err error) {
+	d, over, err := r.competingDialer(sess)
+	if err != nil {
+		return nil, nil, err
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	n, stop = new(atomic.Int64), func() { cancel(); wg.Wait() }
 	errs := make(chan error, r.exp.Competing)
-	dial := Dialer{NS: r.tb.Client(), From: pa.ClientAddr, CC: r.cc}.Dial
+	dial := d.Dial
 	url := httpbench.URL(netip.AddrPortFrom(r.web.Addr, WebPort).String(), competingSize)
 	for range r.exp.Competing {
 		wg.Go(func() {
@@ -491,7 +517,7 @@ func (r *runState) startCompeting(ctx context.Context) (n *atomic.Int64, stop fu
 	}
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("competing flows over %s: %w", r.exp.CompetingPath, err)
+		return nil, nil, fmt.Errorf("competing flows over %s: %w", over, err)
 	}
 	return n, stop, nil
 }

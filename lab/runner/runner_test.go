@@ -129,6 +129,47 @@ func TestBraidConfigsParse(t *testing.T) {
 	}
 }
 
+// TestCompetitorConfigs: the server accepts both clients; the competing
+// client is the measured one's copy with its own key, device, address and
+// socket, and routes the web subnet's parent (the measured client keeps the
+// web subnet itself in its own device); the measured file is left as it was.
+func TestCompetitorConfigs(t *testing.T) {
+	dir := t.TempDir()
+	sk, _ := keys.Generate()
+	ck, _ := keys.Generate()
+	qk, _ := keys.Generate()
+	for name, k := range map[string]keys.Key{"server.key": sk, "client.key": ck, "competitor.key": qk} {
+		os.WriteFile(filepath.Join(dir, name), []byte(k.String()), 0o600)
+	}
+	web := netip.MustParsePrefix("198.18.3.0/24")
+	srvF, cliF := BraidServerConfig("lab", ck, filepath.Join(dir, "s.sock")), BraidClientConfig(scenario.Transport{Name: "braid", Scheduler: "minrtt"}, testPaths, web, sk, filepath.Join(dir, "c.sock"))
+	before := string(encode(t, cliF))
+	compF := AddCompetitor(srvF, cliF, qk, filepath.Join(dir, "q.sock"))
+	if after := string(encode(t, cliF)); after != before {
+		t.Errorf("the measured client's file changed:\n%s\nwas\n%s", after, before)
+	}
+	sc, err := config.Parse(filepath.Join(dir, "server.toml"), encode(t, srvF))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := sc.Server.Clients; len(cs) != 2 || cs[1].PublicKey != qk.Public() || cs[1].AllowedIPs[0] != CompetitorAddr {
+		t.Errorf("server clients %+v, want the measured client and the competitor at %v", cs, CompetitorAddr)
+	}
+	qc, err := config.Parse(filepath.Join(dir, "competitor.toml"), encode(t, compF))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qc.PrivateKey != qk || qc.Tun.Name != CompetitorTun || !slices.Equal(qc.Tun.Address, []netip.Prefix{CompetitorAddr}) || qc.Control.Socket != filepath.Join(dir, "q.sock") {
+		t.Errorf("competitor: tun %+v, socket %q, own key %v", qc.Tun, qc.Control.Socket, qc.PrivateKey == qk)
+	}
+	if want := []netip.Prefix{netip.MustParsePrefix("198.18.2.0/23")}; !slices.Equal(qc.Tun.Routes, want) {
+		t.Errorf("competitor routes %v, want %v", qc.Tun.Routes, want)
+	}
+	if c := qc.Client; c.ServerPublicKey != sk.Public() || c.Scheduler != "minrtt" || len(c.Paths) != 2 || len(c.Servers) != 2 {
+		t.Errorf("competitor client %+v, want the measured client's server, scheduler, paths", c)
+	}
+}
+
 func TestMPTCPCommands(t *testing.T) {
 	got, _ := MPTCPSubflowCommands(testPaths, 1)
 	want := [][]string{

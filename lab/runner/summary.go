@@ -141,6 +141,15 @@ func summarize[T any](samples []results.Sample, get func(*results.Sample) *T, fi
 	return out
 }
 
+// summarizeOne summarizes the one figure get finds in the samples; nil
+// when no sample has it.
+func summarizeOne(samples []results.Sample, get func(*results.Sample) *float64) *stats.Summary {
+	if s := summarize(samples, get, func(v *float64) []float64 { return []float64{*v} }); s != nil {
+		return &s[0]
+	}
+	return nil
+}
+
 // SummarizeLatency is a point's latency figures over its downloads (nil
 // when none has probes).
 func SummarizeLatency(samples []results.Sample) *results.LatencySummary {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/braid-vpn/braid/control"
@@ -20,6 +21,7 @@ import (
 	"github.com/braid-vpn/braid/lab/scenario"
 	"github.com/braid-vpn/braid/lab/testbed"
 	"github.com/braid-vpn/braid/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Env is what a transport gets to set itself up on one point.
@@ -30,6 +32,9 @@ type Env struct {
 	Web   *WebServer // plain TCP and MPTCP listeners
 	Dir   string     // scratch directory (configs, keys, sockets), removed after the point
 	Braid BraidCommand
+	// Competitor asks a braid transport for a second, competing client
+	// (experiment.competing_transport = "braid"; BraidSpec.Competitor).
+	Competitor bool
 }
 
 // Counters are a transport's own cumulative counters, read before and after
@@ -62,14 +67,17 @@ type Session interface {
 
 // Dialer opens the lab's connections inside NS: TCP with congestion control
 // CC (MPTCP if MPTCP, refusing a fallback to TCP), or UDP for a "udp"
-// network, from From (zero: the routing table chooses). Via, when valid,
-// must contain the local address: proof of the way under test.
+// network, from From (zero: the routing table chooses), bound to device Dev
+// if set (SO_BINDTODEVICE: the route lookup then only takes Dev's routes).
+// Via, when valid, must contain the local address: proof of the way under
+// test.
 type Dialer struct {
 	NS    *netns.Namespace
 	From  netip.Addr
 	CC    string
 	MPTCP bool
 	Via   netip.Prefix
+	Dev   string
 }
 
 // Dial is a Session's Dial.
@@ -86,6 +94,22 @@ func (d Dialer) Dial(ctx context.Context, network, addr string) (c net.Conn, err
 			nd.LocalAddr = &net.TCPAddr{IP: d.From.AsSlice()}
 		}
 		nd.SetMultipathTCP(d.MPTCP)
+	}
+	if d.Dev != "" {
+		then := nd.Control
+		nd.Control = func(network, address string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) { serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, d.Dev) }); err != nil {
+				return err
+			}
+			if serr != nil {
+				return fmt.Errorf("binding to %s: %w", d.Dev, serr)
+			}
+			if then != nil {
+				return then(network, address, c)
+			}
+			return nil
+		}
 	}
 	if err := d.NS.Do(func() error {
 		c, err = nd.DialContext(ctx, network, addr)

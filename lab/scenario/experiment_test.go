@@ -87,6 +87,8 @@ func TestLatencyAndRealtimeErrors(t *testing.T) {
 		{"[experiment]\nworkload = \"realtime\"\nrealtime_deadline = \"20s\"\n", `t.toml: line 3: experiment.realtime_deadline: 20s out of range (1ms..10s)`},
 		{"[experiment]\nworkload = \"realtime\"\nlatency = true\n", `t.toml: line 3: experiment.latency: probes the delay under a download; workload = "realtime" measures its own packets' delay`},
 		{"[experiment]\nworkload = \"realtime\"\ncompeting = 1\n", `t.toml: line 3: experiment.competing: competing flows run during downloads, not with workload = "realtime"`},
+		{"[experiment]\nworkload = \"realtime\"\ncompeting = 1\ncompeting_transport = \"braid\"\n[[transports]]\nname = \"braid\"\n", `t.toml: line 3: experiment.competing: competing flows run during downloads, not with workload = "realtime"`},
+		{"[experiment]\nworkload = \"realtime\"\ncompeting_transport = \"braid\"\n", `t.toml: line 3: experiment.competing_transport: set without competing flows (experiment.competing)`},
 		{"[experiment]\necn = 1\n", `t.toml: line 2: experiment.ecn: expected a boolean, found an integer`},
 	} {
 		_, err := Parse("t.toml", []byte(tc.doc))

@@ -57,6 +57,7 @@ var committed = map[string]struct {
 	"real-paths-3.toml":        {points: 3 + 2, networks: 1, reps: 5, size: 16 << 20},
 	"real-paths-4.toml":        {points: 4 + 2, networks: 1, reps: 5, size: 16 << 20},
 	"real-paths-mixed.toml":    {points: 3 + 2, networks: 1, reps: 5, size: 16 << 20},
+	"real-two-clients.toml":    {points: 1, networks: 1, reps: 5, size: 16 << 20},
 	"rtt-ratio-8.toml":         {points: 3 * 4, networks: 3, reps: 5, size: 16 << 20},
 }
 
@@ -171,6 +172,27 @@ func TestDemoScenario(t *testing.T) {
 	}
 	if s.Experiment.Timeout > 60*time.Second {
 		t.Errorf("timeout %v lets one stuck download take a third of the demo", s.Experiment.Timeout)
+	}
+}
+
+// TestTwoClientsScenario: one braid point whose competing download runs
+// through a second braid client, both paths on one 10 Mbit/s medium.
+func TestTwoClientsScenario(t *testing.T) {
+	s := loadCommitted(t, "real-two-clients.toml")
+	if e := s.Experiment; e.Competing != 1 || e.CompetingTransport != CompetingBraid {
+		t.Errorf("competing %d through %q, want 1 through a braid client", e.Competing, e.CompetingTransport)
+	}
+	top := s.Topology
+	if len(top.Media) != 1 || top.Media[0].Rate != 10_000_000 || top.Media[0].QueueLimit != 100 {
+		t.Fatalf("media %+v, want one 10 Mbit/s medium with a 100-packet queue", top.Media)
+	}
+	for _, l := range top.Paths() {
+		if l.Medium != top.Media[0].Name || l.RTT() != 20*time.Millisecond {
+			t.Errorf("path %s on medium %q with RTT %v, want the shared medium and 20ms", l.Name, l.Medium, l.RTT())
+		}
+	}
+	if len(s.Transports) != 1 || s.Transports[0].Name != TransportBraid {
+		t.Errorf("transports %+v, want braid alone", s.Transports)
 	}
 }
 

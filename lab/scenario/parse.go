@@ -95,8 +95,9 @@ type rawExperiment struct {
 	Timeout string `toml:"timeout"`
 	Seed    *int64 `toml:"seed"`
 
-	Competing     *int64 `toml:"competing"`
-	CompetingPath string `toml:"competing_path"`
+	Competing          *int64 `toml:"competing"`
+	CompetingPath      string `toml:"competing_path"`
+	CompetingTransport string `toml:"competing_transport"`
 
 	Latency         bool   `toml:"latency"`
 	LatencyInterval string `toml:"latency_interval"`
@@ -222,6 +223,7 @@ func (p *parser) build(raw *rawFile) *Scenario {
 	p.experiment(&s.Experiment, &raw.Experiment, t)
 	s.Experiment.Events = p.events(t, raw.Events)
 	s.Transports = p.transports(t, raw.Transports)
+	p.competingBraid(s)
 	p.sweep(s, &raw.Sweep)
 	s.points = p.expand(s)
 	return s
@@ -647,7 +649,8 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment, t *Topology) {
 		e.Seed = uint64(*raw.Seed)
 	}
 	e.Competing = p.num("experiment.competing", raw.Competing, 0, 0, MaxCompeting, "")
-	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path"}, raw.CompetingPath != "")
+	p.without(e.Competing != 0, "competing flows (experiment.competing)", []string{"competing_path", "competing_transport"},
+		raw.CompetingPath != "", raw.CompetingTransport != "")
 
 	e.Latency = raw.Latency
 	p.without(e.Latency, "latency = true", []string{"latency_interval", "latency_idle"}, raw.LatencyInterval != "", raw.LatencyIdle != "")
@@ -670,9 +673,36 @@ func (p *parser) experiment(e *Experiment, raw *rawExperiment, t *Topology) {
 		p.failIf(pps > MaxRealtimePPS, "experiment.realtime_rate", "%v of %d-byte packets is %.0f packets/s; at most %d", r.Rate, r.Size, pps, MaxRealtimePPS)
 	}
 	e.ECN = raw.ECN
-	if e.Competing > 0 {
-		e.CompetingPath = cmp.Or(raw.CompetingPath, t.Paths()[0].Name)
-		p.path("experiment.competing_path", e.CompetingPath, t)
+	if e.Competing == 0 {
+		return
+	}
+	e.CompetingTransport = parseOpt(p, "experiment.competing_transport", raw.CompetingTransport, CompetingTCP, oneOf("competing transport", CompetingTransports))
+	if e.CompetingTransport == CompetingBraid {
+		// The second client mirrors the measured one, on all its paths.
+		p.failIf(raw.CompetingPath != "", "experiment.competing_path", `a competing braid client takes the measured transport's paths; competing_path is for competing_transport = "tcp"`)
+		return
+	}
+	e.CompetingPath = cmp.Or(raw.CompetingPath, t.Paths()[0].Name)
+	p.path("experiment.competing_path", e.CompetingPath, t)
+}
+
+// competingBraid checks that every transport has a braid server for the
+// competing braid client to share (its downloads' far end).
+func (p *parser) competingBraid(s *Scenario) {
+	if s.Experiment.CompetingTransport != CompetingBraid {
+		return
+	}
+	var braid []string
+	for _, k := range kinds {
+		if k.Braid {
+			braid = append(braid, k.Name)
+		}
+	}
+	for _, tr := range s.Transports {
+		if k, _ := LookupTransport(tr.Name); !k.Braid {
+			p.fail("experiment.competing_transport", "transport %q has no braid server for a competing braid client to share (those that do: %s)", tr.Name, strings.Join(braid, ", "))
+			return
+		}
 	}
 }
 

@@ -89,6 +89,18 @@ const (
 // Workloads lists the valid workloads.
 var Workloads = []string{WorkloadDownload, WorkloadRealtime}
 
+// Competing transports ([experiment] competing_transport): what the
+// competing downloads run through. CompetingTCP: ordinary TCP over one path;
+// CompetingBraid: a second braid client of the measured transport's braid
+// server, over its paths, so that two braid clients share every bottleneck.
+const (
+	CompetingTCP   = "tcp"
+	CompetingBraid = "braid"
+)
+
+// CompetingTransports lists the valid competing transports.
+var CompetingTransports = []string{CompetingTCP, CompetingBraid}
+
 // LabPrefix is where every emulated link takes its subnet: the benchmarking
 // range of RFC 2544, which no real network routes.
 var LabPrefix = netip.MustParsePrefix("198.18.0.0/15")
@@ -134,7 +146,10 @@ type Experiment struct {
 	// choose (and record) one.
 	Seed          uint64
 	Competing     int
-	CompetingPath string
+	CompetingPath string // CompetingTCP only
+	// CompetingTransport is CompetingTCP or CompetingBraid with competing
+	// flows, "" without.
+	CompetingTransport string
 
 	Latency         bool
 	LatencyInterval time.Duration

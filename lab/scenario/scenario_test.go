@@ -437,6 +437,14 @@ func TestErrors(t *testing.T) {
 		{"competing range", "[experiment]\ncompeting = 17\n", `t.toml: line 2: experiment.competing: 17 out of range (0..16)`},
 		{"competing path", "[experiment]\ncompeting = 1\ncompeting_path = \"lan\"\n", `t.toml: line 3: experiment.competing_path: no path "lan" (paths, the client–server links: primary, secondary)`},
 		{"competing path alone", "[experiment]\ncompeting_path = \"primary\"\n", `t.toml: line 2: experiment.competing_path: set without competing flows (experiment.competing)`},
+		{"competing transport alone", "[experiment]\ncompeting_transport = \"braid\"\n", `t.toml: line 2: experiment.competing_transport: set without competing flows (experiment.competing)`},
+		{"competing transport unknown", "[experiment]\ncompeting = 1\ncompeting_transport = \"quic\"\n", `t.toml: line 3: experiment.competing_transport: unknown competing transport "quic" (valid: tcp, braid)`},
+		{"competing braid with a path", "[experiment]\ncompeting = 1\ncompeting_transport = \"braid\"\ncompeting_path = \"primary\"\n[[transports]]\nname = \"braid\"\n",
+			`t.toml: line 4: experiment.competing_path: a competing braid client takes the measured transport's paths; competing_path is for competing_transport = "tcp"`},
+		{"competing braid against direct", "[experiment]\ncompeting = 1\ncompeting_transport = \"braid\"\n[[transports]]\nname = \"braid\"\n[[transports]]\nname = \"direct\"\n",
+			`t.toml: line 3: experiment.competing_transport: transport "direct" has no braid server for a competing braid client to share (those that do: braid, udp-tunnel, tcp-tunnel, mptcp-tunnel)`},
+		{"competing braid, default transports", "[experiment]\ncompeting = 1\ncompeting_transport = \"braid\"\n",
+			`t.toml: line 3: experiment.competing_transport: transport "direct" has no braid server for a competing braid client to share (those that do: braid, udp-tunnel, tcp-tunnel, mptcp-tunnel)`},
 		// Shared media.
 		{"medium unknown", "[[links]]\nname = \"primary\"\nmedium = \"air\"\n", `t.toml: line 3: links[0].medium: no medium "air" (media: none declared)`},
 		{"medium rate", "[[media]]\nname = \"air\"\n", `t.toml: line 1: media[0].rate: required (the capacity the medium's links share)`},
@@ -588,8 +596,18 @@ func TestCompetingParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := s.Experiment; e.Competing != 2 || e.CompetingPath != "primary" {
-		t.Errorf("competing %d over %q, want 2 over the primary path", e.Competing, e.CompetingPath)
+	if e := s.Experiment; e.Competing != 2 || e.CompetingPath != "primary" || e.CompetingTransport != CompetingTCP {
+		t.Errorf("competing %d %s over %q, want 2 tcp over the primary path", e.Competing, e.CompetingTransport, e.CompetingPath)
+	}
+	s, err = Parse("c.toml", []byte("[experiment]\ncompeting = 1\ncompeting_transport = \"braid\"\n[[transports]]\nname = \"braid\"\n[[transports]]\nname = \"udp-tunnel\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Experiment; e.Competing != 1 || e.CompetingTransport != CompetingBraid || e.CompetingPath != "" {
+		t.Errorf("competing %d %s over %q, want 1 braid over the measured transport's paths", e.Competing, e.CompetingTransport, e.CompetingPath)
+	}
+	if s, err := Parse("c.toml", []byte("[experiment]\n")); err != nil || s.Experiment.CompetingTransport != "" {
+		t.Errorf("no competing flows: competing transport %q, error %v; want none", s.Experiment.CompetingTransport, err)
 	}
 }
 

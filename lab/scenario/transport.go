@@ -39,6 +39,10 @@ type TransportKind struct {
 	// Options lists the option keys (Opt*) the kind accepts; any other
 	// option set in the file is an error naming the ones it takes.
 	Options []string
+	// Braid says that the download runs through a braid client and server,
+	// whose server a competing braid client can share (competing_transport
+	// = "braid").
+	Braid bool
 }
 
 // Accepts reports whether the kind takes option opt.
@@ -60,10 +64,10 @@ const (
 var kinds = []TransportKind{
 	{Name: TransportDirect, Summary: "no tunnel: the download runs over one path with plain TCP", Options: []string{OptPath}},
 	{Name: TransportMPTCPDirect, Summary: "no tunnel: the download itself uses the kernel's MPTCP with full-mesh subflows over every path"},
-	{Name: TransportBraid, Summary: "the download runs through a braid tunnel over every path", Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities}},
-	{Name: TransportUDPTunnel, Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP", Options: []string{OptPath, OptReorder, OptRecovery}},
-	{Name: TransportTCPTunnel, Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP", Options: []string{OptPath}},
-	{Name: TransportMPTCPTunnel, Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP", Options: []string{OptSubflows}},
+	{Name: TransportBraid, Summary: "the download runs through a braid tunnel over every path", Options: []string{OptScheduler, OptWeights, OptReorder, OptCongestion, OptRecovery, OptPriorities}, Braid: true},
+	{Name: TransportUDPTunnel, Summary: "a braid tunnel over one path (UDP): the paper's TCP-in-UDP", Options: []string{OptPath, OptReorder, OptRecovery}, Braid: true},
+	{Name: TransportTCPTunnel, Summary: "a braid tunnel over one TCP connection on one path: the paper's TCP-in-TCP", Options: []string{OptPath}, Braid: true},
+	{Name: TransportMPTCPTunnel, Summary: "a braid tunnel over one kernel MPTCP connection with subflows on every path: the paper's TCP-in-MPTCP", Options: []string{OptSubflows}, Braid: true},
 	{Name: TransportOpenVPNUDP, Summary: "OpenVPN over UDP on one path", Options: []string{OptPath, OptCipher}},
 	{Name: TransportOpenVPNTCP, Summary: "OpenVPN over TCP on one path", Options: []string{OptPath, OptCipher}},
 	{Name: TransportOpenVPNMPTCP, Summary: "OpenVPN over TCP turned into MPTCP by mptcpize, subflows on every path", Options: []string{OptCipher, OptSubflows}},

@@ -41,6 +41,17 @@ func CI95(xs []float64) float64 {
 	return TQuantile(0.975, n-1) * StdDev(xs) / math.Sqrt(n)
 }
 
+// Jain is Jain's fairness index of the shares xs (e.g. goodputs):
+// (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one takes everything;
+// NaN (0/0) for no shares or all zero.
+func Jain(xs ...float64) float64 {
+	var sum, squares float64
+	for _, x := range xs {
+		sum, squares = sum+x, squares+x*x
+	}
+	return sum * sum / (float64(len(xs)) * squares)
+}
+
 // Median is the middle sample, or the mean of the two middle ones; NaN for
 // no samples. xs is not reordered.
 func Median(xs []float64) float64 {

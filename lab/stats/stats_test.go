@@ -133,3 +133,31 @@ func TestPercentile(t *testing.T) {
 		t.Error("Percentile reordered its input")
 	}
 }
+
+// TestJain checks Jain's index against hand-computed values: equal shares
+// give 1, one taking everything 1/n, and 6 vs 4 Mbit/s (the bar of
+// 0.95 needs about 61/39 or better) (10)²/(2·52) = 0.9615.
+func TestJain(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{5, 5}, 1},
+		{[]float64{3, 3, 3}, 1},
+		{[]float64{10, 0}, 0.5},
+		{[]float64{7, 0, 0, 0}, 0.25},
+		{[]float64{6, 4}, 100.0 / 104},
+		{[]float64{1, 2, 3}, 36.0 / 42},
+		{[]float64{8}, 1},
+	} {
+		near(t, fmt.Sprint("Jain", c.xs), Jain(c.xs...), c.want, 1e-12)
+	}
+	if j := Jain(6, 4); j < 0.95 || Jain(6.2, 3.8) > 0.95 {
+		t.Errorf("Jain(6, 4) = %.4f, Jain(6.2, 3.8) = %.4f: the 0.95 bar lies between", j, Jain(6.2, 3.8))
+	}
+	for _, xs := range [][]float64{nil, {0, 0}} {
+		if j := Jain(xs...); !math.IsNaN(j) {
+			t.Errorf("Jain%v = %v, want NaN", xs, j)
+		}
+	}
+}
