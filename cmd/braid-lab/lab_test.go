@@ -22,27 +22,9 @@ import (
 // more than 1.5× (ideal: 2×).
 func TestLabSmoke(t *testing.T) {
 	labTestBraid(t, "needs root: builds the lab's network namespaces and starts braid daemons")
-	dir := t.TempDir()
-	data, err := scenarios.Read("smoke.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "smoke.toml")
-	os.WriteFile(file, data, 0o644)
-	out := filepath.Join(dir, "out")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if code := run(ctx, []string{"lab", "run", file, "--json", "--out", out}, nil, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	res, out := runCommitted(t, "smoke.toml", 2*time.Minute)
 	took := time.Since(start)
-	var res results.Run
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("stdout is not a results.Run: %v\n%s", err, stdout.String())
-	}
 	if saved, err := os.ReadFile(filepath.Join(out, "results.json")); err != nil || !json.Valid(saved) {
 		t.Errorf("results.json: %v", err)
 	}
@@ -67,6 +49,33 @@ func TestLabSmoke(t *testing.T) {
 	if took > 2*time.Minute {
 		t.Errorf("the smoke run took %v, over the 2-minute budget", took)
 	}
+}
+
+// runCommitted runs `braid lab run FILE --json --out DIR` on the committed
+// scenario name (copied to a temporary directory) with the extra arguments,
+// within timeout, and returns the run's results from stdout and DIR.
+func runCommitted(t *testing.T, name string, timeout time.Duration, extra ...string) (results.Run, string) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := scenarios.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, out := filepath.Join(dir, name), filepath.Join(dir, "out")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, append([]string{"lab", "run", file, "--json", "--out", out}, extra...), nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res results.Run
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not a results.Run: %v\n%s", err, stdout.String())
+	}
+	return res, out
 }
 
 // labTestBraid skips t unless it runs as root with iproute2 (why says what

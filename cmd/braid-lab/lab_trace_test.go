@@ -1,16 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/braid-vpn/braid/lab/results"
-	"github.com/braid-vpn/braid/lab/scenarios"
 )
 
 // TestLabTraceSmoke runs trace-smoke.toml: two paths whose download
@@ -20,23 +12,7 @@ import (
 // both paths, must be offered about twice what direct is on one.
 func TestLabTraceSmoke(t *testing.T) {
 	labTestBraid(t, "needs root: builds the lab's network namespaces and starts braid daemons")
-	dir := t.TempDir()
-	data, err := scenarios.Read("trace-smoke.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "trace-smoke.toml")
-	os.WriteFile(file, data, 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"lab", "run", file, "--json", "--out", filepath.Join(dir, "out"), "--seed", "7"}, nil, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var res results.Run
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("stdout is not a results.Run: %v", err)
-	}
+	res, _ := runCommitted(t, "trace-smoke.toml", 3*time.Minute, "--seed", "7")
 	offered := map[string]float64{}
 	for _, p := range res.Points {
 		if p.Error != "" || len(p.Samples) != 2 || p.Offered == nil || p.OfferedUse == nil {
