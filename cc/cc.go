@@ -3,6 +3,7 @@ package cc
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -200,6 +201,11 @@ func (c *Controller) group(id uint32) *group {
 			return g
 		}
 	}
+	// A new group: first forget those no path belongs to any more, since a
+	// detector hands out fresh ids as paths come and go.
+	c.groups = slices.DeleteFunc(c.groups, func(g *group) bool {
+		return g.id != 0 && !slices.ContainsFunc(c.paths, func(q *Path) bool { return q != nil && q.grp == g })
+	})
 	g := &group{id: id}
 	c.groups = append(c.groups, g)
 	return g

@@ -539,3 +539,16 @@ func TestSetGroupDecouples(t *testing.T) {
 	b.SetUsable(true)
 	near(t, "share back in group 0", c.rateShare(a), 0.5)
 }
+
+// A detector hands out fresh group ids as paths come and go: groups no path
+// belongs to any more are forgotten, not kept for the session's life.
+func TestSetGroupForgetsEmptyGroups(t *testing.T) {
+	c, p1, p2 := s0(t, LIA)
+	for g := uint32(1); g <= 100; g++ {
+		p2.SetGroup(g)
+	}
+	if len(c.groups) > 3 || p2.Group() != 100 || p1.Group() != 0 || c.ActivePaths() != 2 {
+		t.Errorf("%d groups kept after 100 regroupings (want group 0, the last one and at most one stale); groups %d, %d, %d active",
+			len(c.groups), p1.Group(), p2.Group(), c.ActivePaths())
+	}
+}

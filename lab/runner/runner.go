@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -323,8 +322,11 @@ func (r *runState) perPath(count func(path string) uint64) map[string]uint64 {
 func (r *runState) capacity() (bytes uint64, ok bool) {
 	paths := r.tb.Plan.Paths
 	if k, _ := scenario.LookupTransport(r.point.Transport.Name); k.Accepts(scenario.OptPath) {
-		name := cmp.Or(r.point.Transport.Path, paths[0].Name)
-		paths = slices.DeleteFunc(slices.Clone(paths), func(p testbed.Path) bool { return p.Name != name })
+		p, err := pathFor(&Env{TB: r.tb, Point: r.point})
+		if err != nil {
+			return 0, false
+		}
+		paths = []testbed.Path{p}
 	}
 	for _, p := range paths {
 		b, has := r.tb.Capacity(p.Name)
