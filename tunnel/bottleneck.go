@@ -43,11 +43,11 @@ func (p *peer) sbdSample(ps *pathState, r *path.AckResult, lost int, now time.Ti
 	if p.sbd == nil || ps.sbdID < 0 {
 		return
 	}
-	if r != nil && r.RTT > 0 {
-		p.sbd.OnDelay(ps.sbdID, now, r.RTT)
-	}
 	acked := 0
 	if r != nil {
+		if r.RTT > 0 {
+			p.sbd.OnDelay(ps.sbdID, now, r.RTT)
+		}
 		acked = r.Packets
 	}
 	if acked+lost > 0 {

@@ -363,16 +363,15 @@ const rescueHorizon = time.Minute
 // RTT and the payloads' age), plus the ack delay. Not the probe timeout: its
 // four RTT variations grow with the first late acks of a fade, and rescues
 // came after the receiver had released the gap.
+//
 // A cellular path whose capacity collapses holds what it already took in its
 // buffer for seconds; the receiver gives such a gap up after its hold, and the
-// inner TCP then sees a hole, resends and halves its window — on two fading
-// LTE paths 70–150 reorder timeouts and 115–256 inner retransmissions per
-// 16 MiB download (docs/results/real-links). As Linux MPTCP's opportunistic
-// reinjection, the payload goes out again on the path that delivers it first;
-// the original stays in flight (for the path's
-// Sender and controller nothing was lost), whichever copy arrives first fills
-// the gap and the receiver drops the other. Resend budget and MaxResends apply
-// as to any resend. Caller holds p.mu.
+// inner TCP then sees a hole, resends and halves its window. As Linux MPTCP's
+// opportunistic reinjection, the payload goes out again on the other path
+// that delivers it first; the original stays in flight (for its path's Sender
+// and controller nothing was lost), whichever copy arrives first fills the
+// gap and the receiver drops the other. Resend budget and MaxResends apply as
+// to any resend. Caller holds p.mu.
 func (p *peer) rescueLate(w *writer, now time.Time) {
 	if p.store == nil || p.cur == nil || p.store.Len() == 0 || !p.rec.Has(recovery.Retransmit) {
 		return
@@ -399,25 +398,31 @@ func (p *peer) rescueLate(w *writer, now time.Time) {
 	}
 }
 
-// rescuePath resends ps's overdue payloads (p.overdue) where they arrive by
-// their deadline; it reports false when the budget ran out. p.infos is fresh.
+// rescuePath resends ps's overdue payloads (p.overdue) on the other path that
+// delivers each first; it reports false when the budget ran out. p.infos is
+// fresh.
 func (p *peer) rescuePath(w *writer, ps *pathState, now time.Time) bool {
+	// ps itself is no candidate for any of them.
 	self := slices.Index(p.infoP[:len(p.infos)], ps)
+	if self >= 0 && p.infos[self].Usable {
+		p.infos[self].Usable = false
+		defer func() { p.infos[self].Usable = true }()
+	}
 	for _, seq := range p.overdue {
 		e, ok := p.store.Peek(ps.id, seq)
 		if !ok || int(e.Resends) >= p.recCfg.MaxResends || reorder.PureAck(e.Item.b[e.Item.start:e.Item.end]) {
 			continue
 		}
+		size := e.Size + wire.DataPacketOverhead
 		var hidden [maxPaths]bool
-		p.hideUnfit(e.Size+wire.DataPacketOverhead, &hidden)
-		if self >= 0 && p.infos[self].Usable {
-			p.infos[self].Usable, hidden[self] = false, true
-		}
+		masked := p.hideUnfit(size, &hidden)
 		// Unlike a resend, a rescue does not wait for its deadline: past it the
 		// receiver has released the gap, but the copy still reaches the inner
 		// flow long before the stranded original.
-		idx := recovery.Choose(p.infos, e.Size+wire.DataPacketOverhead, now, now.Add(rescueHorizon))
-		p.unhide(&hidden)
+		idx := recovery.Choose(p.infos, size, now, now.Add(rescueHorizon))
+		if masked {
+			p.unhide(&hidden)
+		}
 		if idx < 0 {
 			return true // no other usable path
 		}
