@@ -15,8 +15,14 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
+	"github.com/braid-vpn/braid/internal/braidcmd"
 	"github.com/braid-vpn/braid/internal/cli"
 )
+
+// extraCommands holds constructors of subcommands that tests add to the tree.
+var extraCommands []func() *cobra.Command
 
 func main() {
 	args := os.Args[1:]
@@ -38,7 +44,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if isLabCommand(args) {
 		return runLab(ctx, args, stdin, stdout, stderr)
 	}
-	return cli.Run(ctx, "braid", newRootCmd(), args, stdin, stdout, stderr)
+	return cli.Run(ctx, "braid", braidcmd.New(version, extraCommands...), args, stdin, stdout, stderr)
 }
 
 // labCommands are the commands of braid-lab that braid forwards to it.

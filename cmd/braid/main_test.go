@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -163,12 +164,41 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := braid(t, "", "version")
-	if code != 0 || !strings.HasPrefix(out, "braid devel (go") || strings.Count(out, "\n") != 1 {
+	if code != 0 || !strings.HasPrefix(out, "braid devel (commit ") || !strings.Contains(out, ", go1.") || strings.Count(out, "\n") != 1 {
 		t.Errorf("version: %d %q", code, out)
 	}
 	_, out2, _ := braid(t, "", "--version")
 	if out2 != out {
 		t.Errorf("--version = %q, version = %q", out2, out)
+	}
+}
+
+// TestVersionNamesCommit: a binary built in a git checkout names the commit
+// it was built from (go build stamps it; the release tool asks for it).
+func TestVersionNamesCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	goTool, err1 := exec.LookPath("go")
+	head, err2 := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err1 != nil || err2 != nil {
+		t.Skip("needs the go tool and a git checkout")
+	}
+	bin := t.TempDir() + "/braid"
+	if out, err := exec.Command(goTool, "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if want := "(commit " + string(head[:12]); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("braid version = %q (%v), want it to contain %q", out, err, want)
+	}
+}
+
+// TestLicenses: the binary carries its third-party notice.
+func TestLicenses(t *testing.T) {
+	code, out, _ := braid(t, "", "licenses")
+	if code != 0 || !strings.HasPrefix(out, "Third-party software in braid\n") || !strings.Contains(out, "github.com/flynn/noise") || !strings.Contains(out, "Apache License") {
+		t.Errorf("licenses: exit %d, %d bytes", code, len(out))
 	}
 }
 
@@ -276,9 +306,7 @@ func TestStatusErrors(t *testing.T) {
 }
 
 func TestStatusDefaultSocket(t *testing.T) {
-	if defaultSocket != "/run/braid/braid0.sock" {
-		t.Errorf("defaultSocket = %q", defaultSocket)
-	}
+	const defaultSocket = "/run/braid/braid0.sock"
 	if _, err := os.Stat(defaultSocket); err == nil {
 		t.Skip("a braid is running on this machine; not testing the default socket")
 	}

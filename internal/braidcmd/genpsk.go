@@ -1,4 +1,4 @@
-package main
+package braidcmd
 
 import (
 	"github.com/spf13/cobra"

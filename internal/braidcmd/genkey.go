@@ -1,4 +1,4 @@
-package main
+package braidcmd
 
 import (
 	"fmt"
