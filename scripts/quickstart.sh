@@ -228,6 +228,14 @@ established() {
 wait_for 10 "the client's session to be established on two paths" established
 "$braid" status --socket "$cli_sock"
 
+# mem PID: resident and peak resident memory of a daemon, in MiB (docs/install.md
+# quotes these as braid's footprint).
+mem() {
+	awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { printf "RSS %.1f MiB (peak %.1f MiB)", r / 1024, h / 1024 }' "/proc/$1/status"
+}
+sleep 2
+idle_mem="server $(mem "$srv_pid"), client $(mem "$cli_pid")"
+
 # --- Downloads ------------------------------------------------------------
 
 step "serving $size_mb MB from the server namespace on port $port"
@@ -263,6 +271,8 @@ tunnel=$mbps
 echo "braid, two paths:      $tunnel Mbit/s"
 
 step "result"
+echo "memory idle:           $idle_mem"
+echo "memory after download: server $(mem "$srv_pid"), client $(mem "$cli_pid")"
 awk -v d="$direct" -v t="$tunnel" -v s="$size_mb" 'BEGIN {
 	printf "%d MB download: direct %.2f Mbit/s, braid %.2f Mbit/s, ratio %.2fx\n", s, d, t, t / d
 }'

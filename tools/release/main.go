@@ -1,6 +1,7 @@
 // Command release builds braid's release artifacts from the source tree:
 //
 //	go run ./tools/release [-out out/release] [-version 0.1.0] [-targets amd64,mips-softfloat]
+//	go run ./tools/release -footprint out/release   # binary sizes, plain and compressed
 //
 // For every target of internal/targets: a static braid binary, a .deb, an
 // .rpm and an OpenWrt .ipk (built with nfpm as a library); for amd64 and
@@ -25,8 +26,16 @@ func main() {
 		out     = flag.String("out", "out/release", "directory for the artifacts (emptied first)")
 		version = flag.String("version", "", "release version, semver without the v (default: 0.0.0-git<date>.<commit>)")
 		only    = flag.String("targets", "", "comma-separated target names to build (default: all: "+strings.Join(targetNames(targets.All), ",")+")")
+		foot    = flag.String("footprint", "", "build nothing; print the sizes of the braid binaries in this release directory")
 	)
 	flag.Parse()
+	if *foot != "" {
+		if err := footprint(os.Stdout, *foot); err != nil {
+			fmt.Fprintf(os.Stderr, "release: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "release: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
