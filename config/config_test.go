@@ -750,7 +750,7 @@ func TestMetricsExposureWarnings(t *testing.T) {
 		{"[::1]:9273", ""},
 		{"[::ffff:127.0.0.1]:9273", ""},
 		{"localhost:9273", ""},
-		{":9273", `":9273" listens on all interfaces`},
+		{":9273", ""}, // loopback: 127.0.0.1:9273
 		{"0.0.0.0:9273", `"0.0.0.0:9273" listens on all interfaces`},
 		{"[::]:9273", `"[::]:9273" listens on all interfaces`},
 		{"198.18.1.1:9273", `"198.18.1.1:9273" is not a loopback address`},
@@ -758,7 +758,11 @@ func TestMetricsExposureWarnings(t *testing.T) {
 		{"metrics.example:9273", `"metrics.example:9273" names a host, not a loopback address`},
 	} {
 		cfg := mustParse(t, "client.toml", minimalClient(dir)+"[control]\nmetrics = \""+tc.addr+"\"\n")
-		if cfg.Control.Metrics != tc.addr {
+		addr := tc.addr
+		if strings.HasPrefix(addr, ":") {
+			addr = "127.0.0.1" + addr
+		}
+		if cfg.Control.Metrics != addr {
 			t.Errorf("%s: Metrics = %q", tc.addr, cfg.Control.Metrics)
 		}
 		if tc.want == "" {

@@ -763,6 +763,11 @@ func (p *parser) control(cfg *Config, raw *FileControl) {
 			p.warn("control.metrics", "%q %s; the metrics endpoint has no authentication and its labels show every peer's public key and endpoint addresses (bind it to 127.0.0.1 or [::1], or firewall the port)", raw.Metrics, where)
 		}
 		c.Metrics = raw.Metrics
+		if host == "" && err == nil {
+			// A bare ":port" means loopback: all interfaces are asked for
+			// by name (0.0.0.0 or [::]).
+			c.Metrics = net.JoinHostPort("127.0.0.1", port)
+		}
 	}
 }
 
@@ -775,7 +780,7 @@ func exposure(host string) string {
 		return ""
 	}
 	if host == "" {
-		return "listens on all interfaces"
+		return "" // a bare :port is bound to 127.0.0.1
 	}
 	a, err := netip.ParseAddr(host)
 	switch {

@@ -1,34 +1,43 @@
 package control
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
-// The metrics endpoint speaks just enough HTTP/1.1 for a scraper (RFC 9112):
-// GET or HEAD of /metrics, keep-alive, no request bodies, no compression,
-// no TLS. This file was the daemon's only user of net/http, which brings
-// crypto/tls, crypto/x509 and an HTTP/2 stack: 3.6 MB of the stripped binary
-// (14.1 MB against 10.5 MB), for a page a scraper fetches once a minute.
-
+// The daemon's HTTP endpoints (the metrics page; a console later) are served
+// by net/http, with limits that keep a hostile client from holding the
+// endpoint or the data path: a daemon should not own an HTTP parser.
 const (
-	// maxRequestHead bounds a request line plus headers (a scraper sends a
-	// few hundred bytes).
-	maxRequestHead = 8 << 10
-	// headTimeout bounds the wait for a request's head once its first
-	// byte arrived, and the time a response may take to be written.
-	headTimeout = 10 * time.Second
+	// maxHeaderBytes bounds a request's head (a scraper sends a few hundred
+	// bytes).
+	maxHeaderBytes = 8 << 10
+	// readHeaderTimeout closes a connection that has not sent a whole
+	// request head this long after it opened or its last response.
+	readHeaderTimeout = 5 * time.Second
+	// writeTimeout bounds the time from the end of a request's head to the
+	// end of its response.
+	writeTimeout = 10 * time.Second
 	// idleTimeout closes a kept-alive connection that sends no further
 	// request (Prometheus scrapes every minute at most by default).
 	idleTimeout = 2 * time.Minute
+	// maxConns caps the open connections; at the cap the oldest that is
+	// not being served is closed for each new one.
+	maxConns = 64
+	// pageTTL is how long a built page is served again: parallel scrapes
+	// snapshot the engine once, not once each.
+	pageTTL = time.Second
 	// shutdownGrace is how long requests in progress may finish once ctx
 	// is done.
 	shutdownGrace = 2 * time.Second
@@ -37,11 +46,10 @@ const (
 // contentType is the text format's media type, as Prometheus expects it.
 const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// httpDate is the IMF-fixdate layout of the Date header (net/http.TimeFormat).
-const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
-
-// ServeMetrics serves c at http://addr/metrics until ctx is done. It serves
-// anyone who can reach addr; bind it to loopback unless a firewall guards it.
+// ServeMetrics serves c at http://addr/metrics until ctx is done. On a
+// loopback address it answers only requests for a loopback host (a web page
+// cannot read it by DNS rebinding); elsewhere it serves anyone who can reach
+// addr.
 func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -59,272 +67,160 @@ func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 // shows braid's metrics and two instances in one process (as in tests)
 // cannot collide.
 func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
-	s := &metricsServer{c: c, conns: map[net.Conn]bool{}}
-	stop := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", &page{build: c.appendText, ctype: contentType})
+	return serveHTTP(ctx, ln, mux)
+}
+
+// serveHTTP serves h on ln with the limits above until ctx is done.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	if isLoopback(ln.Addr()) {
+		h = loopbackHostOnly(h)
+	}
+	conns := newConnTracker(maxConns)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         conns.track,
+		// Malformed requests are the client's problem, not the daemon's log's.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	done := make(chan struct{})
 	go func() {
-		select {
-		case <-ctx.Done():
-		case <-stop:
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
 		}
-		ln.Close()
 	}()
-	err := s.accept(ln)
-	close(stop)
-	// Idle connections close now, busy ones after their response or the
-	// grace period, whichever is first.
-	s.shutdown()
-	if ctx.Err() != nil {
+	err := srv.Serve(netutil.LimitListener(ln, maxConns))
+	if errors.Is(err, http.ErrServerClosed) {
+		<-done
 		return nil
 	}
 	return err
 }
 
-type metricsServer struct {
-	c        *Collector
-	mu       sync.Mutex
-	conns    map[net.Conn]bool // true while a request is being served
-	closing  bool
-	handlers sync.WaitGroup
+// isLoopback reports whether a listener's address is a loopback one.
+func isLoopback(a net.Addr) bool {
+	ap, err := netip.ParseAddrPort(a.String())
+	return err == nil && ap.Addr().IsLoopback()
 }
 
-func (s *metricsServer) accept(ln net.Listener) error {
-	var backoff time.Duration
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			// As net/http: back off on EMFILE and the like rather than
-			// stop serving.
-			var te interface{ Temporary() bool }
-			if errors.As(err, &te) && te.Temporary() && !errors.Is(err, net.ErrClosed) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff)
-				continue
-			}
-			return err
+// loopbackHostOnly answers 421 to a request whose Host is not a loopback
+// address or "localhost": a browser that a web page pointed at the port
+// through a rebound DNS name sends that name, and learns nothing. (An
+// HTTP/1.0 request without Host passes: browsers always send one.)
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
 		}
-		backoff = 0
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
-			conn.Close()
-			continue
+		ip, err := netip.ParseAddr(host)
+		if host != "" && host != "localhost" && (err != nil || !ip.IsLoopback()) {
+			http.Error(w, "421 this endpoint answers only for localhost or a loopback address", http.StatusMisdirectedRequest)
+			return
 		}
-		s.conns[conn] = false
-		s.handlers.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(conn)
-	}
+		h.ServeHTTP(w, r)
+	})
 }
 
-// busy marks conn as serving a request (or idle again) and reports whether
-// the server is still running.
-func (s *metricsServer) busy(conn net.Conn, b bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.conns[conn] = b
-	return !s.closing
+// page serves a document that is expensive to build (it snapshots every
+// peer): built at most once per pageTTL, outside any lock the data path
+// takes, and shared by the requests of that second.
+type page struct {
+	build func(*bytes.Buffer)
+	ctype string
+
+	mu    sync.Mutex
+	at    time.Time
+	body  []byte
+	built int // how many times it was built (tests)
 }
 
-func (s *metricsServer) shutdown() {
-	s.mu.Lock()
-	s.closing = true
-	for conn, busy := range s.conns {
-		if !busy {
-			conn.Close()
-		}
-	}
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.handlers.Wait(); close(done) }()
-	select {
-	case <-done:
-		return
-	case <-time.After(shutdownGrace):
-	}
-	s.mu.Lock()
-	for conn := range s.conns {
-		conn.Close()
-	}
-	s.mu.Unlock()
-	<-done
-}
-
-func (s *metricsServer) serveConn(conn net.Conn) {
-	defer s.handlers.Done()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, conn)
-		s.mu.Unlock()
-		conn.Close()
-	}()
-	br := bufio.NewReaderSize(conn, maxRequestHead)
-	var out bytes.Buffer
-	for {
-		conn.SetReadDeadline(time.Now().Add(idleTimeout))
-		if _, err := br.Peek(1); err != nil {
-			return
-		}
-		if !s.busy(conn, true) {
-			return
-		}
-		conn.SetReadDeadline(time.Now().Add(headTimeout))
-		req, status := readRequest(br)
-		out.Reset()
-		// After a bad request, or one that asks for it, the connection
-		// ends; unread bytes are not parsed.
-		keep := status == 0 && req.keepAlive
-		writeResponse(&out, s.c, req, status, keep)
-		conn.SetWriteDeadline(time.Now().Add(headTimeout))
-		if _, err := out.WriteTo(conn); err != nil {
-			return
-		}
-		if !keep {
-			lingeringClose(conn)
-			return
-		}
-		if !s.busy(conn, false) {
-			return
-		}
-	}
-}
-
-// lingeringClose ends the connection without losing the response: closing
-// a socket with unread request bytes makes the kernel send a reset, which
-// can discard the response before the client reads it. As net/http does,
-// close the sending side and let the client go first (reading and dropping
-// what it still sends, for a second at most).
-func lingeringClose(conn net.Conn) {
-	cw, ok := conn.(interface{ CloseWrite() error })
-	if !ok || cw.CloseWrite() != nil {
+func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/metrics" {
+		http.NotFound(w, r)
 		return
 	}
-	conn.SetReadDeadline(time.Now().Add(time.Second))
-	io.CopyN(io.Discard, conn, 256<<10)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body := p.get(time.Now())
+	w.Header().Set("Content-Type", p.ctype)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
 }
 
-type request struct {
-	method, path string
-	keepAlive    bool
+func (p *page) get(now time.Time) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.body == nil || now.Sub(p.at) >= pageTTL || now.Before(p.at) {
+		var b bytes.Buffer
+		p.build(&b)
+		p.body, p.at = b.Bytes(), now
+		p.built++
+	}
+	return p.body
 }
 
-// readRequest reads one request head. It returns a status other than 0
-// for a request it will not serve: 400 (malformed), 431 (head too large),
-// 505 (not HTTP/1.x), 501 (a body, which no scrape has).
-func readRequest(br *bufio.Reader) (request, int) {
-	var req request
-	read := 0
-	line := func() (string, int) {
-		l, err := br.ReadSlice('\n')
-		read += len(l)
-		if errors.Is(err, bufio.ErrBufferFull) || read > maxRequestHead {
-			return "", 431
-		}
-		if err != nil {
-			return "", 400
-		}
-		return strings.TrimSuffix(strings.TrimSuffix(string(l), "\n"), "\r"), 0
-	}
-	first, status := line()
-	if status != 0 {
-		return req, status
-	}
-	method, rest, ok1 := strings.Cut(first, " ")
-	target, proto, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || method == "" || target == "" {
-		return req, 400
-	}
-	req.method = method
-	switch proto {
-	case "HTTP/1.1":
-		req.keepAlive = true
-	case "HTTP/1.0":
-	default:
-		if strings.HasPrefix(proto, "HTTP/") {
-			return req, 505
-		}
-		return req, 400
-	}
-	// Origin form (/metrics?x) or absolute form (http://host/metrics).
-	if i := strings.Index(target, "://"); i > 0 && !strings.HasPrefix(target, "/") {
-		target = target[i+3:]
-		if j := strings.IndexByte(target, '/'); j >= 0 {
-			target = target[j:]
-		} else {
-			target = "/"
-		}
-	}
-	req.path, _, _ = strings.Cut(target, "?")
-	for {
-		h, status := line()
-		if status != 0 {
-			return req, status
-		}
-		if h == "" {
-			break
-		}
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return req, 400
-		}
-		value = strings.TrimSpace(value)
-		switch strings.ToLower(name) {
-		case "connection":
-			for tok := range strings.SplitSeq(value, ",") {
-				switch strings.ToLower(strings.TrimSpace(tok)) {
-				case "close":
-					req.keepAlive = false
-				case "keep-alive":
-					// HTTP/1.0 keep-alive is not offered: the response
-					// closes the connection.
-				}
-			}
-		case "content-length":
-			if n, err := strconv.ParseUint(value, 10, 63); err != nil || n > 0 {
-				return req, 501
-			}
-		case "transfer-encoding":
-			return req, 501
-		}
-	}
-	return req, 0
+// connTracker closes the oldest connection not being served whenever the
+// connection cap is reached, so that idle or silent connections cannot keep
+// a scraper out (netutil.LimitListener alone would make it wait for them).
+type connTracker struct {
+	max   int
+	mu    sync.Mutex
+	conns map[net.Conn]connInfo
 }
 
-var statusText = map[int]string{
-	200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-	431: "Request Header Fields Too Large", 501: "Not Implemented", 505: "HTTP Version Not Supported",
+type connInfo struct {
+	since  time.Time
+	active bool
 }
 
-// writeResponse writes the whole response to one request (status 0: the
-// request is well formed) into out.
-func writeResponse(out *bytes.Buffer, c *Collector, req request, status int, keep bool) {
-	var body bytes.Buffer
-	ctype := "text/plain; charset=utf-8"
-	switch {
-	case status != 0:
-	case req.path != "/metrics":
-		status = 404
-	case req.method != "GET" && req.method != "HEAD":
-		status = 405
-	default:
-		status = 200
-		ctype = contentType
-		c.appendText(&body)
+func newConnTracker(max int) *connTracker {
+	return &connTracker{max: max, conns: make(map[net.Conn]connInfo)}
+}
+
+func (t *connTracker) track(c net.Conn, state http.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		t.conns[c] = connInfo{since: time.Now()}
+		if len(t.conns) >= t.max {
+			t.evictOldest(c)
+		}
+	case http.StateActive:
+		t.conns[c] = connInfo{since: t.conns[c].since, active: true}
+	case http.StateIdle:
+		t.conns[c] = connInfo{since: time.Now()}
+	case http.StateHijacked, http.StateClosed:
+		delete(t.conns, c)
 	}
-	if status != 200 {
-		body.WriteString(strconv.Itoa(status) + " " + statusText[status] + "\n")
+}
+
+// evictOldest closes the connection other than keep that has waited longest
+// without a request in progress. Its slot returns to the listener when
+// net/http sees the close.
+func (t *connTracker) evictOldest(keep net.Conn) {
+	var oldest net.Conn
+	var at time.Time
+	for c, info := range t.conns {
+		if c != keep && !info.active && (oldest == nil || info.since.Before(at)) {
+			oldest, at = c, info.since
+		}
 	}
-	out.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + statusText[status] + "\r\n")
-	out.WriteString("Date: " + time.Now().UTC().Format(httpDate) + "\r\n")
-	out.WriteString("Content-Type: " + ctype + "\r\n")
-	out.WriteString("Content-Length: " + strconv.Itoa(body.Len()) + "\r\n")
-	if status == 405 {
-		out.WriteString("Allow: GET, HEAD\r\n")
-	}
-	if !keep {
-		out.WriteString("Connection: close\r\n")
-	}
-	out.WriteString("\r\n")
-	if req.method != "HEAD" {
-		body.WriteTo(out)
+	if oldest != nil {
+		oldest.Close()
+		delete(t.conns, oldest)
 	}
 }
