@@ -65,17 +65,24 @@ func runCommitted(t *testing.T, name string, timeout time.Duration, extra ...str
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return runLab(t, timeout, append([]string{"lab", "run", file, "--json", "--out", out}, extra...)...), out
+}
+
+// runLab runs braid-lab with args (which must include --json) within
+// timeout and returns the run's results from stdout.
+func runLab(t *testing.T, timeout time.Duration, args ...string) results.Run {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	if code := run(ctx, append([]string{"lab", "run", file, "--json", "--out", out}, extra...), nil, &stdout, &stderr); code != 0 {
+	if code := run(ctx, args, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var res results.Run
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("stdout is not a results.Run: %v\n%s", err, stdout.String())
 	}
-	return res, out
+	return res
 }
 
 // labTestBraid skips t unless it runs as root with iproute2 (why says what

@@ -27,10 +27,10 @@
 //
 // Offloads: a veth hands AF_PACKET super-frames (TSO/GSO/GRO) and frames
 // with unfinished checksums, which re-injected are too big for the MTU or
-// dropped for a bad checksum. Start turns the offloads off on A and B (with
-// the ethtool command); the peers decide what enters the veths, so whoever
-// builds the topology turns theirs off too (DisableOffloads). Oversized
-// frames that still arrive are counted (Stats.DroppedOversize), not
-// forwarded. Close a Link before its namespace: its sockets keep the
+// dropped for a bad checksum. Start turns the offloads off on A and B
+// (through the kernel's ethtool interface, no program needed); the peers
+// decide what enters the veths, so whoever builds the topology turns theirs
+// off too (DisableOffloads). Oversized frames that still arrive are counted
+// (Stats.DroppedOversize), not forwarded. Close a Link before its namespace: its sockets keep the
 // namespace alive.
 package linkemu

@@ -3,65 +3,71 @@
 package linkemu
 
 import (
-	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
-	"time"
+
+	"github.com/safchain/ethtool"
 
 	"github.com/braid-vpn/braid/netns"
 )
+
+// Offloads are read and switched through the kernel's ethtool interface
+// (SIOCETHTOOL, via github.com/safchain/ethtool) rather than the ethtool
+// program, which a fresh machine lacks. The feature names the kernel reports
+// (its ETH_SS_FEATURES strings) are the ones `ethtool -k` prints for the
+// members of a legacy flag, so the match below sees every offload under one
+// name, whether or not the flag has other members.
 
 // offloadFeature matches the kernel names of the segmentation, checksum,
 // scatter-gather and receive-coalescing offloads.
 var offloadFeature = regexp.MustCompile(`^(tx-checksum-|tx-scatter-gather|tx-gso|rx-gro)|-segmentation$|^rx-(lro|udp-gro-forwarding)$`)
 
-// kernelNames: `ethtool -k` shows a feature that is alone under a legacy
-// flag by the flag's name.
-var kernelNames = map[string]string{
-	"generic-segmentation-offload": "tx-generic-segmentation",
-	"generic-receive-offload":      "rx-gro",
-	"large-receive-offload":        "rx-lro",
-}
-
-func ethtool(ns *netns.Namespace, args ...string) (string, error) {
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		return "", errors.New("ethtool is not installed")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	out, err := ns.Run(ctx, "ethtool", args...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("ethtool %s: %w: %s", args[0], err, strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", "; "))
-	}
-	return string(out), nil
-}
-
-// offloads reads `ethtool -k ifname`: the offloads that are on, and the
-// ones to switch off (on or requested on, and not fixed). Its lines are
-// "name: on", "name: off [fixed]", "name: off [requested on]", and a group
-// of features ("tx-checksumming: on") is followed by its members, indented.
-func offloads(ns *netns.Namespace, ifname string) (on, change []string, err error) {
-	out, err := ethtool(ns, "-k", ifname)
-	if err != nil {
-		return nil, nil, err
-	}
-	for line := range strings.Lines(out) {
-		name, state, _ := strings.Cut(strings.TrimSpace(line), ": ")
-		if name = cmp.Or(kernelNames[name], name); !offloadFeature.MatchString(name) {
+// pickOffloads sorts the offloads among an interface's features: those
+// that are on, and those to switch off (on or requested on, and not fixed).
+// Fixed is what `ethtool -k` prints as "[fixed]": the driver offers no
+// switch for the feature (not available), or the kernel never lets it
+// change; asking for those would only be refused.
+func pickOffloads(features map[string]ethtool.FeatureState) (on, change []string) {
+	for name, s := range features {
+		if !offloadFeature.MatchString(name) {
 			continue
 		}
-		active := strings.HasPrefix(state, "on")
-		if active {
+		if s.Active {
 			on = append(on, name)
 		}
-		if (active || strings.HasSuffix(state, "[requested on]")) && !strings.HasSuffix(state, "[fixed]") {
+		if (s.Active || s.Requested) && s.Available && !s.NeverChanged {
 			change = append(change, name)
 		}
 	}
+	// Map order is random; sorted lists make errors and logs comparable.
+	slices.Sort(on)
+	slices.Sort(change)
+	return on, change
+}
+
+// inNamespace runs fn with an ethtool socket opened inside ns: the kernel
+// looks interface names up in the namespace of the socket the ioctl goes
+// through, so the socket must be created on a thread that is inside (Do).
+func inNamespace(ns *netns.Namespace, fn func(e *ethtool.Ethtool) error) error {
+	return ns.Do(func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return fmt.Errorf("opening an ethtool socket: %w", err)
+		}
+		defer e.Close()
+		return fn(e)
+	})
+}
+
+// offloads reads the offloads of ifname (see pickOffloads).
+func offloads(e *ethtool.Ethtool, ifname string) (on, change []string, err error) {
+	features, err := e.FeaturesWithState(ifname)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading features: %w", err)
+	}
+	on, change = pickOffloads(features)
 	return on, change, nil
 }
 
@@ -69,21 +75,34 @@ func offloads(ns *netns.Namespace, ifname string) (on, change []string, err erro
 // it sends and receives complete frames of at most MTU bytes. Call it on both
 // ends of every veth feeding an emulated link; Start does it for its own.
 func DisableOffloads(ns *netns.Namespace, ifname string) error {
-	on, change, err := offloads(ns, ifname)
-	if err == nil && len(change) > 0 {
-		args := []string{"-K", ifname}
-		for _, f := range change {
-			args = append(args, f, "off")
+	err := inNamespace(ns, func(e *ethtool.Ethtool) error {
+		on, change, err := offloads(e, ifname)
+		if err != nil {
+			return err
 		}
-		// ethtool -K fails only if it changed nothing, and a feature the
-		// driver keeps on is not changeable: the read-back is the judge.
-		if _, err = ethtool(ns, args...); err == nil {
-			on, _, err = offloads(ns, ifname)
+		if len(change) > 0 {
+			off := make(map[string]bool, len(change))
+			for _, f := range change {
+				off[f] = false
+			}
+			// Like `ethtool -K`, the kernel applies what it can and fails
+			// only on a malformed request: a feature the driver keeps on
+			// (or turns back on, as a dependency of another) comes back as
+			// a flag, not an error. The read-back is the judge.
+			if err := e.Change(ifname, off); err != nil {
+				return fmt.Errorf("switching off %s: %w", strings.Join(change, ", "), err)
+			}
+			if on, _, err = offloads(e, ifname); err != nil {
+				return err
+			}
 		}
-	}
-	if err == nil && len(on) > 0 {
-		err = fmt.Errorf("offloads still on (fixed by the driver or refused): %s", strings.Join(on, ", "))
-	}
+		// On but not changeable (fixed) counts too: the frames are wrong
+		// either way.
+		if len(on) > 0 {
+			return fmt.Errorf("offloads still on (fixed by the driver or refused): %s", strings.Join(on, ", "))
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("linkemu: disabling offloads on %s in %s: %w", ifname, ns.Name(), err)
 	}
@@ -93,7 +112,11 @@ func DisableOffloads(ns *netns.Namespace, ifname string) error {
 // ActiveOffloads lists the offloads (as DisableOffloads chooses them) that
 // are on for ifname in ns, to check a topology before trusting its numbers.
 func ActiveOffloads(ns *netns.Namespace, ifname string) ([]string, error) {
-	on, _, err := offloads(ns, ifname)
+	var on []string
+	err := inNamespace(ns, func(e *ethtool.Ethtool) (err error) {
+		on, _, err = offloads(e, ifname)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("linkemu: reading offloads of %s in %s: %w", ifname, ns.Name(), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -279,6 +280,11 @@ func setupMPTCP(ctx context.Context, env *Env, peer *netns.Namespace, subflows i
 		if v != "1" {
 			return nil, fmt.Errorf("MPTCP is disabled in namespace %s (net.mptcp.enabled=%s)", ns, v)
 		}
+	}
+	// The path manager is set with iproute2's ip, the lab's one program:
+	// without it exec's error would hide which package is missing.
+	if _, err := exec.LookPath("ip"); err != nil {
+		return nil, errors.New("MPTCP needs the ip program: apt-get install iproute2")
 	}
 	if _, err := peer.Exec(ctx, "ip", mptcpLimits...); err != nil {
 		return nil, fmt.Errorf("MPTCP limits in %s: %w", peer, err)
