@@ -65,6 +65,10 @@ const (
 )
 
 // DefaultNodes are Fig 7's node counts.
+// maxRuns bounds the runs per node count (an int64 so that the bound
+// compiles on 32-bit targets, where it exceeds int).
+const maxRuns int64 = 1 << 31
+
 func DefaultNodes() []int { return []int{8, 12, 16, 20, 24, 28, 32, 36, 40} }
 
 // DefaultConfig is the seed's study.
@@ -271,8 +275,8 @@ func Run(ctx context.Context, cfg Config, progress Progress) (*Result, error) {
 	if cfg.Runs == 0 && cfg.RoutesRuns == 0 {
 		return nil, fmt.Errorf("%w: nothing to do (no runs)", route.ErrBadParam)
 	}
-	if cfg.Runs > 1<<31 || cfg.RoutesRuns > 1<<20 {
-		return nil, fmt.Errorf("%w: at most %d runs per node count and %d routes runs", route.ErrBadParam, 1<<31, 1<<20)
+	if int64(cfg.Runs) > maxRuns || cfg.RoutesRuns > 1<<20 {
+		return nil, fmt.Errorf("%w: at most %d runs per node count and %d routes runs", route.ErrBadParam, int64(maxRuns), 1<<20)
 	}
 	if cfg.Runs > 0 && len(cfg.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no node counts", route.ErrBadParam)
