@@ -1,15 +1,20 @@
 package tunnel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/fanout"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
@@ -113,6 +118,12 @@ func newBenchPair(tb testing.TB, paths int) *benchPair { return newBenchPairCC(t
 
 // newBenchPairCC is newBenchPair with the client running a congestion controller.
 func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
+	return newBenchPairPeers(tb, paths, congestion, 0)
+}
+
+// newBenchPairPeers is newBenchPairCC with a server that has idle more
+// clients besides the one the benchmark drives.
+func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *benchPair {
 	tb.Helper()
 	cliKey, srvKey := mustKey(tb), mustKey(tb)
 	bp := &benchPair{srvConn: newCapConn(srvAddr1), srvTUN: newNullTUN()}
@@ -138,7 +149,7 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 		Role: Server, PrivateKey: srvKey, TUN: bp.srvTUN, Logger: testLogger(nil),
 		Listen:      func(conn.Options) (conn.Conn, error) { return bp.srvConn, nil },
 		ListenAddrs: []netip.AddrPort{srvAddr1},
-		Clients:     []ClientPeer{{Name: "a", PublicKey: cliKey.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32")}}},
+		Clients:     benchClients(tb, cliKey, idle),
 		Tunables:    DefaultTunables(),
 	})
 	if err != nil {
@@ -163,6 +174,9 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 	cp.cur = ikp
 	bp.cli.setIndex(ikp.LocalIndex, indexEntry{peer: cp, kp: ikp})
 	bp.srvPeer = bp.srv.peers[0]
+	if bp.srvPeer.pub != cliKey.Public() {
+		tb.Fatal("the driven client is not the server's first peer")
+	}
 	bp.srvPeer.cur = acc.Keypair
 	bp.srv.setIndex(acc.Keypair.LocalIndex, indexEntry{peer: bp.srvPeer, kp: acc.Keypair})
 	// Every client path has been measured (so the scheduler uses it) with equal
@@ -180,6 +194,17 @@ func newBenchPairCC(tb testing.TB, paths int, congestion string) *benchPair {
 	bp.pkt = udp4(inCliA, inSrv, 4000, 5000, make([]byte, 1300))
 	bp.serverSock = bp.srv.conns[0]
 	return bp
+}
+
+// benchClients is the server's client list: the driven client first, then
+// idle ones with addresses of their own.
+func benchClients(tb testing.TB, driven keys.Key, idle int) []ClientPeer {
+	cs := []ClientPeer{{Name: "a", PublicKey: driven.Public(), AllowedIPs: []netip.Prefix{netip.MustParsePrefix("100.64.0.2/32")}}}
+	for i := range idle {
+		a := netip.AddrFrom4([4]byte{100, 65, byte(i >> 8), byte(i)})
+		cs = append(cs, ClientPeer{Name: fmt.Sprintf("idle%d", i), PublicKey: mustKey(tb).Public(), AllowedIPs: []netip.Prefix{netip.PrefixFrom(a, 32)}})
+	}
+	return cs
 }
 
 // send runs the client's inside path for one packet; the datagram ends up in the
@@ -264,6 +289,76 @@ func BenchmarkSendReceive(b *testing.B) {
 	b.StopTimer()
 	if bp.srvTUN.written < b.N {
 		b.Fatalf("only %d of %d packets reached the TUN", bp.srvTUN.written, b.N)
+	}
+}
+
+// BenchmarkSendReceiveScraped is BenchmarkSendReceive on a server with 1000
+// more clients, without and with 50 scrapers fetching its metrics page in a
+// loop over loopback. The page is built from a snapshot (each peer's lock
+// held only to copy it) at most once a second, so the per-packet time should
+// not double while they run (issue 33's target; on a 2-core machine the
+// scrapers also take CPU from the benchmark).
+func BenchmarkSendReceiveScraped(b *testing.B) {
+	for _, tc := range []struct {
+		scrapers int
+		static   bool // the scrapers fetch a fixed page of the same size instead: the cost of serving alone
+	}{{0, false}, {50, false}, {50, true}} {
+		scrapers := tc.scrapers
+		name := fmt.Sprintf("scrapers=%d", scrapers)
+		if tc.static {
+			name += "/static"
+		}
+		b.Run(name, func(b *testing.B) {
+			bp := newBenchPairPeers(b, 2, "none", 1000)
+			now := time.Now()
+			for i := 0; i < 4; i++ {
+				bp.receive(bp.send(now), now)
+			}
+			bp.validateServerPaths()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			provider := bp.srv.Status
+			if tc.static {
+				st := bp.srv.Status()
+				provider = func() control.Status { return st }
+			}
+			go control.ServeMetricsOn(ctx, ln, control.NewCollector(provider))
+			var scrapes atomic.Int64
+			var wg sync.WaitGroup
+			for range scrapers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cl := &http.Client{Timeout: 10 * time.Second}
+					for ctx.Err() == nil {
+						resp, err := cl.Get("http://" + ln.Addr().String() + "/metrics")
+						if err != nil {
+							continue
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						scrapes.Add(1)
+					}
+				}()
+			}
+			if scrapers > 0 {
+				time.Sleep(100 * time.Millisecond) // the scrapers are running
+			}
+			b.SetBytes(int64(len(bp.pkt)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bp.receive(bp.send(now), now)
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+			b.ReportMetric(float64(scrapes.Load()), "scrapes")
+		})
 	}
 }
 
