@@ -53,6 +53,24 @@ func mac1Key(pub keys.Key) [32]byte {
 	return blake2s.Sum256(b[:])
 }
 
+// MAC1Key is the key of the mac1 of initiations to one server. A client gets its
+// mac1 from CreateInitiation; MAC1Key is for tools that must pass a server's first
+// check without being a client (lab/flood forges initiations with it), since mac1
+// needs only the server's public key.
+type MAC1Key [32]byte
+
+// NewMAC1Key returns the mac1 key of initiations to the server whose static public
+// key is serverPub.
+func NewMAC1Key(serverPub keys.Key) MAC1Key { return mac1Key(serverPub) }
+
+// PutInitiationMAC1 writes the mac1 of the initiation msg (whose last
+// 2×wire.MACLen bytes are mac1 and mac2) in place.
+func (k *MAC1Key) PutInitiationMAC1(msg []byte) {
+	n := len(msg) - 2*wire.MACLen
+	m := mac(k[:], msg[:n])
+	copy(msg[n:], m[:])
+}
+
 // mac computes the keyed BLAKE2s-128 of body (mac1, mac2 and cookies).
 func mac(key, body []byte) [wire.MACLen]byte {
 	var out [wire.MACLen]byte

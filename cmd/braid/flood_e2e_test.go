@@ -60,7 +60,7 @@ func TestFloodGoodput(t *testing.T) {
 			go func() {
 				res, err := flood.Run(ctx, r.cliB, flood.Config{
 					Target:  netip.MustParseAddrPort("198.18.3.2:7000"),
-					Sources: netip.MustParsePrefix("198.19.0.0/16"),
+					Sources: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")},
 					Payload: initMsg, Rate: rate, Seed: uint64(i),
 				})
 				if err != nil {
