@@ -135,13 +135,20 @@ func Run(ctx context.Context, ns *netns.Namespace, cfg Config) (Result, error) {
 	buf := make([]byte, hdr+udpLen+n)
 	var res Result
 	start := time.Now()
-	// Paced in slices of 1 ms: sleep when ahead of the rate.
+	// Paced in slices of 1 ms: sleep when ahead of the rate, and send only what
+	// is due, at most 64 at once. (Bursts of 64 at a low rate would leave gaps
+	// of tens of milliseconds in which a genuine sender finds its source's
+	// tokens refilled: that is not the flood the rate describes.)
 	for ctx.Err() == nil {
-		if cfg.Rate > 0 && res.Sent+res.Errors >= int64(time.Since(start).Seconds()*float64(cfg.Rate)) {
-			time.Sleep(time.Millisecond)
-			continue
+		batch := int64(64)
+		if cfg.Rate > 0 {
+			batch = min(batch, int64(time.Since(start).Seconds()*float64(cfg.Rate))-res.Sent-res.Errors)
+			if batch <= 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
 		}
-		for range 64 {
+		for range batch {
 			if f != nil {
 				f.forge(rng, payload)
 			}
