@@ -146,9 +146,11 @@ func TestLimiter48Cap(t *testing.T) {
 }
 
 func TestLimiterTableBounded(t *testing.T) {
-	const size = 8 // 4 unproven buckets
+	const size = 8                  // 4 unproven buckets
 	l := newLimiter(10, 2, size, 0) // refill of a full bucket takes 200 ms
-	addr := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}), 1) }
+	addr := func(i int) netip.AddrPort {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, 0, byte(i)}), 1)
+	}
 	for i := 0; i < size/2; i++ {
 		if !l.allow(addr(i), Unproven, t0) {
 			t.Fatalf("source %d refused", i)
