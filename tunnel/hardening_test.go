@@ -276,14 +276,14 @@ func TestEngineLowOrderKey(t *testing.T) {
 // One source sending faster than its per-source limit spends the global
 // Diffie-Hellman budget only for what the limiter lets through.
 func TestHandshakeBudgetPerSource(t *testing.T) {
-	r := newRig(t, rigOpts{handshakeRate: noise.DefaultRatePerSecond, tunables: func(tn *Tunables) { tn.HandshakeBudget = 10 }})
+	r := newRig(t, rigOpts{handshakeRate: noise.DefaultRatePerSecond, tunables: func(tn *Tunables) { tn.HandshakeBudget = 100 }})
 	e := r.srv
 	stranger := mustKey(t) // not a client: each initiation costs a DH, then fails
 	msg, _, err := noise.CreateInitiation(stranger, e.public, keys.Key{}, 7, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hw := &hsWorker{tokens: 10, cache: map[[wire.MACLen]byte]cachedResponse{}}
+	hw := &hsWorker{tokens: 100, cache: map[[wire.MACLen]byte]cachedResponse{}}
 	now := time.Now()
 	var j hsJob
 	j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: netip.MustParseAddrPort("198.18.9.9:4000")}, copy(j.msg[:], msg)
@@ -291,8 +291,8 @@ func TestHandshakeBudgetPerSource(t *testing.T) {
 		e.handleQueued(hw, &j, now)
 	}
 	burst := noise.DefaultBurst
-	if got := 10 - int(hw.tokens+0.5); got != burst {
-		t.Fatalf("one source spent %d of the budget's 10 tokens; want %d (its burst)", got, burst)
+	if got := 100 - int(hw.tokens+0.5); got != burst {
+		t.Fatalf("one source spent %d of the budget's 100 tokens; want %d (its burst)", got, burst)
 	}
 }
 
@@ -319,40 +319,62 @@ func TestEngineRelayedDatagramsKeepAcks(t *testing.T) {
 	}
 }
 
-// Under load an initiation from a validated path's endpoint (a client rekeying)
-// needs no cookie; the same initiation from an unknown endpoint gets a cookie reply
-// and no Diffie-Hellman.
+// Under load an initiation from a validated path's endpoint needs a valid mac2
+// like any other: without one it gets a cookie reply and no Diffie-Hellman (a
+// spoofer of a client's endpoint used to pass). The client has one anyway: the
+// server gave each of its paths a cookie inside the session (COOKIE frames),
+// and with it the initiation passes at once.
 func TestHandshakeUnderLoadKnownEndpoint(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	waitUsable(t, r.srv, "a", 2)
+	waitUsable(t, r.cliA, "server", 2)
 	e := r.srv
+	// The client's cookie for one of its paths, and that path's source.
 	var known netip.AddrPort
-	for _, pa := range e.Status().Peers[0].Paths {
-		if pa.State == "active" {
-			known = netip.MustParseAddrPort(pa.Remote)
-			break
+	var cookie noise.Cookie
+	deadline := time.Now().Add(2 * time.Second)
+	for known == (netip.AddrPort{}) && time.Now().Before(deadline) {
+		p := r.cliA.server
+		p.mu.Lock()
+		for _, ps := range p.paths {
+			if ps != nil && ps.cookie != (noise.Cookie{}) {
+				known, cookie = ps.cs.c.LocalAddr(), ps.cookie
+				break
+			}
 		}
+		p.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if known == (netip.AddrPort{}) {
+		t.Fatal("the server gave the client no cookie inside its session")
+	}
+	if !e.knownEndpoint(known) {
+		t.Fatalf("%v is not a validated endpoint of the server", known)
 	}
 	hw := &hsWorker{tokens: 100, cache: map[[wire.MACLen]byte]cachedResponse{}, loadUntil: time.Now().Add(time.Hour)}
-	try := func(from netip.AddrPort, ts time.Time) uint64 {
+	try := func(from netip.AddrPort, ts time.Time, c noise.Cookie) uint64 {
 		msg, _, err := noise.CreateInitiation(r.cfgA.PrivateKey, e.public, r.cfgA.PSK, 9, nil, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
+		noise.SetMAC2(msg, c)
 		var j hsJob
 		j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: from}, copy(j.msg[:], msg)
 		before := e.responder.DHCount()
+		hw.out = hw.out[:0]
 		e.handleQueued(hw, &j, time.Now())
 		return e.responder.DHCount() - before
 	}
-	if n := try(netip.MustParseAddrPort("198.19.1.1:4000"), time.Now()); n != 0 {
-		t.Fatalf("an unknown endpoint under load cost %d Diffie-Hellmans", n)
+	for _, from := range []netip.AddrPort{netip.MustParseAddrPort("198.19.1.1:4000"), known} {
+		if n := try(from, time.Now(), noise.Cookie{}); n != 0 {
+			t.Fatalf("%v without mac2 under load cost %d Diffie-Hellmans", from, n)
+		}
+		if len(hw.out) != 1 || len(hw.out[0].msg) != wire.CookieReplyLen {
+			t.Fatalf("no cookie reply for %v: %+v", from, hw.out)
+		}
 	}
-	if hw.out == nil || len(hw.out) != 1 || len(hw.out[0].msg) != wire.CookieReplyLen {
-		t.Fatalf("no cookie reply for the unknown endpoint: %+v", hw.out)
-	}
-	if n := try(known, time.Now().Add(time.Second)); n != 1 {
-		t.Fatalf("the validated endpoint %v under load: %d Diffie-Hellmans, want 1 (no cookie needed)", known, n)
+	if n := try(known, time.Now().Add(time.Second), cookie); n != 1 {
+		t.Fatalf("the validated endpoint %v with its session cookie under load: %d Diffie-Hellmans, want 1", known, n)
 	}
 }
 
