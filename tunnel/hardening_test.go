@@ -412,3 +412,71 @@ func TestLookupIndexCache(t *testing.T) {
 		t.Fatal("unknown index 8 found")
 	}
 }
+
+// An on-path attacker who saw an initiation (and so its mac1) seals cookie
+// replies with cookies of its own, as many as it likes: the client resends that
+// initiation at most once per path because of them (it used to resend once per
+// new cookie, without bound).
+func TestEngineForgedCookieReplies(t *testing.T) {
+	var mu sync.Mutex
+	var first []byte
+	var from netip.AddrPort
+	sent := map[[wire.MACLen]byte]int{} // initiations sent from `from`, by mac1
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		// The server's answers never arrive: the client's initiation stays
+		// pending while the attacker works.
+		n.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Down: true})
+		n.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Down: true})
+		n.Capture(func(src, dst netip.AddrPort, b []byte) {
+			if wire.MessageType(b) != wire.TypeHandshakeInit || dst != srvAddr1 {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				first, from = append([]byte(nil), b...), src
+			}
+			if src == from {
+				m, _ := noise.InitiationMAC1(b)
+				sent[m]++
+			}
+		})
+	}})
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mu.Lock()
+		got := first != nil
+		mu.Unlock()
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no initiation captured")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	msg, to := first, from
+	mu.Unlock()
+	mac1, _ := noise.InitiationMAC1(msg)
+	// Genuine-looking replies (sealed under the server's key, bound to this
+	// mac1), each with another cookie: what the attacker can make.
+	for i := 0; i < 50; i++ {
+		fake := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 9)
+		reply, err := r.srv.cookies.AppendReply(nil, msg, fake, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.net.Inject(srvAddr1, to, reply)
+	}
+	time.Sleep(300 * time.Millisecond) // within the first retry interval
+	mu.Lock()
+	n := sent[mac1]
+	mu.Unlock()
+	if n > 2 {
+		t.Fatalf("the client sent one initiation %d times from %v after 50 forged cookie replies; want at most 2 (once, and one resend)", n, to)
+	}
+	if n < 2 {
+		t.Fatalf("the client sent the initiation %d times: the forged replies did not reach it (the test tested nothing)", n)
+	}
+}
