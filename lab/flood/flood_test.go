@@ -26,22 +26,6 @@ func TestPacketLayout(t *testing.T) {
 	}
 }
 
-func TestSourcesStayInPrefix(t *testing.T) {
-	pfx := netip.MustParsePrefix("198.19.0.0/16")
-	r := rand.New(rand.NewPCG(1, 2))
-	seen := map[netip.Addr]bool{}
-	for range 10000 {
-		s := source(r, pfx)
-		if !pfx.Contains(s.Addr()) || s.Port() < 1024 {
-			t.Fatalf("source %v outside %v", s, pfx)
-		}
-		seen[s.Addr()] = true
-	}
-	if len(seen) < 9000 {
-		t.Fatalf("only %d distinct sources in 10000", len(seen))
-	}
-}
-
 func TestPacket6Checksum(t *testing.T) {
 	src := netip.MustParseAddrPort("[fd00:1:2:3::9]:4000")
 	dst := netip.MustParseAddrPort("[fd00:99::2]:7000")
@@ -60,20 +44,31 @@ func TestPacket6Checksum(t *testing.T) {
 	}
 }
 
-func TestSources6StayInPrefix(t *testing.T) {
-	pfx := netip.MustParsePrefix("2001:db8:0:ab00::/56")
-	r := rand.New(rand.NewPCG(1, 2))
-	seen64 := map[netip.Prefix]bool{}
-	for range 10000 {
-		s := source(r, pfx)
-		if !pfx.Contains(s.Addr()) || !s.Addr().Is6() {
-			t.Fatalf("source %v outside %v", s, pfx)
+// Sources stay in their prefix and of its family, and cover it: distinct IPv4
+// addresses, every /64 of an IPv6 /56.
+func TestSourcesStayInPrefix(t *testing.T) {
+	for _, c := range []struct {
+		pfx   string
+		group int // prefix length of the groups counted
+		want  int // at least this many distinct groups in 10000 draws
+	}{
+		{"198.19.0.0/16", 32, 9000},
+		{"2001:db8:0:ab00::/56", 64, 256},
+	} {
+		pfx := netip.MustParsePrefix(c.pfx)
+		r := rand.New(rand.NewPCG(1, 2))
+		seen := map[netip.Prefix]bool{}
+		for range 10000 {
+			s := source(r, pfx)
+			if !pfx.Contains(s.Addr()) || s.Addr().Is4() != pfx.Addr().Is4() || s.Port() < 1024 {
+				t.Fatalf("source %v outside %v", s, pfx)
+			}
+			g, _ := s.Addr().Prefix(c.group)
+			seen[g] = true
 		}
-		p, _ := s.Addr().Prefix(64)
-		seen64[p] = true
-	}
-	if len(seen64) != 256 {
-		t.Fatalf("%d distinct /64s of a /56 in 10000 draws, want 256", len(seen64))
+		if len(seen) < c.want {
+			t.Fatalf("%v: only %d distinct /%d groups in 10000 draws, want %d", pfx, len(seen), c.group, c.want)
+		}
 	}
 }
 
