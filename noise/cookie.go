@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/blake2s"
@@ -78,6 +79,11 @@ type CookieJar struct {
 	secret  [32]byte
 	prev    [32]byte
 	rotated time.Time
+
+	// epoch counts rotations; due is when the next one is due (UnixNano, 0
+	// before the first), so Epoch needs no lock until then.
+	epoch atomic.Uint64
+	due   atomic.Int64
 }
 
 // NewCookieJar returns the cookie state of the responder whose static public key
@@ -107,8 +113,27 @@ func (j *CookieJar) secrets(now time.Time) (cur, prev [32]byte) {
 		}
 		rand.Read(j.secret[:])
 		j.rotated = now
+		j.epoch.Add(1)
+		j.due.Store(now.Add(CookieSecretLifetime).UnixNano())
 	}
 	return j.secret, j.prev
+}
+
+// Epoch returns the number of the current secret, rotating it when due: a server
+// gives its clients fresh cookies inside their sessions (tunnel's COOKIE frame)
+// whenever it changes. It takes a lock only when a rotation is due.
+func (j *CookieJar) Epoch(now time.Time) uint64 {
+	if d := j.due.Load(); d == 0 || now.UnixNano() >= d {
+		j.secrets(now)
+	}
+	return j.epoch.Load()
+}
+
+// Current returns the cookie of src under the current secret: what a cookie
+// reply to src would carry now.
+func (j *CookieJar) Current(src netip.AddrPort, now time.Time) Cookie {
+	cur, _ := j.secrets(now)
+	return cookieFor(&cur, src)
 }
 
 // cookieFor computes the cookie of src under secret.

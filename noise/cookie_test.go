@@ -157,3 +157,39 @@ func BenchmarkCookieReply(b *testing.B) {
 		}
 	}
 }
+
+// The cookie a server hands out inside a session (Current) is the one a reply
+// would carry, passes mac2, and changes with the secret, whose epoch Epoch
+// reports: that change is when the server sends a new one.
+func TestCookieCurrentAndEpoch(t *testing.T) {
+	cli, srv := fixedKey(1), fixedKey(2)
+	src := netip.AddrPortFrom(srcA, 4000)
+	jar := NewCookieJar(srv.Public())
+	e0 := jar.Epoch(t0)
+	c := jar.Current(src, t0)
+	msg, _, err := CreateInitiation(cli, srv.Public(), noPSK, idxCli, nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetMAC2(msg, c)
+	if !jar.CheckMAC2(msg, src, t0.Add(time.Minute)) {
+		t.Fatal("an initiation with the session cookie fails mac2")
+	}
+	if jar.CheckMAC2(msg, netip.AddrPortFrom(srcA, 4001), t0) {
+		t.Fatal("the cookie of one port passes for another")
+	}
+	if e := jar.Epoch(t0.Add(CookieSecretLifetime - time.Second)); e != e0 {
+		t.Fatalf("epoch moved from %d to %d before the secret was due", e0, e)
+	}
+	later := t0.Add(CookieSecretLifetime)
+	if e := jar.Epoch(later); e != e0+1 {
+		t.Fatalf("epoch %d after the secret's lifetime, want %d", e, e0+1)
+	}
+	if jar.Current(src, later) == c {
+		t.Fatal("the cookie did not change with the secret")
+	}
+	// Made under the previous secret, it still passes for one more lifetime.
+	if !jar.CheckMAC2(msg, src, later.Add(time.Minute)) {
+		t.Fatal("a cookie of the previous secret fails mac2")
+	}
+}

@@ -19,8 +19,11 @@
 //     and no Diffie-Hellman; it also keeps a global budget of Diffie-Hellmans
 //     (package tunnel's handshake worker, hsqueue.go). The session index is
 //     allocated only once step 6 has passed.
-//  4. A per-source-address token bucket (bounded table, see ResponderConfig)
-//     limits how often one source can make the server do Diffie-Hellman work.
+//  4. Token buckets (bounded tables, see limiter.go) limit how often one source
+//     can make the server do Diffie-Hellman work, by what the caller knows of the
+//     source (Proof): one that proved its address and port (mac2, or a validated
+//     endpoint) has buckets no spoofer of that address can drain; IPv6 sources
+//     also count per /64, /56 and /48.
 //  5. Only then does Noise run; an unknown static key ends with ErrUnknownPeer.
 //  6. The 12-byte TAI64N timestamp that starts the initiation payload must be
 //     newer than the last one accepted from that peer, so a recorded initiation

@@ -53,6 +53,24 @@ func mac1Key(pub keys.Key) [32]byte {
 	return blake2s.Sum256(b[:])
 }
 
+// MAC1Key is the key of the mac1 of initiations to one server. A client gets its
+// mac1 from CreateInitiation; MAC1Key is for tools that must pass a server's first
+// check without being a client (lab/flood forges initiations with it), since mac1
+// needs only the server's public key.
+type MAC1Key [32]byte
+
+// NewMAC1Key returns the mac1 key of initiations to the server whose static public
+// key is serverPub.
+func NewMAC1Key(serverPub keys.Key) MAC1Key { return mac1Key(serverPub) }
+
+// PutInitiationMAC1 writes the mac1 of the initiation msg (whose last
+// 2×wire.MACLen bytes are mac1 and mac2) in place.
+func (k *MAC1Key) PutInitiationMAC1(msg []byte) {
+	n := len(msg) - 2*wire.MACLen
+	m := mac(k[:], msg[:n])
+	copy(msg[n:], m[:])
+}
+
 // mac computes the keyed BLAKE2s-128 of body (mac1, mac2 and cookies).
 func mac(key, body []byte) [wire.MACLen]byte {
 	var out [wire.MACLen]byte
@@ -252,10 +270,15 @@ type ResponderConfig struct {
 	// Burst is how many initiations a source may send back to back
 	// (DefaultBurst). A client retrying on several paths needs a few.
 	Burst int
-	// LimiterEntries bounds the number of sources the limiter remembers
-	// (DefaultLimiterEntries; about 100 bytes each). IPv6 sources count per /64,
-	// since one host can pick any address in its /64.
+	// LimiterEntries bounds the number of buckets the limiter remembers
+	// (DefaultLimiterEntries; about 100 bytes each), half for unproven sources
+	// and half for proven ones. A proven IPv6 source takes up to four (its
+	// address and port, its /64, /56 and /48), an unproven one three.
 	LimiterEntries int
+	// Budget is the server's global budget of initiations a second, if it has
+	// one (tunnel.Tunables.HandshakeBudget): any IPv6 /48 is held to
+	// Prefix48Share of it.
+	Budget int
 	// ReplayWindow sets the replay window of each Keypair (DefaultReplayWindow).
 	ReplayWindow int
 	// ResponsePayload, if set, is called once an initiation has authenticated
@@ -296,7 +319,7 @@ func NewResponder(localPriv keys.Key, cfg ResponderConfig) *Responder {
 		if n <= 0 {
 			n = DefaultLimiterEntries
 		}
-		r.lim = newLimiter(cfg.RatePerSecond, burst, n)
+		r.lim = newLimiter(cfg.RatePerSecond, burst, n, cfg.Budget)
 	}
 	return r
 }
@@ -339,18 +362,26 @@ func (r *Responder) CheckInitiation(msg []byte) error {
 // the Responder was made (for tests and status).
 func (r *Responder) DHCount() uint64 { return r.dhCount.Load() }
 
-// ConsumeInitiation processes message 1 received from src and, if it is a fresh
-// initiation by a known peer, returns the response and the session keys. The
-// checks run cheapest first (see the package documentation); errors are
+// ConsumeInitiation is ConsumeInitiationFrom for an initiation whose source
+// address src is unproven (its port then does not matter).
+func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLookup, newIndex func() (uint32, bool), now time.Time) (Accepted, error) {
+	return r.ConsumeInitiationFrom(msg, netip.AddrPortFrom(src, 0), Unproven, lookup, newIndex, now)
+}
+
+// ConsumeInitiationFrom processes message 1 received from src and, if it is a
+// fresh initiation by a known peer, returns the response and the session keys.
+// proof says what the caller knows of src (it checked mac2, or src is a validated
+// endpoint); the rate limiter keeps separate buckets for each kind (see limiter).
+// The checks run cheapest first (see the package documentation); errors are
 // ErrMalformed, ErrMAC, ErrRateLimited, ErrDecrypt, ErrUnknownPeer and
 // ErrReplayedInitiation. newIndex is called only once the initiation has
 // authenticated, for the session index the response announces; when it finds none
 // free the initiation fails with ErrNoIndex.
-func (r *Responder) ConsumeInitiation(msg []byte, src netip.Addr, lookup PeerLookup, newIndex func() (uint32, bool), now time.Time) (Accepted, error) {
+func (r *Responder) ConsumeInitiationFrom(msg []byte, src netip.AddrPort, proof Proof, lookup PeerLookup, newIndex func() (uint32, bool), now time.Time) (Accepted, error) {
 	if err := r.CheckInitiation(msg); err != nil {
 		return Accepted{}, err
 	}
-	if r.lim != nil && !r.lim.allow(src, now) {
+	if r.lim != nil && !r.lim.allow(src, proof, now) {
 		return Accepted{}, ErrRateLimited
 	}
 	r.dhCount.Add(1)

@@ -280,6 +280,7 @@ func New(cfg Config) (*Engine, error) {
 	case Server:
 		e.responder = noise.NewResponder(cfg.PrivateKey, noise.ResponderConfig{
 			RatePerSecond:   cfg.HandshakeRate,
+			Budget:          e.tn.HandshakeBudget,
 			ReplayWindow:    cfg.Tunables.ReplayWindow,
 			ResponsePayload: e.responsePayload,
 		})

@@ -132,8 +132,9 @@ func (e *Engine) pendingPeer(idx uint32) *peer {
 	return ent.peer
 }
 
-// handleCookieReply takes a cookie from a server under load (client) and sends the
-// pending initiation again from that path, now with a mac2 the server accepts.
+// handleCookieReply takes a cookie from a server (client) that is under load or
+// refused an initiation without one, and sends the pending initiation again from
+// that path, now with a mac2 the server accepts.
 func (e *Engine) handleCookieReply(cs *connState, d []byte, ep conn.Endpoint, now time.Time) {
 	idx, ok := noise.PeekCookieReceiver(d)
 	if !ok {
@@ -162,7 +163,15 @@ func (e *Engine) handleCookieReply(cs *connState, d []byte, ep conn.Endpoint, no
 		return
 	}
 	ps.cookie, ps.cookieAt = c, now
-	e.log.Debug("server under load: cookie received", "path", ps.cs.local.String(), "server", ep.Remote.String())
+	// At most one resend per initiation and path: anyone who saw the
+	// initiation's mac1 (on path) can seal replies with new cookies, and each
+	// would otherwise make us send again. Later cookies still go with the next
+	// retry.
+	if ps.cookieResent == idx {
+		return
+	}
+	ps.cookieResent = idx
+	e.log.Debug("cookie received", "path", ps.cs.local.String(), "server", ep.Remote.String())
 	p.sendInitiation(ps, now)
 }
 
@@ -269,7 +278,7 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 // the session changes until the client confirms the new keys (confirmNext): an
 // initiation replayed after a restart, or a response that is lost, cannot reset a
 // session.
-func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now time.Time) (*peer, []byte, error) {
+func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, proof noise.Proof, now time.Time) (*peer, []byte, error) {
 	lookup := func(pub keys.Key) (psk keys.Key, ts [wire.TimestampLen]byte, ok bool) {
 		e.mu.RLock()
 		p := e.byKey[pub]
@@ -288,7 +297,7 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, now
 		idx, ok = e.reserveIndex(indexEntry{}) // reserved while the response is made
 		return idx, ok
 	}
-	acc, err := e.responder.ConsumeInitiation(d, ep.Remote.Addr(), lookup, newIdx, now)
+	acc, err := e.responder.ConsumeInitiationFrom(d, ep.Remote, proof, lookup, newIdx, now)
 	if err != nil {
 		if idx != 0 {
 			e.releaseIndex(idx)

@@ -276,14 +276,14 @@ func TestEngineLowOrderKey(t *testing.T) {
 // One source sending faster than its per-source limit spends the global
 // Diffie-Hellman budget only for what the limiter lets through.
 func TestHandshakeBudgetPerSource(t *testing.T) {
-	r := newRig(t, rigOpts{handshakeRate: noise.DefaultRatePerSecond, tunables: func(tn *Tunables) { tn.HandshakeBudget = 10 }})
+	r := newRig(t, rigOpts{handshakeRate: noise.DefaultRatePerSecond, tunables: func(tn *Tunables) { tn.HandshakeBudget = 100 }})
 	e := r.srv
 	stranger := mustKey(t) // not a client: each initiation costs a DH, then fails
 	msg, _, err := noise.CreateInitiation(stranger, e.public, keys.Key{}, 7, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hw := &hsWorker{tokens: 10, cache: map[[wire.MACLen]byte]cachedResponse{}}
+	hw := &hsWorker{tokens: 100, cache: map[[wire.MACLen]byte]cachedResponse{}}
 	now := time.Now()
 	var j hsJob
 	j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: netip.MustParseAddrPort("198.18.9.9:4000")}, copy(j.msg[:], msg)
@@ -291,8 +291,8 @@ func TestHandshakeBudgetPerSource(t *testing.T) {
 		e.handleQueued(hw, &j, now)
 	}
 	burst := noise.DefaultBurst
-	if got := 10 - int(hw.tokens+0.5); got != burst {
-		t.Fatalf("one source spent %d of the budget's 10 tokens; want %d (its burst)", got, burst)
+	if got := 100 - int(hw.tokens+0.5); got != burst {
+		t.Fatalf("one source spent %d of the budget's 100 tokens; want %d (its burst)", got, burst)
 	}
 }
 
@@ -319,40 +319,62 @@ func TestEngineRelayedDatagramsKeepAcks(t *testing.T) {
 	}
 }
 
-// Under load an initiation from a validated path's endpoint (a client rekeying)
-// needs no cookie; the same initiation from an unknown endpoint gets a cookie reply
-// and no Diffie-Hellman.
+// Under load an initiation from a validated path's endpoint needs a valid mac2
+// like any other: without one it gets a cookie reply and no Diffie-Hellman (a
+// spoofer of a client's endpoint used to pass). The client has one anyway: the
+// server gave each of its paths a cookie inside the session (COOKIE frames),
+// and with it the initiation passes at once.
 func TestHandshakeUnderLoadKnownEndpoint(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	waitUsable(t, r.srv, "a", 2)
+	waitUsable(t, r.cliA, "server", 2)
 	e := r.srv
+	// The client's cookie for one of its paths, and that path's source.
 	var known netip.AddrPort
-	for _, pa := range e.Status().Peers[0].Paths {
-		if pa.State == "active" {
-			known = netip.MustParseAddrPort(pa.Remote)
-			break
+	var cookie noise.Cookie
+	deadline := time.Now().Add(2 * time.Second)
+	for known == (netip.AddrPort{}) && time.Now().Before(deadline) {
+		p := r.cliA.server
+		p.mu.Lock()
+		for _, ps := range p.paths {
+			if ps != nil && ps.cookie != (noise.Cookie{}) {
+				known, cookie = ps.cs.c.LocalAddr(), ps.cookie
+				break
+			}
 		}
+		p.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if known == (netip.AddrPort{}) {
+		t.Fatal("the server gave the client no cookie inside its session")
+	}
+	if !e.knownEndpoint(known) {
+		t.Fatalf("%v is not a validated endpoint of the server", known)
 	}
 	hw := &hsWorker{tokens: 100, cache: map[[wire.MACLen]byte]cachedResponse{}, loadUntil: time.Now().Add(time.Hour)}
-	try := func(from netip.AddrPort, ts time.Time) uint64 {
+	try := func(from netip.AddrPort, ts time.Time, c noise.Cookie) uint64 {
 		msg, _, err := noise.CreateInitiation(r.cfgA.PrivateKey, e.public, r.cfgA.PSK, 9, nil, ts)
 		if err != nil {
 			t.Fatal(err)
 		}
+		noise.SetMAC2(msg, c)
 		var j hsJob
 		j.cs, j.ep, j.n = e.conns[0], conn.Endpoint{Remote: from}, copy(j.msg[:], msg)
 		before := e.responder.DHCount()
+		hw.out = hw.out[:0]
 		e.handleQueued(hw, &j, time.Now())
 		return e.responder.DHCount() - before
 	}
-	if n := try(netip.MustParseAddrPort("198.19.1.1:4000"), time.Now()); n != 0 {
-		t.Fatalf("an unknown endpoint under load cost %d Diffie-Hellmans", n)
+	for _, from := range []netip.AddrPort{netip.MustParseAddrPort("198.19.1.1:4000"), known} {
+		if n := try(from, time.Now(), noise.Cookie{}); n != 0 {
+			t.Fatalf("%v without mac2 under load cost %d Diffie-Hellmans", from, n)
+		}
+		if len(hw.out) != 1 || len(hw.out[0].msg) != wire.CookieReplyLen {
+			t.Fatalf("no cookie reply for %v: %+v", from, hw.out)
+		}
 	}
-	if hw.out == nil || len(hw.out) != 1 || len(hw.out[0].msg) != wire.CookieReplyLen {
-		t.Fatalf("no cookie reply for the unknown endpoint: %+v", hw.out)
-	}
-	if n := try(known, time.Now().Add(time.Second)); n != 1 {
-		t.Fatalf("the validated endpoint %v under load: %d Diffie-Hellmans, want 1 (no cookie needed)", known, n)
+	if n := try(known, time.Now().Add(time.Second), cookie); n != 1 {
+		t.Fatalf("the validated endpoint %v with its session cookie under load: %d Diffie-Hellmans, want 1", known, n)
 	}
 }
 
@@ -388,5 +410,73 @@ func TestLookupIndexCache(t *testing.T) {
 	}
 	if _, ok := in.lookupIndex(8); ok {
 		t.Fatal("unknown index 8 found")
+	}
+}
+
+// An on-path attacker who saw an initiation (and so its mac1) seals cookie
+// replies with cookies of its own, as many as it likes: the client resends that
+// initiation at most once per path because of them (it used to resend once per
+// new cookie, without bound).
+func TestEngineForgedCookieReplies(t *testing.T) {
+	var mu sync.Mutex
+	var first []byte
+	var from netip.AddrPort
+	sent := map[[wire.MACLen]byte]int{} // initiations sent from `from`, by mac1
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		// The server's answers never arrive: the client's initiation stays
+		// pending while the attacker works.
+		n.SetLink(srvAddr1.Addr(), cliAddr1, conntest.LinkOptions{Down: true})
+		n.SetLink(srvAddr2.Addr(), cliAddr2, conntest.LinkOptions{Down: true})
+		n.Capture(func(src, dst netip.AddrPort, b []byte) {
+			if wire.MessageType(b) != wire.TypeHandshakeInit || dst != srvAddr1 {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				first, from = append([]byte(nil), b...), src
+			}
+			if src == from {
+				m, _ := noise.InitiationMAC1(b)
+				sent[m]++
+			}
+		})
+	}})
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		mu.Lock()
+		got := first != nil
+		mu.Unlock()
+		if got {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no initiation captured")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	msg, to := first, from
+	mu.Unlock()
+	mac1, _ := noise.InitiationMAC1(msg)
+	// Genuine-looking replies (sealed under the server's key, bound to this
+	// mac1), each with another cookie: what the attacker can make.
+	for i := 0; i < 50; i++ {
+		fake := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(i)}), 9)
+		reply, err := r.srv.cookies.AppendReply(nil, msg, fake, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.net.Inject(srvAddr1, to, reply)
+	}
+	time.Sleep(300 * time.Millisecond) // within the first retry interval
+	mu.Lock()
+	n := sent[mac1]
+	mu.Unlock()
+	if n > 2 {
+		t.Fatalf("the client sent one initiation %d times from %v after 50 forged cookie replies; want at most 2 (once, and one resend)", n, to)
+	}
+	if n < 2 {
+		t.Fatalf("the client sent the initiation %d times: the forged replies did not reach it (the test tested nothing)", n)
 	}
 }

@@ -17,16 +17,24 @@ import (
 //
 //   - The readers check length and mac1 (one hash) and put the initiation on a
 //     bounded queue; when it is full the initiation is dropped and counted.
+//   - The worker sorts each initiation by what its source has proved
+//     (noise.Proof): nothing (it may be spoofed), a valid mac2, or the endpoint
+//     of a validated path.
 //   - The server is under load while the queue holds at least an eighth of its
 //     capacity or the global budget of Diffie-Hellmans is spent, and for
 //     HandshakeLoadHold after. Under load an initiation without a valid mac2 gets
 //     a cookie reply and nothing else, so spoofed sources cost no Diffie-Hellman.
+//     Clients always have a valid mac2: the server gives each of their paths a
+//     cookie inside the session (sendCookie).
 //   - A copy of an initiation already answered (the client sends each on every
 //     path) is answered from a cache, to its own source: a path whose downlink is
 //     dead cannot make the handshake fail while another path works.
-//   - Then the global budget and the per-source limiter (noise.Responder) bound
-//     the Diffie-Hellmans a second; an initiation the limiter refuses gives its
-//     budget token back, so one source cannot spend the budget of all.
+//   - Then the global budget, with a part reserved for proven and known sources,
+//     and the limiter (noise.Responder), whose buckets for each kind of source
+//     are kept apart, bound the Diffie-Hellmans a second. An initiation the
+//     limiter refuses gives its budget token back, so one source cannot spend the
+//     budget of all; an unproven one gets a cookie reply, so the host that owns
+//     its address comes back proven however much a spoofer sends in its name.
 
 // hsJob is one initiation waiting for the worker; it is copied by value so the
 // queue needs no buffers of its own.
@@ -155,31 +163,25 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 	if len(e.hsq) >= cap(e.hsq)/8 {
 		hw.loadUntil = now.Add(tn.HandshakeLoadHold)
 	}
-	// Under load an initiation needs a valid mac2, unless it comes from the
-	// endpoint of a validated path: a client rekeying its session has proved
-	// it receives there, so its rekeys do not wait on rationed cookies.
-	if now.Before(hw.loadUntil) && !e.knownEndpoint(j.ep.Remote) && !e.cookies.CheckMAC2(msg, j.ep.Remote, now) {
-		// Replies are rationed too: under a flood most go to spoofed sources,
-		// and each costs a send; a client that gets none retries.
-		if r := float64(tn.CookieReplyRate); r > 0 {
-			// A tenth of a second's worth may go at once.
-			if hw.cookieLast.IsZero() {
-				hw.cookieTokens = r / 10
-			} else {
-				hw.cookieTokens = min(r/10, hw.cookieTokens+now.Sub(hw.cookieLast).Seconds()*r)
-			}
-			hw.cookieLast = now
-			if hw.cookieTokens < 1 {
-				e.counters.drop(dropHandshakeCookieRationed)
-				return
-			}
-			hw.cookieTokens--
-		}
-		reply, err := e.cookies.AppendReply(hw.replies[len(hw.out)%hsBatch][:0], msg, j.ep.Remote, now)
-		if err == nil {
-			hw.send(j.cs, reply, j.ep)
-			e.counters.drop(dropHandshakeCookie)
-		}
+	// What the source has proved: a valid mac2 (one hash; an initiation
+	// without a cookie costs none) or the endpoint of a validated path. The
+	// limiter keeps the buckets of each kind apart, so a spoofer cannot spend
+	// the allowance of the address it claims.
+	mac2 := e.cookies.CheckMAC2(msg, j.ep.Remote, now)
+	proof := noise.Unproven
+	switch {
+	case e.knownEndpoint(j.ep.Remote):
+		proof = noise.Known
+	case mac2:
+		proof = noise.Proven
+	}
+	// Under load every initiation needs a valid mac2, a validated endpoint's
+	// too: only mac2 shows that this datagram, not just an earlier one, came
+	// from the host at that endpoint. Clients carry one anyway (the server
+	// gives them cookies inside their sessions, sendCookie), so their rekeys
+	// never wait on the rationed replies.
+	if now.Before(hw.loadUntil) && !mac2 {
+		e.cookieReply(hw, j, msg, now)
 		return
 	}
 	mac1, _ := noise.InitiationMAC1(msg)
@@ -191,22 +193,36 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 		delete(hw.cache, mac1)
 	}
 	// The global budget refills continuously; spending it puts the server under
-	// load, so the next initiations must come back with a cookie.
+	// load, so the next initiations must come back with a cookie. Part of it is
+	// reserved: unproven sources may not take the last half of the tokens and
+	// proven ones not the last quarter, so established clients (known) always
+	// find some, and sources that proved themselves find some while a spoofed
+	// flood lasts.
 	if rate := float64(tn.HandshakeBudget); rate > 0 {
 		if !hw.last.IsZero() {
 			hw.tokens = min(rate, hw.tokens+now.Sub(hw.last).Seconds()*rate)
 		}
 		hw.last = now
-		if hw.tokens < 1 {
+		if hw.tokens < 1+budgetReserve(proof)*rate {
 			hw.loadUntil = now.Add(tn.HandshakeLoadHold)
 			e.counters.drop(dropHandshakeBudget)
+			if proof == noise.Unproven {
+				e.cookieReply(hw, j, msg, now) // come back with the cookie
+			}
 			return
 		}
 		hw.tokens--
 	}
-	p, resp, err := e.handleInitiation(j.cs, msg, j.ep, now)
+	p, resp, err := e.handleInitiation(j.cs, msg, j.ep, proof, now)
 	if errors.Is(err, noise.ErrRateLimited) {
 		hw.tokens++ // refused before any Diffie-Hellman: one source cannot spend the budget
+		if proof == noise.Unproven {
+			// The buckets of an unproven source may have been drained by a
+			// spoofer using its address: the host that really receives there
+			// learns its cookie and comes back proven, with buckets of its
+			// own. A spoofer never sees the cookie.
+			e.cookieReply(hw, j, msg, now)
+		}
 	}
 	if p == nil {
 		return
@@ -220,6 +236,43 @@ func (e *Engine) handleQueued(hw *hsWorker, j *hsJob, now time.Time) {
 		}
 	}
 	hw.cache[mac1] = cachedResponse{resp: resp, at: now}
+}
+
+// budgetReserve is the part of the global budget an initiation with proof may
+// not take (see handleQueued).
+func budgetReserve(proof noise.Proof) float64 {
+	switch proof {
+	case noise.Unproven:
+		return 0.5
+	case noise.Proven:
+		return 0.25
+	}
+	return 0
+}
+
+// cookieReply answers an initiation with a cookie reply, within the ration of
+// Tunables.CookieReplyRate: under a flood most go to spoofed sources, and each
+// costs a send; a client that gets none retries.
+func (e *Engine) cookieReply(hw *hsWorker, j *hsJob, msg []byte, now time.Time) {
+	if r := float64(e.tn.CookieReplyRate); r > 0 {
+		// A tenth of a second's worth may go at once.
+		if hw.cookieLast.IsZero() {
+			hw.cookieTokens = r / 10
+		} else {
+			hw.cookieTokens = min(r/10, hw.cookieTokens+now.Sub(hw.cookieLast).Seconds()*r)
+		}
+		hw.cookieLast = now
+		if hw.cookieTokens < 1 {
+			e.counters.drop(dropHandshakeCookieRationed)
+			return
+		}
+		hw.cookieTokens--
+	}
+	reply, err := e.cookies.AppendReply(hw.replies[len(hw.out)%hsBatch][:0], msg, j.ep.Remote, now)
+	if err == nil {
+		hw.send(j.cs, reply, j.ep)
+		e.counters.drop(dropHandshakeCookie)
+	}
 }
 
 // cacheSweepAt is the size of the response cache above which expired entries are

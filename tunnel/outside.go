@@ -484,6 +484,13 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 				e.validated.Store(ps.ep.Remote, struct{}{})
 				e.log.Info("path validated", "peer", p.name, "remote", ps.ep.Remote.String(), "path", ps.id)
 				ps = p.migratePath(ps, now, in.w)
+				p.sendCookie(in.w, ps, now) // before the client's next rekey
+			}
+		case wire.FrameCookie:
+			// Only the server's cookie for one of our own paths is of use: a
+			// client's initiations from there carry mac2 with it.
+			if e.role == Client && ps.validated {
+				ps.cookie, ps.cookieAt = f.Cookie, now
 			}
 		case wire.FrameClose:
 			e.log.Info("peer closed the session", "peer", p.name)

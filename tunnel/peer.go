@@ -172,9 +172,20 @@ type pathState struct {
 	// what came from it (RFC 9000 §8), so a spoofed source is no amplifier.
 	unvRx, unvTx int
 	// cookie is the server's cookie for this path's source (client), received
-	// at cookieAt; zero when the server never was under load.
-	cookie   noise.Cookie
-	cookieAt time.Time
+	// at cookieAt in a COOKIE frame or a cookie reply; zero before the first.
+	// cookieResent is the session index of the initiation a cookie reply last
+	// made us resend on this path: one resend per initiation and path, so
+	// forged replies (an on-path attacker who saw mac1) cannot make us send
+	// without bound.
+	cookie       noise.Cookie
+	cookieAt     time.Time
+	cookieResent uint32
+	// cookieTo, cookieEpoch and cookieSent say what the last COOKIE frame on
+	// this path was made for (server): the endpoint, the cookie secret's epoch,
+	// and when it went (sendCookie).
+	cookieTo    netip.AddrPort
+	cookieEpoch uint64
+	cookieSent  time.Time
 	// mtu finds the largest datagram the path carries (mtu.go); probeSize is
 	// the size of its latest probe (0: decided), sent as packet probeSeq.
 	mtu       *pmtu.Search

@@ -155,12 +155,13 @@ const (
 	frameResponse
 	frameAckOnly
 	frameClose
+	frameCookie
 )
 
 const innerStart = wire.DataHeaderLen + wire.InnerHeaderLen
 
 // sendControl builds, seals and queues a datagram that carries no data: a ping, a
-// challenge or its response, a close, or just acks. Pending acks for the path ride
+// challenge or its response, a close, a cookie, or just acks. Pending acks for the path ride
 // along. Caller holds p.mu.
 func (p *peer) sendControl(w *writer, ps *pathState, now time.Time, kind controlFrame, chal [wire.ChallengeLen]byte) {
 	if p.cur == nil {
@@ -180,6 +181,8 @@ func (p *peer) sendControl(w *writer, ps *pathState, now time.Time, kind control
 		b = wire.AppendChallenge(b, chal, true)
 	case frameClose:
 		b = wire.AppendClose(b)
+	case frameCookie:
+		b = wire.AppendCookie(b, p.e.cookies.Current(ps.ep.Remote, now))
 	}
 	b = p.appendAcks(b, 0, ps, now)
 	if len(b) == 0 {
@@ -252,4 +255,29 @@ func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackE
 		w.add(ps.cs, pb, dgram, ps.ep)
 	}
 	return true
+}
+
+// cookieRefresh is how often a server gives each validated path of a client a
+// fresh cookie even when its cookie secret has not changed: a lost COOKIE frame
+// then costs the client at most this long, far within the time it uses a cookie
+// (noise.CookieUseFor).
+const cookieRefresh = 30 * time.Second
+
+// sendCookie gives the client, on a validated path, the cookie of the path's
+// endpoint (server), unless it has a current one from us: so every initiation
+// the client sends from there carries a valid mac2, which puts it in buckets of
+// the server's limiter no spoofer can drain, and lets it through when the server
+// is under load. A new one goes when the path is new or moved, when the server's
+// cookie secret changes, and every cookieRefresh. Caller holds p.mu.
+func (p *peer) sendCookie(w *writer, ps *pathState, now time.Time) {
+	e := p.e
+	if e.role != Server || !ps.validated || p.cur == nil {
+		return
+	}
+	epoch := e.cookies.Epoch(now)
+	if ps.cookieTo == ps.ep.Remote && ps.cookieEpoch == epoch && now.Sub(ps.cookieSent) < cookieRefresh {
+		return
+	}
+	ps.cookieTo, ps.cookieEpoch, ps.cookieSent = ps.ep.Remote, epoch, now
+	p.sendControl(w, ps, now, frameCookie, [wire.ChallengeLen]byte{})
 }

@@ -67,6 +67,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if ps.sender.OnTimer(now) {
 				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
 			}
+			p.sendCookie(w, ps, now)
 			if ps.cc != nil {
 				p.ccTick(ps, now)
 			}

@@ -44,9 +44,10 @@ type Tunables struct {
 	// of this project's 2-core test machine at 1000. Spending it puts the server
 	// under load.
 	HandshakeBudget int
-	// CookieReplyRate bounds the cookie replies a second under load (0 = no
-	// bound): each costs a send, most go to spoofed sources, and a client that
-	// gets none retries its initiation.
+	// CookieReplyRate bounds the cookie replies a second (0 = no bound), those
+	// sent under load and those to unproven initiations the limiter refuses:
+	// each costs a send, most go to spoofed sources, and a client that gets
+	// none retries its initiation.
 	CookieReplyRate int
 	// HandshakeMinInterval: a server accepts at most one new initiation per client
 	// this often (copies of one initiation on several paths are answered from a

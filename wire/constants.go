@@ -63,6 +63,13 @@ const (
 	// interface went down or lost its address): the receiver stops sending on
 	// its path for it at once instead of waiting for its liveness timer.
 	FramePathGone = 0x0a
+	// FrameCookie: cookie (16). Server → client: the cookie of the client's
+	// source address and port on the path it arrives on, so that the client's
+	// next initiations from there carry a valid mac2 without asking (a server
+	// rate-limits proven sources apart from spoofable ones). Sent on every
+	// validated path, again when the server's cookie secret changes and every
+	// 30 s (tunnel's cookieRefresh); a client takes it only on its own paths.
+	FrameCookie = 0x0b
 )
 
 // Frame sizes, type byte included.
@@ -74,6 +81,7 @@ const (
 	CloseFrameLen      = 1
 	GiveUpFrameLen     = 1 + 2 + 4 // GIVEUP and REBUILT
 	PathGoneFrameLen   = 1 + 2
+	CookieFrameLen     = 1 + CookieLen
 	ChallengeLen       = 8
 )
 

@@ -85,6 +85,7 @@ type Frame struct {
 	Packet    []byte // DATA
 	Ack       Ack    // ACK; PATH_GONE uses Ack.Path
 	Challenge [ChallengeLen]byte
+	Cookie    [CookieLen]byte // COOKIE
 }
 
 // NextFrame decodes the frame at the start of b and returns it with the rest of b.
@@ -140,6 +141,12 @@ func NextFrame(b []byte) (f Frame, rest []byte, err error) {
 		}
 		f.Ack.Path = be.Uint16(b[1:])
 		return f, b[PathGoneFrameLen:], nil
+	case FrameCookie:
+		if len(b) < CookieFrameLen {
+			return f, nil, ErrShort
+		}
+		copy(f.Cookie[:], b[1:CookieFrameLen])
+		return f, b[CookieFrameLen:], nil
 	case FrameChallenge, FrameResponse:
 		if len(b) < ChallengeFrameLen {
 			return f, nil, ErrShort
@@ -197,6 +204,12 @@ func appendFlowRef(b []byte, t byte, flow uint16, seq uint32) []byte {
 func AppendPathGone(b []byte, path uint16) []byte {
 	b = append(b, FramePathGone)
 	return be.AppendUint16(b, path)
+}
+
+// AppendCookie appends a COOKIE frame.
+func AppendCookie(b []byte, c [CookieLen]byte) []byte {
+	b = append(b, FrameCookie)
+	return append(b, c[:]...)
 }
 
 // AppendPing appends a PING frame.

@@ -517,3 +517,18 @@ func TestPathGoneFrame(t *testing.T) {
 		t.Fatal("truncated PATH_GONE parsed")
 	}
 }
+
+func TestCookieFrame(t *testing.T) {
+	c := [CookieLen]byte{1, 2, 3, 15: 16}
+	b := AppendCookie([]byte{}, c)
+	if len(b) != CookieFrameLen || b[0] != FrameCookie {
+		t.Fatalf("% x", b)
+	}
+	f, rest, err := NextFrame(append(b, FramePing))
+	if err != nil || f.Type != FrameCookie || f.Cookie != c || len(rest) != 1 {
+		t.Fatalf("%+v %v %v", f, rest, err)
+	}
+	if _, _, err := NextFrame(b[:CookieFrameLen-1]); err == nil {
+		t.Fatal("truncated COOKIE parsed")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/lab/flood"
@@ -60,7 +61,7 @@ func TestFloodGoodput(t *testing.T) {
 			go func() {
 				res, err := flood.Run(ctx, r.cliB, flood.Config{
 					Target:  netip.MustParseAddrPort("198.18.3.2:7000"),
-					Sources: netip.MustParsePrefix("198.19.0.0/16"),
+					Sources: []netip.Prefix{netip.MustParsePrefix("198.19.0.0/16")},
 					Payload: initMsg, Rate: rate, Seed: uint64(i),
 				})
 				if err != nil {
@@ -129,4 +130,114 @@ func udpRcvbufErrors(t *testing.T, r *e2eRig) int64 {
 		}
 	}
 	return -1
+}
+
+// TestSpoofedClientRestart: an off-path host that can spoof client a's public
+// addresses sends the server 1000 forged initiations a second from both of them
+// (random ports; distinct initiations with a valid mac1, which needs only the
+// server's public key), entering over client b's link as a spoofed packet enters
+// from anywhere on the Internet. Client and server then restart: the tunnel must
+// come up within 5 s of the client's start, and a download must reach 0.9× its goodput without the
+// spoofer. The spoofer never proves its source (it cannot read the cookies sent
+// to client a's addresses), so it must not be able to spend the handshake
+// allowance of the source it claims.
+func TestSpoofedClientRestart(t *testing.T) {
+	r := newE2ERig(t, true)
+	// Spoofed sources arrive on whatever link the attacker reaches: strict
+	// reverse-path filtering would hide the attack, not defend against it.
+	for _, k := range []string{"net.ipv4.conf.all.rp_filter", "net.ipv4.conf.s3.rp_filter"} {
+		if err := r.srv.SetSysctl(k, "0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const size = 8 * httpbench.MB
+	base := r.fetch(t, "100.64.0.1:8080", size, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan flood.Result, 1)
+	go func() {
+		res, err := flood.Run(ctx, r.cliB, flood.Config{
+			Target:  netip.MustParseAddrPort("198.18.3.2:7000"),
+			Sources: []netip.Prefix{netip.MustParsePrefix("198.18.1.1/32"), netip.MustParsePrefix("198.18.2.1/32")},
+			Forge:   r.srvKey.Public(),
+			Rate:    1000,
+			Seed:    33,
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	defer func() {
+		cancel()
+		fr := <-done
+		t.Logf("spoofer: %.0f forged initiations/s, %d send errors", fr.PerSecond(), fr.Errors)
+	}()
+	time.Sleep(time.Second) // the spoofer has drained whatever it can before the restart
+
+	for _, d := range []*daemon{r.dCli, r.dSrv} {
+		if err := d.stop(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server comes back first, as after an upgrade: the spoofer meets a
+	// fresh server before the client does (started together, the client can
+	// win the race to the first tokens, which proves nothing).
+	r.dSrv = startDaemon(t, r.srv, "server (restarted)", r.srvCfg, r.dSrv.socket)
+	waitSocket(t, r.dSrv)
+	time.Sleep(500 * time.Millisecond)
+	r.dCli = startDaemon(t, r.cli, "client a (restarted)", r.cliCfg, r.dCli.socket)
+	up := waitEstablished(t, r.dCli, 5*time.Second)
+	t.Logf("tunnel up %v after the client restarted under the spoofed flood", up.Round(time.Millisecond))
+	if got, err := ping(r.cli, "100.64.0.1", 1); got != 1 {
+		t.Fatalf("no ping through the tunnel once up (%v)", err)
+	}
+	r.dCli.waitPaths(t, "", 2)
+
+	res := r.fetch(t, "100.64.0.1:8080", size, nil)
+	ratio := res.GoodputMbps() / base.GoodputMbps()
+	st := r.dSrv.status(t)
+	t.Logf("goodput %.2f Mbit/s without the spoofer, %.2f with it after the restart: ratio %.2f; server: cookies %d, rationed %d, rate limited %d, budget %d",
+		base.GoodputMbps(), res.GoodputMbps(), ratio, st.Counters["drop_handshake_cookie_sent"], st.Counters["drop_handshake_cookie_rationed"],
+		st.Counters["drop_handshake_rate_limited"], st.Counters["drop_handshake_budget"])
+	if ratio < 0.9 {
+		t.Errorf("goodput under the spoofer %.2f < 0.9 × %.2f Mbit/s", res.GoodputMbps(), base.GoodputMbps())
+	}
+}
+
+// waitSocket waits until d answers on its control socket (it has started).
+func waitSocket(t testing.TB, d *daemon) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := control.Query(d.socket); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s did not start", d.name)
+}
+
+// waitEstablished waits until d (a client) has a session with a usable path and
+// returns how long that took.
+func waitEstablished(t testing.TB, d *daemon, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < within {
+		if st, err := control.Query(d.socket); err == nil {
+			for _, p := range st.Peers {
+				if !p.Established {
+					continue
+				}
+				for _, pa := range p.Paths {
+					if pa.State == "active" || pa.State == "degraded" {
+						return time.Since(start)
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s: no session within %v", d.name, within)
+	return 0
 }
