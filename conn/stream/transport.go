@@ -27,6 +27,9 @@ type Transport struct {
 	accepts     atomic.Uint64 // server connections accepted
 	rejects     atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
 	evictions   atomic.Uint64 // unauthenticated server connections closed for a new one
+	// capEvictions: authenticated server connections closed because their peer
+	// or source went over MaxConnsPerPeer or MaxConnsPerSource.
+	capEvictions atomic.Uint64
 	disconnects atomic.Uint64 // connections that ended, for whatever reason
 	idleClosed  atomic.Uint64 // server connections not authenticated for IdleTimeout
 	// helloTimeouts, authTimeouts: server connections closed for no first frame
@@ -71,6 +74,7 @@ func (t *Transport) Counters() map[string]uint64 {
 		"stream_accepts":            t.accepts.Load(),
 		"stream_rejects":            t.rejects.Load(),
 		"stream_evictions":          t.evictions.Load(),
+		"stream_cap_evictions":      t.capEvictions.Load(),
 		"stream_disconnects":        t.disconnects.Load(),
 		"stream_idle_closed":        t.idleClosed.Load(),
 		"stream_hello_timeouts":     t.helloTimeouts.Load(),
