@@ -67,8 +67,8 @@ func (t *Transport) Server(opt conn.Options) (conn.Conn, error) {
 	local := unmap(tl.Addr().(*net.TCPAddr).AddrPort())
 	s := &serverConn{
 		ln: tl, wildcard: !addr.IsValid() || addr.IsUnspecified(),
-		links:  make(map[netip.AddrPort]*link),
-		unauth: make(map[netip.Prefix][]*link),
+		links:    make(map[netip.AddrPort]*link),
+		unauth:   make(map[netip.Prefix][]*link),
 		byPeer:   make(map[conn.PeerID][]*link),
 		bySource: make(map[netip.Prefix][]*link),
 	}

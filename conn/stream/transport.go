@@ -18,20 +18,20 @@ type Transport struct {
 	cfg Config
 
 	// Counters, summed over every Conn of the Transport; see Counters.
-	dropDown    atomic.Uint64 // datagrams written while the connection was down
-	dropFull    atomic.Uint64 // datagrams that found the send queue full
-	dropNoConn  atomic.Uint64 // server: datagrams to an endpoint without a connection
-	badPeers    atomic.Uint64 // connections closed for garbage or a truncated frame
-	connects    atomic.Uint64 // client connections established
-	dialFails   atomic.Uint64 // failed connection attempts
-	accepts     atomic.Uint64 // server connections accepted
-	rejects     atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
-	evictions   atomic.Uint64 // unauthenticated server connections closed for a new one
+	dropDown   atomic.Uint64 // datagrams written while the connection was down
+	dropFull   atomic.Uint64 // datagrams that found the send queue full
+	dropNoConn atomic.Uint64 // server: datagrams to an endpoint without a connection
+	badPeers   atomic.Uint64 // connections closed for garbage or a truncated frame
+	connects   atomic.Uint64 // client connections established
+	dialFails  atomic.Uint64 // failed connection attempts
+	accepts    atomic.Uint64 // server connections accepted
+	rejects    atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
+	evictions  atomic.Uint64 // unauthenticated server connections closed for a new one
 	// capEvictions: authenticated server connections closed because their peer
 	// or source went over MaxConnsPerPeer or MaxConnsPerSource.
 	capEvictions atomic.Uint64
-	disconnects atomic.Uint64 // connections that ended, for whatever reason
-	idleClosed  atomic.Uint64 // server connections not authenticated for IdleTimeout
+	disconnects  atomic.Uint64 // connections that ended, for whatever reason
+	idleClosed   atomic.Uint64 // server connections not authenticated for IdleTimeout
 	// helloTimeouts, authTimeouts: server connections closed for no first frame
 	// within HelloTimeout, not authenticated within AuthTimeout.
 	helloTimeouts, authTimeouts atomic.Uint64
