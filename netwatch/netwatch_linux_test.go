@@ -1,40 +1,47 @@
 package netwatch
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/internal/logbuf"
 	"github.com/braid-vpn/braid/netns"
 )
 
-// A veth pair created in a namespace the test owns: its addresses coming and
-// going are reported for the right interface.
-func TestWatch(t *testing.T) {
+// watchIn makes a network namespace named after prefix and watches it; both end
+// with the test.
+func watchIn(t *testing.T, prefix string, log *slog.Logger) (*netns.Namespace, <-chan Event) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a network namespace and a veth pair")
 	}
-	netns.Cleanup("braid-nw")
-	ns, err := netns.New("braid-nw")
+	netns.Cleanup(prefix)
+	ns, err := netns.New(prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
+	t.Cleanup(func() { ns.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	var events <-chan Event
 	if err := ns.Do(func() (err error) {
-		events, err = Watch(ctx, nil)
+		events, err = Watch(ctx, log)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return ns, events
+}
+
+// A veth pair created in a namespace the test owns: its addresses coming and
+// going are reported for the right interface.
+func TestWatch(t *testing.T) {
+	ns, events := watchIn(t, "braid-nw", nil)
 	if err := netns.AddVeth(netns.VethEnd{NS: ns, Name: "nw0", Addrs: []netip.Prefix{netip.MustParsePrefix("198.18.9.1/24")}},
 		netns.VethEnd{NS: ns, Name: "nw1"}); err != nil {
 		t.Fatal(err)
@@ -68,48 +75,13 @@ func TestWatch(t *testing.T) {
 	wait("nw0", false)
 }
 
-// lockedBuf collects log lines the watcher writes from its goroutine.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // An event storm while nobody reads overflows the netlink socket's buffer: the
 // kernel drops notifications and the next receive fails with ENOBUFS. The watch
 // used to end there, silently (its channel closed); it must say so, subscribe
 // again, report every interface's state, and go on reporting changes.
 func TestWatchSurvivesOverflow(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace and a veth pair")
-	}
-	netns.Cleanup("braid-nwo")
-	ns, err := netns.New("braid-nwo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs lockedBuf
-	var events <-chan Event
-	if err := ns.Do(func() (err error) {
-		events, err = Watch(ctx, slog.New(slog.NewTextHandler(&logs, nil)))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	var logs logbuf.Buffer
+	ns, events := watchIn(t, "braid-nwo", slog.New(slog.NewTextHandler(&logs, nil)))
 	if err := netns.AddVeth(netns.VethEnd{NS: ns, Name: "nw0", Addrs: []netip.Prefix{netip.MustParsePrefix("198.18.9.1/24")}},
 		netns.VethEnd{NS: ns, Name: "nw1"}); err != nil {
 		t.Fatal(err)

@@ -7,38 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/braid-vpn/braid/budget"
+	"github.com/braid-vpn/braid/internal/logbuf"
 	"github.com/braid-vpn/braid/tundev/tuntest"
 )
-
-// lockedBuf is a log destination tests read while the engine writes.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // meteredClient makes (without starting it) a client like the rig's client A
 // whose second path has a 200 kB/month allowance and whose usage is kept in
 // state; what it logs goes to the returned buffer.
-func meteredClient(t *testing.T, r *rig, state string) (*Engine, *lockedBuf) {
+func meteredClient(t *testing.T, r *rig, state string) (*Engine, *logbuf.Buffer) {
 	t.Helper()
-	var logs lockedBuf
+	var logs logbuf.Buffer
 	cfg := r.cfgA
 	cfg.TUN = tuntest.New(1380)
 	cfg.BudgetState = state
