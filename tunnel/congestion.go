@@ -127,7 +127,9 @@ func (p *peer) ccState(ps *pathState, now time.Time) {
 // Losses from going Down were answered by the RTO already.
 func (p *peer) ccLosses(ps *pathState, r *path.AckResult, now time.Time) {
 	n, b, newest := ps.sender.TakeLoss()
-	if n > 0 && !ps.ccDown {
+	// Datagrams sent before the path moved went to the old endpoint: their
+	// loss says nothing of the new route, whose state starts over.
+	if n > 0 && !ps.ccDown && (ps.ccFrom.IsZero() || newest.After(ps.ccFrom)) {
 		ps.cc.OnLoss(cc.Loss{Now: now, Bytes: b, LargestSent: newest})
 	}
 	p.sbdSample(ps, r, n, now)

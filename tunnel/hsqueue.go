@@ -3,6 +3,7 @@ package tunnel
 import (
 	"errors"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -282,9 +283,17 @@ const cacheSweepAt = 64
 // knownEndpoint reports whether addr is the remote end of a validated path of some
 // client (server).
 func (e *Engine) knownEndpoint(addr netip.AddrPort) bool {
-	_, ok := e.validated.Load(addr)
-	return ok
+	return e.validated.has(addr)
 }
+
+// endpointSet is a set of remote endpoints shared by every peer's paths.
+type endpointSet struct {
+	m sync.Map // netip.AddrPort → struct{}
+}
+
+func (s *endpointSet) add(a netip.AddrPort)      { s.m.Store(a, struct{}{}) }
+func (s *endpointSet) remove(a netip.AddrPort)   { s.m.Delete(a) }
+func (s *endpointSet) has(a netip.AddrPort) bool { _, ok := s.m.Load(a); return ok }
 
 // sendHandshake sends one handshake message (a response or a cookie reply).
 func (e *Engine) sendHandshake(cs *connState, msg []byte, ep conn.Endpoint) {

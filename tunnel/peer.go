@@ -1,7 +1,9 @@
 package tunnel
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -168,9 +170,28 @@ type pathState struct {
 	chalSent  time.Time
 	chalTries int
 	// unvRx and unvTx count the bytes received from and sent to the path while it
-	// is unvalidated: a server sends an unvalidated address at most three times
-	// what came from it (RFC 9000 §8), so a spoofed source is no amplifier.
+	// is unvalidated, and after a move until the new endpoint acks (amp): a
+	// server sends such an address at most three times what came from it (RFC
+	// 9000 §8), so a spoofed source is no amplifier.
 	unvRx, unvTx int
+	// Migration (paths.go). ready: an unvalidated path that answered its
+	// challenge but waits for the old endpoint of the same client path to
+	// answer its own (back) first; lostAt: when it lost to that endpoint (it
+	// gets no more challenges and is forgotten after migrationHold).
+	ready  bool
+	lostAt time.Time
+	// back is the challenge of the endpoint this path served before a new
+	// source of its client path appeared: if it answers, the path stays there
+	// (or comes back).
+	back backProbe
+	// amp: the path moved to an endpoint that has not acked anything yet; no
+	// data goes there, and the rest stays within 3× of unvRx, until an ack
+	// covers ampSeq (the first datagram sent there). ccFrom: losses of
+	// datagrams sent before it (to the old endpoint) do not reach the fresh
+	// congestion state.
+	amp    bool
+	ampSeq uint32
+	ccFrom time.Time
 	// cookie is the server's cookie for this path's source (client), received
 	// at cookieAt in a COOKIE frame or a cookie reply; zero before the first.
 	// cookieResent is the session index of the initiation a cookie reply last
@@ -432,7 +453,7 @@ func (p *peer) refreshInfos(now time.Time) {
 		}
 		p.infos = append(p.infos, sched.PathInfo{
 			ID:       int(ps.id),
-			Usable:   ps.sender.Usable(),
+			Usable:   ps.sender.Usable() && !ps.amp, // no data to an endpoint that has not acked
 			Degraded: st.State == path.Degraded,
 			SRTT:     st.SRTT,
 			MinRTT:   st.MinRTT,
@@ -487,4 +508,10 @@ func (p *peer) refreshInfos(now time.Time) {
 			p.recHold = min(p.recHold+p.fecWaitMax(), p.recCfg.MaxHold)
 		}
 	}
+}
+
+// logClient logs a line about a client's paths or parameters (server), things an
+// authenticated client can make happen as often as it likes.
+func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...any) {
+	p.e.log.Log(context.Background(), level, msg, append([]any{"peer", p.name}, args...)...)
 }

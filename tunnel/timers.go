@@ -52,6 +52,18 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				continue
 			}
 			if !ps.validated {
+				switch {
+				case !ps.lostAt.IsZero():
+					// It lost the client path to the old endpoint: forgotten
+					// after the hold, challenged anew if it sends again.
+					if now.Sub(ps.lostAt) >= p.migrationHold() {
+						p.removePath(ps)
+					}
+					continue
+				case ps.ready:
+					p.decideMove(ps, now, w)
+					continue
+				}
 				// A source that does not answer a few challenges is forgotten: it
 				// may be spoofed, and we must not keep sending to it.
 				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
@@ -63,6 +75,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				}
 				continue
 			}
+			p.backTick(ps, now, w)
 			wasUsable := ps.sender.Usable()
 			if ps.sender.OnTimer(now) {
 				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
@@ -71,7 +84,9 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if ps.cc != nil {
 				p.ccTick(ps, now)
 			}
-			p.mtuTick(w, ps, now)
+			if !ps.amp { // probes are large; the path waits for an ack first
+				p.mtuTick(w, ps, now)
+			}
 			st := ps.sender.State()
 			if wasUsable != ps.sender.Usable() {
 				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
