@@ -480,3 +480,44 @@ func TestEngineForgedCookieReplies(t *testing.T) {
 		t.Fatalf("the client sent the initiation %d times: the forged replies did not reach it (the test tested nothing)", n)
 	}
 }
+
+// Keys that expire leave the session index table through dropIndex, which counts
+// the change: a reader that kept the entry from its last lookup must not keep
+// opening datagrams under them (three deletes in the timers skipped the count,
+// so a reader's kept entry outlived the keys).
+func TestExpiredKeysLeaveReaderCache(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		name         string
+		client, next bool
+	}{{"client prev", true, false}, {"server prev", false, false}, {"server next", false, true}} {
+		e := &Engine{indices: map[uint32]indexEntry{}, tn: DefaultTunables(), log: testLogger(t)}
+		p := &peer{e: e, name: "a", isSrv: c.client}
+		kp := &noise.Keypair{LocalIndex: 7, Created: now.Add(-2 * e.tn.RejectAfterTime)}
+		e.idxMu.Lock()
+		e.setIndex(7, indexEntry{peer: p, kp: kp})
+		e.idxMu.Unlock()
+		if c.next {
+			p.next = kp
+		} else {
+			p.prev = kp
+		}
+		in := &inbound{e: e}
+		if _, ok := in.lookupIndex(7); !ok {
+			t.Fatalf("%s: index 7 not found", c.name)
+		}
+		if c.client {
+			// A handshake under way: clientTick starts none of its own.
+			p.hs, p.hsSent, p.hsRetry = &noise.Initiation{}, now, time.Hour
+			p.clientTick(now)
+		} else {
+			p.serverTick(now)
+		}
+		if p.prev != nil || p.next != nil {
+			t.Fatalf("%s: the keys did not expire", c.name)
+		}
+		if _, ok := in.lookupIndex(7); ok {
+			t.Errorf("%s: a reader still finds the expired keys (its kept entry)", c.name)
+		}
+	}
+}

@@ -217,9 +217,9 @@ func (p *peer) clientTick(now time.Time) {
 		p.initiateLocked(now, true)
 	}
 	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.prev.LocalIndex)
-		p.e.idxMu.Unlock()
+		// releaseIndex counts the change (idxGen): a reader's kept entry for
+		// these keys goes with them.
+		p.e.releaseIndex(p.prev.LocalIndex)
 		p.prev = nil
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
@@ -232,9 +232,9 @@ func (p *peer) clientTick(now time.Time) {
 func (p *peer) serverTick(now time.Time) {
 	tn := &p.e.tn
 	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.prev.LocalIndex)
-		p.e.idxMu.Unlock()
+		// releaseIndex counts the change (idxGen): a reader's kept entry for
+		// these keys goes with them.
+		p.e.releaseIndex(p.prev.LocalIndex)
 		p.prev = nil
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
@@ -242,9 +242,7 @@ func (p *peer) serverTick(now time.Time) {
 		p.endSession(now)
 	}
 	if p.next != nil && now.Sub(p.next.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.next.LocalIndex)
-		p.e.idxMu.Unlock()
+		p.e.releaseIndex(p.next.LocalIndex)
 		p.next = nil
 	}
 }
