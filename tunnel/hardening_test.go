@@ -521,3 +521,36 @@ func TestExpiredKeysLeaveReaderCache(t *testing.T) {
 		}
 	}
 }
+
+// Two of a client's paths may share a remote endpoint: one client socket sends to
+// both server addresses. The engine-wide set of validated endpoints (what the
+// handshake worker calls known) must keep that endpoint while either path is
+// left; removing one used to forget it for both.
+func TestValidatedEndpointSharedByTwoPaths(t *testing.T) {
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		n.SetLink(cliAddr1, srvAddr2.Addr(), conntest.LinkOptions{})
+		n.SetLink(srvAddr2.Addr(), cliAddr1, conntest.LinkOptions{})
+	}})
+	waitUsable(t, r.srv, "a", 3)
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var shared []*pathState
+	for _, ps := range p.paths {
+		if ps != nil && ps.validated && ps.ep.Remote.Addr() == cliAddr1 {
+			shared = append(shared, ps)
+		}
+	}
+	if len(shared) != 2 || shared[0].ep.Remote != shared[1].ep.Remote {
+		t.Fatalf("want two validated paths from one endpoint of %v, have %d", cliAddr1, len(shared))
+	}
+	remote := shared[0].ep.Remote
+	p.removePath(shared[0])
+	if !r.srv.knownEndpoint(remote) {
+		t.Fatalf("%v is no longer a known endpoint though path %d still comes from it", remote, shared[1].id)
+	}
+	p.removePath(shared[1])
+	if r.srv.knownEndpoint(remote) {
+		t.Fatalf("%v is still a known endpoint after both its paths left", remote)
+	}
+}

@@ -286,14 +286,41 @@ func (e *Engine) knownEndpoint(addr netip.AddrPort) bool {
 	return e.validated.has(addr)
 }
 
-// endpointSet is a set of remote endpoints shared by every peer's paths.
+// endpointSet is the set of remote endpoints of validated paths, counted: two
+// paths may share a remote endpoint (one client socket that sends to two server
+// addresses, or two clients behind one address and port), and the endpoint stays
+// known until the last of them leaves. Every add is matched by one remove (a
+// path's validated endpoint, when it leaves or moves).
 type endpointSet struct {
-	m sync.Map // netip.AddrPort → struct{}
+	mu sync.RWMutex
+	n  map[netip.AddrPort]int
 }
 
-func (s *endpointSet) add(a netip.AddrPort)      { s.m.Store(a, struct{}{}) }
-func (s *endpointSet) remove(a netip.AddrPort)   { s.m.Delete(a) }
-func (s *endpointSet) has(a netip.AddrPort) bool { _, ok := s.m.Load(a); return ok }
+func (s *endpointSet) add(a netip.AddrPort) {
+	s.mu.Lock()
+	if s.n == nil {
+		s.n = make(map[netip.AddrPort]int)
+	}
+	s.n[a]++
+	s.mu.Unlock()
+}
+
+func (s *endpointSet) remove(a netip.AddrPort) {
+	s.mu.Lock()
+	if s.n[a] <= 1 {
+		delete(s.n, a)
+	} else {
+		s.n[a]--
+	}
+	s.mu.Unlock()
+}
+
+func (s *endpointSet) has(a netip.AddrPort) bool {
+	s.mu.RLock()
+	_, ok := s.n[a]
+	s.mu.RUnlock()
+	return ok
+}
 
 // sendHandshake sends one handshake message (a response or a cookie reply).
 func (e *Engine) sendHandshake(cs *connState, msg []byte, ep conn.Endpoint) {
