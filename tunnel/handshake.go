@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -423,7 +424,7 @@ func (p *peer) confirmNext(now time.Time) {
 	p.pending = pendingSession{}
 	if pend.params {
 		if err := p.applyParams(pend.want); err != nil {
-			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)
+			p.logClient(now, slog.LevelWarn, "client asked for unusable session parameters; using defaults", "err", err)
 			p.applyParams(Params{})
 		}
 	}

@@ -1,8 +1,10 @@
 package tunnel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -552,5 +554,63 @@ func TestValidatedEndpointSharedByTwoPaths(t *testing.T) {
 	p.removePath(shared[1])
 	if r.srv.knownEndpoint(remote) {
 		t.Fatalf("%v is still a known endpoint after both its paths left", remote)
+	}
+}
+
+// countHandler counts log records by message and keeps the attributes of the
+// last one.
+type countHandler struct {
+	mu   sync.Mutex
+	n    map[string]int
+	last map[string]map[string]string
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *countHandler) WithGroup(string) slog.Handler             { return h }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n[r.Message]++
+	a := map[string]string{}
+	r.Attrs(func(at slog.Attr) bool { a[at.Key] = at.Value.String(); return true })
+	h.last[r.Message] = a
+	return nil
+}
+
+// An authenticated client can make the server log a line as often as it likes
+// (here: a session with parameters the server cannot use, confirmed a thousand
+// times at once; paths validated, moved or gone work the same way). The lines
+// about one client are rate-limited, and the next line that gets through says
+// how many were left out.
+func TestClientLogLinesRateLimited(t *testing.T) {
+	h := &countHandler{n: map[string]int{}, last: map[string]map[string]string{}}
+	e := &Engine{indices: map[uint32]indexEntry{}, tn: DefaultTunables(), log: slog.New(h)}
+	p, err := e.newPeer("a", mustKey(t).Public(), keys.Key{}, nil, Params{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = "client asked for unusable session parameters; using defaults"
+	now := time.Now()
+	confirm := func(i int) {
+		p.next = &noise.Keypair{LocalIndex: uint32(i + 1), Created: now}
+		p.pending = pendingSession{params: true, want: Params{Congestion: "bogus"}}
+		p.confirmNext(now)
+	}
+	for i := range 1000 {
+		confirm(i)
+	}
+	logged := h.n[msg]
+	t.Logf("%d of 1000 lines logged", logged)
+	if logged > 50 {
+		t.Fatalf("%d of 1000 lines about one client were logged at once", logged)
+	}
+	now = now.Add(time.Minute)
+	confirm(1000)
+	if h.n[msg] != logged+1 {
+		t.Fatalf("a minute later the line was not logged (%d)", h.n[msg]-logged)
+	}
+	if got, want := h.last[msg]["suppressed"], fmt.Sprint(1000-logged); got != want {
+		t.Fatalf("the next line says %q lines were suppressed, want %s", got, want)
 	}
 }

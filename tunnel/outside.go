@@ -469,7 +469,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			p.peerRebuilt(f.Flow, f.FlowSeq)
 		case wire.FramePathGone:
 			if e.role == Server {
-				p.peerPathGone(f.Ack.Path)
+				p.peerPathGone(f.Ack.Path, now)
 			}
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow

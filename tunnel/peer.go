@@ -141,6 +141,8 @@ type peer struct {
 	budgetAt, budgetSaved time.Time
 
 	txBytes, rxBytes, txPackets, rxPackets uint64
+
+	logs clientLog // server: the bucket of logClient
 }
 
 // rxPath is our receive state for one of the peer's paths.
@@ -510,8 +512,45 @@ func (p *peer) refreshInfos(now time.Time) {
 	}
 }
 
-// logClient logs a line about a client's paths or parameters (server), things an
-// authenticated client can make happen as often as it likes.
+// Lines about a client's paths and parameters (server side) are things an
+// authenticated client can make happen as often as it likes: paths validated,
+// moved or gone, unusable parameters. Each client gets a token bucket of its own
+// for them: logBurst lines at once, then one per logEvery. A line that gets
+// through after some were left out says how many ("suppressed").
+const (
+	logBurst = 20
+	logEvery = 10 * time.Second
+)
+
+// clientLog is a peer's bucket for logClient.
+type clientLog struct {
+	tokens     float64
+	at         time.Time // last refill
+	suppressed int
+}
+
+// logClient logs a line about a client's paths or parameters, within the
+// client's log bucket on a server (a client logs what its server does freely).
+// Caller holds p.mu or owns p.
 func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...any) {
-	p.e.log.Log(context.Background(), level, msg, append([]any{"peer", p.name}, args...)...)
+	args = append([]any{"peer", p.name}, args...)
+	if !p.isSrv {
+		b := &p.logs
+		if b.at.IsZero() {
+			b.tokens = logBurst
+		} else if d := now.Sub(b.at); d > 0 {
+			b.tokens = min(b.tokens+float64(d)/float64(logEvery), logBurst)
+		}
+		b.at = now
+		if b.tokens < 1 {
+			b.suppressed++
+			return
+		}
+		b.tokens--
+		if b.suppressed > 0 {
+			args = append(args, "suppressed", b.suppressed)
+			b.suppressed = 0
+		}
+	}
+	p.e.log.Log(context.Background(), level, msg, args...)
 }

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -89,10 +90,10 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			}
 			st := ps.sender.State()
 			if wasUsable != ps.sender.Usable() {
-				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
+				p.logClient(now, slog.LevelInfo, "path state", "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
 			}
 			if wasUsable && st == path.Down {
-				p.shareFate(ps)
+				p.shareFate(ps, now)
 			}
 			if st == path.Down {
 				if ps.downSince.IsZero() {
@@ -147,7 +148,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 // path the scheduler used little would otherwise be noticed only by the idle
 // timer, seconds later, while it still gets packets. Paths that are in fact alive
 // answer the immediate probe and return within a round trip.
-func (p *peer) shareFate(ps *pathState) {
+func (p *peer) shareFate(ps *pathState, now time.Time) {
 	if ps.link == 0 {
 		return
 	}
@@ -156,7 +157,7 @@ func (p *peer) shareFate(ps *pathState) {
 			continue
 		}
 		o.sender.ForceDown()
-		p.e.log.Info("path state", "peer", p.name, "path", o.id, "local", o.cs.local.String(), "remote", o.ep.Remote.String(), "state", "down", "reason", "shares a link with path "+strconv.Itoa(int(ps.id)))
+		p.logClient(now, slog.LevelInfo, "path state", "path", o.id, "local", o.cs.local.String(), "remote", o.ep.Remote.String(), "state", "down", "reason", "shares a link with path "+strconv.Itoa(int(ps.id)))
 	}
 }
 
