@@ -566,8 +566,8 @@ type countHandler struct {
 }
 
 func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *countHandler) WithGroup(string) slog.Handler             { return h }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countHandler) WithGroup(string) slog.Handler            { return h }
 func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
