@@ -543,6 +543,9 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 	var dup bool
 	flow, class := f.Flow&uint16(len(p.flowSq)-1), p.flowClass(pkt)
 	pb.flow = flow
+	if e.role == Server {
+		p.markAsked(flow, now)
+	}
 	if reorder.PureAck(pkt) {
 		in.toTUN, dup = p.reorder.PushUnordered(flow, f.FlowSeq, pb, class, now, in.toTUN)
 	} else {

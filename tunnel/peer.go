@@ -129,6 +129,9 @@ type peer struct {
 	// above while the tiers below are saturated (tiers.go).
 	infoTierCeil int
 	tiers        tierJoin
+	// askedAt: server, by flow bucket, when the client last sent a packet of
+	// the flow (ns since e.epoch, +1; 0: never) — see asked (tiers.go).
+	askedAt []int64
 	// queueMaxAge and queueJudge: the per-peer queue's expiry age and whether
 	// CoDel judges now (retuneQueue, once per refreshInfos).
 	queueMaxAge time.Duration
