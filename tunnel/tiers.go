@@ -12,7 +12,8 @@ import "time"
 // primary, secondary and backup: a secondary link adds capacity while the
 // primary cannot carry the load, a backup one, often metered, stands by).
 // Saturation is seen only with a congestion controller (without one nothing
-// ever waits).
+// ever waits). On a server, joined secondary tiers carry only the flows the
+// client asked for (asked, below).
 
 const (
 	// backupTier is the lowest tier that never joins for saturation.
