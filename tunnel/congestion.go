@@ -236,9 +236,10 @@ func (p *peer) standby(ps *pathState) bool {
 	return ps.link != 0 && lead != nil && lead != ps
 }
 
-// canLead reports whether o is a usable path of link.
+// canLead reports whether o is a usable path of link (one waiting for the first
+// ack from the endpoint it moved to carries no data, see migrate).
 func (p *peer) canLead(o *pathState, link int) bool {
-	return o.link == link && p.paths[o.id] == o && o.cc != nil && o.validated && o.sender.Usable()
+	return o.link == link && p.paths[o.id] == o && o.cc != nil && o.validated && o.sender.Usable() && !o.amp
 }
 
 // leadMinMargin is the least by which a path's min RTT must be lower than the
