@@ -16,25 +16,32 @@ import (
 // what the client's TUN receives.
 func (r *rig) download(stop chan struct{}, perMs int, got *atomic.Int64) *atomic.Int64 {
 	sent := new(atomic.Int64)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-			for range perMs {
-				r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, make([]byte, 1000)))
-				sent.Add(1)
-			}
+	every(stop, time.Millisecond, func() {
+		for range perMs {
+			r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, make([]byte, 1000)))
+			sent.Add(1)
 		}
-	}()
+	})
 	go func() {
 		for range r.cliATun.Outbound() {
 			got.Add(1)
 		}
 	}()
 	return sent
+}
+
+// every runs f every d on a goroutine of its own until stop is closed.
+func every(stop <-chan struct{}, d time.Duration, f func()) {
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(d):
+			}
+			f()
+		}
+	}()
 }
 
 // serverPathTo returns the server's path for client A whose remote address is

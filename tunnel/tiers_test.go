@@ -126,16 +126,9 @@ func tierUnderLoad(t *testing.T, tier int, asked bool) {
 	if asked {
 		stop := make(chan struct{})
 		t.Cleanup(func() { close(stop) })
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, []byte("more")))
-			}
-		}()
+		every(stop, 200*time.Millisecond, func() {
+			r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, []byte("more")))
+		})
 	}
 	backup := func(d time.Duration) uint64 {
 		b0 := txOn(r.srv, "a", 2)
