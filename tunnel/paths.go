@@ -439,6 +439,9 @@ func (p *peer) validatedBy(ps *pathState, now time.Time, w *writer) *pathState {
 	case sameAddr(o.ep, ps.ep) || o.sender.State() == path.Down:
 		return p.migrate(ps, o, now, w)
 	}
+	// The old endpoint's probe may have ended (a source that answered late):
+	// it gets a new one, and its round trip to answer.
+	p.probeBack(o, now, w)
 	ps.ready = true
 	return ps
 }
@@ -452,9 +455,11 @@ func (p *peer) decideMove(ps *pathState, now time.Time, w *writer) {
 	case o == nil:
 		ps.ready = false
 		p.validate(ps, now)
-	case o.back.live() && !o.back.answered.IsZero():
+	case !o.back.live():
+		p.probeBack(o, now, w)
+	case !o.back.answered.IsZero():
 		p.loseMove(ps, now)
-	case !o.back.live() || o.sender.State() == path.Down ||
+	case o.sender.State() == path.Down ||
 		now.Sub(o.back.first) >= max(p.e.tn.ChallengeRetry, 2*o.sender.PTO()):
 		p.migrate(ps, o, now, w)
 	}
