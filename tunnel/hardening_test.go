@@ -35,6 +35,13 @@ func captureFirstInit(dst *atomic.Pointer[[]byte]) func(*conntest.Network) {
 // carrying frames, as a malicious client could.
 func (r *rig) sealFromClient(t *testing.T, frames []byte) []byte {
 	t.Helper()
+	return r.sealFromClientOn(t, 0, frames)
+}
+
+// sealFromClientOn is sealFromClient with the client's path id pid in the inner
+// header.
+func (r *rig) sealFromClientOn(t *testing.T, pid uint16, frames []byte) []byte {
+	t.Helper()
 	p := r.cliA.server
 	p.mu.Lock()
 	kp := p.cur
@@ -43,7 +50,7 @@ func (r *rig) sealFromClient(t *testing.T, frames []byte) []byte {
 		t.Fatal("client has no keys")
 	}
 	buf := make([]byte, wire.DataHeaderLen+wire.InnerHeaderLen, wire.DataOverhead+wire.InnerHeaderLen+len(frames))
-	wire.PutInnerHeader(buf[wire.DataHeaderLen:], wire.InnerHeader{Seq: 1 << 30, Path: 0})
+	wire.PutInnerHeader(buf[wire.DataHeaderLen:], wire.InnerHeader{Seq: 1 << 30, Path: pid})
 	buf = append(buf, frames...)
 	d, err := kp.Seal(buf, wire.InnerHeaderLen+len(frames))
 	if err != nil {
@@ -612,5 +619,40 @@ func TestClientLogLinesRateLimited(t *testing.T) {
 	}
 	if got, want := h.last[msg]["suppressed"], fmt.Sprint(1000-logged); got != want {
 		t.Fatalf("the next line says %q lines were suppressed, want %s", got, want)
+	}
+}
+
+// A source that sent one small authenticated datagram (an ack, a ping) has a
+// challenge budget of three times that: fewer than ChallengeTries challenges.
+// It is forgotten all the same once it has not answered for as long as the
+// challenges would take; it used to stay, waiting for more bytes, for good.
+func TestEngineSilentSmallSourceForgotten(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	src := netip.AddrPortFrom(netip.MustParseAddr("198.18.77.1"), 5555)
+	// A client path id the server has no path for: no other endpoint is
+	// challenged and answers for it (see migrate).
+	d := r.sealFromClientOn(t, 9, wire.AppendPing(nil))
+	r.net.Inject(src, srvAddr1, d)
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	has := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, ps := range p.paths {
+			if ps != nil && ps.ep.Remote == src {
+				return true
+			}
+		}
+		return false
+	}
+	for end := time.Now().Add(time.Second); !has(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the source was not learnt")
+		}
+	}
+	tn := DefaultTunables()
+	time.Sleep(tn.ChallengeRetry*time.Duration(tn.ChallengeTries+1) + 300*time.Millisecond)
+	if has() {
+		t.Fatalf("a source that sent %d B and never answered is still a path", len(d))
 	}
 }

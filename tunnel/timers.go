@@ -66,9 +66,11 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 					continue
 				}
 				// A source that does not answer a few challenges is forgotten: it
-				// may be spoofed, and we must not keep sending to it.
+				// may be spoofed, and we must not keep sending to it. One whose
+				// 3× budget allowed fewer challenges (it sent one small datagram)
+				// goes after as long as they would all have taken.
 				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
-					if ps.chalTries >= tn.ChallengeTries {
+					if ps.chalTries >= tn.ChallengeTries || now.Sub(ps.created) >= tn.ChallengeRetry*time.Duration(tn.ChallengeTries+1) {
 						p.removePath(ps)
 					} else {
 						p.sendChallenge(ps, now, w)
