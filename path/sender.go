@@ -656,6 +656,26 @@ func (s *Sender) revive() {
 	s.owd.reset()
 }
 
+// ResetEstimates forgets what the path has measured — RTT (back to the
+// configured initial value), minimum and base RTT, loss rate, delivery rate,
+// one-way delay — and keeps its sequence numbers, the packets in flight and
+// its liveness state. For a path whose far end moved to another address
+// (RFC 9000 §9.4): the route is new, so the old route's numbers describe
+// nothing, but the packets already sent keep their numbers and are acked or
+// declared lost as usual.
+func (s *Sender) ResetEstimates() {
+	s.haveRTT = false
+	s.srtt = int64(s.cfg.InitialRTT)
+	s.rttvar = int64(s.cfg.InitialRTT) / 2
+	s.latest = 0
+	s.baseRTT = 0
+	s.minRTT.clear()
+	s.lossS, s.totS = 0, 0
+	s.rate.clear()
+	s.rateValid = false
+	s.owd.reset()
+}
+
 // PTO is how long an ack for a packet may take on a healthy path: the smoothed
 // RTT, four times its variation and the peer's ack delay (RFC 9002's probe
 // timeout).

@@ -127,7 +127,9 @@ func (p *peer) ccState(ps *pathState, now time.Time) {
 // Losses from going Down were answered by the RTO already.
 func (p *peer) ccLosses(ps *pathState, r *path.AckResult, now time.Time) {
 	n, b, newest := ps.sender.TakeLoss()
-	if n > 0 && !ps.ccDown {
+	// Datagrams sent before the path moved went to the old endpoint: their
+	// loss says nothing of the new route, whose state starts over.
+	if n > 0 && !ps.ccDown && (ps.ccFrom.IsZero() || newest.After(ps.ccFrom)) {
 		ps.cc.OnLoss(cc.Loss{Now: now, Bytes: b, LargestSent: newest})
 	}
 	p.sbdSample(ps, r, n, now)
@@ -234,9 +236,10 @@ func (p *peer) standby(ps *pathState) bool {
 	return ps.link != 0 && lead != nil && lead != ps
 }
 
-// canLead reports whether o is a usable path of link.
+// canLead reports whether o is a usable path of link (one waiting for the first
+// ack from the endpoint it moved to carries no data, see migrate).
 func (p *peer) canLead(o *pathState, link int) bool {
-	return o.link == link && p.paths[o.id] == o && o.cc != nil && o.validated && o.sender.Usable()
+	return o.link == link && p.paths[o.id] == o && o.cc != nil && o.validated && o.sender.Usable() && !o.amp
 }
 
 // leadMinMargin is the least by which a path's min RTT must be lower than the

@@ -155,9 +155,9 @@ type Engine struct {
 	cookies   *noise.CookieJar // server only
 	hsq       chan hsJob       // server only: initiations for the handshake worker
 	bootEpoch uint64           // server: random per start, sent in responses
-	// validated holds the remote endpoints of the server's validated paths
-	// (netip.AddrPort → struct{}), for the handshake worker (knownEndpoint).
-	validated sync.Map
+	// validated holds the remote endpoints of the server's validated paths,
+	// for the handshake worker (knownEndpoint).
+	validated endpointSet
 
 	// mu guards the engine's structure (peers, routing, sockets). Lock order: mu
 	// before any peer's mu; idxMu is a leaf lock that may be taken under either.
@@ -214,7 +214,7 @@ type connState struct {
 	lead *connState
 }
 
-// pathSock is the socket a path is known by (pathKey, migratePath): the first
+// pathSock is the socket a path is known by (pathKey, sibling): the first
 // of a listen address's SO_REUSEPORT group, whose sockets are one address to
 // the clients (the kernel may deliver a client's new address and port to any
 // of them), else the socket itself.

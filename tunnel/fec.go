@@ -149,7 +149,9 @@ func (p *peer) sendRepairs(w *writer, n int, now time.Time) {
 			continue
 		}
 		var hidden [maxPaths]bool
-		masked := p.hideUnfit(wire.DataOverhead+wire.InnerHeaderLen+len(b), &hidden)
+		// Repairs belong to no one flow: on a server they stay off tiers that
+		// joined for saturation (noFlow is never asked for, see hideTiers).
+		masked := p.hideUnfit(wire.DataOverhead+wire.InnerHeaderLen+len(b), noFlow, now, &hidden)
 		idx := p.nextRepairPath()
 		if masked {
 			p.unhide(&hidden)

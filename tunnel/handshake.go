@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -253,8 +254,16 @@ func (e *Engine) handleResponse(cs *connState, d []byte, ep conn.Endpoint, now t
 	if p.prev != nil {
 		e.dropIndex(p.prev.LocalIndex)
 	}
+	p.prev = p.cur
+	if fresh && p.prev != nil {
+		// Not a rekey: the new session numbers its flows from 0 again, so a
+		// datagram of the old one (late, or withheld and replayed) would take
+		// the place of a new packet. The old keys go at once.
+		e.dropIndex(p.prev.LocalIndex)
+		p.prev = nil
+	}
 	e.idxMu.Unlock()
-	p.prev, p.cur = p.cur, kp
+	p.cur = kp
 	p.lastHS, p.lastRx = now, now
 	if !p.everEstab {
 		e.log.Info("session established", "server", ep.Remote.String())
@@ -439,13 +448,20 @@ func paramsFromWire(sp wire.SessionParams) Params {
 // has used them (so the client certainly has them too).
 func (p *peer) confirmNext(now time.Time) {
 	e := p.e
+	pend := p.pending
 	e.idxMu.Lock()
 	if p.prev != nil {
 		e.dropIndex(p.prev.LocalIndex)
 	}
-	e.idxMu.Unlock()
 	p.prev, p.cur, p.next = p.cur, p.next, nil
-	pend := p.pending
+	if pend.fresh && p.prev != nil {
+		// A fresh session (the client restarted, or had none) is no rekey: the
+		// old keys are not kept for receiving, or an old datagram would enter
+		// the new flow numbering (it starts at 0 again, resetFlows below).
+		e.dropIndex(p.prev.LocalIndex)
+		p.prev = nil
+	}
+	e.idxMu.Unlock()
 	p.pending = pendingSession{}
 	// The client used these keys, so the initiation was its own: from now on
 	// no initiation dated before it is accepted (replay protection).
@@ -454,7 +470,7 @@ func (p *peer) confirmNext(now time.Time) {
 	}
 	if pend.params {
 		if err := p.applyParams(pend.want); err != nil {
-			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)
+			p.logClient(now, slog.LevelWarn, "client asked for unusable session parameters; using defaults", "err", err)
 			p.applyParams(Params{})
 		}
 	}

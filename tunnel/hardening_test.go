@@ -1,8 +1,10 @@
 package tunnel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,13 @@ func captureFirstInit(dst *atomic.Pointer[[]byte]) func(*conntest.Network) {
 // carrying frames, as a malicious client could.
 func (r *rig) sealFromClient(t *testing.T, frames []byte) []byte {
 	t.Helper()
+	return r.sealFromClientOn(t, 0, frames)
+}
+
+// sealFromClientOn is sealFromClient with the client's path id pid in the inner
+// header.
+func (r *rig) sealFromClientOn(t *testing.T, pid uint16, frames []byte) []byte {
+	t.Helper()
 	p := r.cliA.server
 	p.mu.Lock()
 	kp := p.cur
@@ -41,7 +50,7 @@ func (r *rig) sealFromClient(t *testing.T, frames []byte) []byte {
 		t.Fatal("client has no keys")
 	}
 	buf := make([]byte, wire.DataHeaderLen+wire.InnerHeaderLen, wire.DataOverhead+wire.InnerHeaderLen+len(frames))
-	wire.PutInnerHeader(buf[wire.DataHeaderLen:], wire.InnerHeader{Seq: 1 << 30, Path: 0})
+	wire.PutInnerHeader(buf[wire.DataHeaderLen:], wire.InnerHeader{Seq: 1 << 30, Path: pid})
 	buf = append(buf, frames...)
 	d, err := kp.Seal(buf, wire.InnerHeaderLen+len(frames))
 	if err != nil {
@@ -478,5 +487,172 @@ func TestEngineForgedCookieReplies(t *testing.T) {
 	}
 	if n < 2 {
 		t.Fatalf("the client sent the initiation %d times: the forged replies did not reach it (the test tested nothing)", n)
+	}
+}
+
+// Keys that expire leave the session index table through dropIndex, which counts
+// the change: a reader that kept the entry from its last lookup must not keep
+// opening datagrams under them (three deletes in the timers skipped the count,
+// so a reader's kept entry outlived the keys).
+func TestExpiredKeysLeaveReaderCache(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		name         string
+		client, next bool
+	}{{"client prev", true, false}, {"server prev", false, false}, {"server next", false, true}} {
+		e := &Engine{indices: map[uint32]indexEntry{}, tn: DefaultTunables(), log: testLogger(t)}
+		p := &peer{e: e, name: "a", isSrv: c.client}
+		kp := &noise.Keypair{LocalIndex: 7, Created: now.Add(-2 * e.tn.RejectAfterTime)}
+		e.idxMu.Lock()
+		e.setIndex(7, indexEntry{peer: p, kp: kp})
+		e.idxMu.Unlock()
+		if c.next {
+			p.next = kp
+		} else {
+			p.prev = kp
+		}
+		in := &inbound{e: e}
+		if _, ok := in.lookupIndex(7); !ok {
+			t.Fatalf("%s: index 7 not found", c.name)
+		}
+		if c.client {
+			// A handshake under way: clientTick starts none of its own.
+			p.hs, p.hsSent, p.hsRetry = &noise.Initiation{}, now, time.Hour
+			p.clientTick(now)
+		} else {
+			p.serverTick(now)
+		}
+		if p.prev != nil || p.next != nil {
+			t.Fatalf("%s: the keys did not expire", c.name)
+		}
+		if _, ok := in.lookupIndex(7); ok {
+			t.Errorf("%s: a reader still finds the expired keys (its kept entry)", c.name)
+		}
+	}
+}
+
+// Two of a client's paths may share a remote endpoint: one client socket sends to
+// both server addresses. The engine-wide set of validated endpoints (what the
+// handshake worker calls known) must keep that endpoint while either path is
+// left; removing one used to forget it for both.
+func TestValidatedEndpointSharedByTwoPaths(t *testing.T) {
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		n.SetLink(cliAddr1, srvAddr2.Addr(), conntest.LinkOptions{})
+		n.SetLink(srvAddr2.Addr(), cliAddr1, conntest.LinkOptions{})
+	}})
+	waitUsable(t, r.srv, "a", 3)
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var shared []*pathState
+	for _, ps := range p.paths {
+		if ps != nil && ps.validated && ps.ep.Remote.Addr() == cliAddr1 {
+			shared = append(shared, ps)
+		}
+	}
+	if len(shared) != 2 || shared[0].ep.Remote != shared[1].ep.Remote {
+		t.Fatalf("want two validated paths from one endpoint of %v, have %d", cliAddr1, len(shared))
+	}
+	remote := shared[0].ep.Remote
+	p.removePath(shared[0])
+	if !r.srv.knownEndpoint(remote) {
+		t.Fatalf("%v is no longer a known endpoint though path %d still comes from it", remote, shared[1].id)
+	}
+	p.removePath(shared[1])
+	if r.srv.knownEndpoint(remote) {
+		t.Fatalf("%v is still a known endpoint after both its paths left", remote)
+	}
+}
+
+// countHandler counts log records by message and keeps the attributes of the
+// last one.
+type countHandler struct {
+	mu   sync.Mutex
+	n    map[string]int
+	last map[string]map[string]string
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n[r.Message]++
+	a := map[string]string{}
+	r.Attrs(func(at slog.Attr) bool { a[at.Key] = at.Value.String(); return true })
+	h.last[r.Message] = a
+	return nil
+}
+
+// An authenticated client can make the server log a line as often as it likes
+// (here: a session with parameters the server cannot use, confirmed a thousand
+// times at once; paths validated, moved or gone work the same way). The lines
+// about one client are rate-limited, and the next line that gets through says
+// how many were left out.
+func TestClientLogLinesRateLimited(t *testing.T) {
+	h := &countHandler{n: map[string]int{}, last: map[string]map[string]string{}}
+	e := &Engine{indices: map[uint32]indexEntry{}, tn: DefaultTunables(), log: slog.New(h)}
+	p, err := e.newPeer("a", mustKey(t).Public(), keys.Key{}, nil, Params{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = "client asked for unusable session parameters; using defaults"
+	now := time.Now()
+	confirm := func(i int) {
+		p.next = &noise.Keypair{LocalIndex: uint32(i + 1), Created: now}
+		p.pending = pendingSession{params: true, want: Params{Congestion: "bogus"}}
+		p.confirmNext(now)
+	}
+	for i := range 1000 {
+		confirm(i)
+	}
+	logged := h.n[msg]
+	t.Logf("%d of 1000 lines logged", logged)
+	if logged > 50 {
+		t.Fatalf("%d of 1000 lines about one client were logged at once", logged)
+	}
+	now = now.Add(time.Minute)
+	confirm(1000)
+	if h.n[msg] != logged+1 {
+		t.Fatalf("a minute later the line was not logged (%d)", h.n[msg]-logged)
+	}
+	if got, want := h.last[msg]["suppressed"], fmt.Sprint(1000-logged); got != want {
+		t.Fatalf("the next line says %q lines were suppressed, want %s", got, want)
+	}
+}
+
+// A source that sent one small authenticated datagram (an ack, a ping) has a
+// challenge budget of three times that: fewer than ChallengeTries challenges.
+// It is forgotten all the same once it has not answered for as long as the
+// challenges would take; it used to stay, waiting for more bytes, for good.
+func TestEngineSilentSmallSourceForgotten(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	src := netip.AddrPortFrom(netip.MustParseAddr("198.18.77.1"), 5555)
+	// A client path id the server has no path for: no other endpoint is
+	// challenged and answers for it (see migrate).
+	d := r.sealFromClientOn(t, 9, wire.AppendPing(nil))
+	r.net.Inject(src, srvAddr1, d)
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	has := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, ps := range p.paths {
+			if ps != nil && ps.ep.Remote == src {
+				return true
+			}
+		}
+		return false
+	}
+	for end := time.Now().Add(time.Second); !has(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the source was not learnt")
+		}
+	}
+	tn := DefaultTunables()
+	time.Sleep(tn.ChallengeRetry*time.Duration(tn.ChallengeTries+1) + 300*time.Millisecond)
+	if has() {
+		t.Fatalf("a source that sent %d B and never answered is still a path", len(d))
 	}
 }

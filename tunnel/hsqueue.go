@@ -3,6 +3,7 @@ package tunnel
 import (
 	"errors"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
@@ -282,7 +283,42 @@ const cacheSweepAt = 64
 // knownEndpoint reports whether addr is the remote end of a validated path of some
 // client (server).
 func (e *Engine) knownEndpoint(addr netip.AddrPort) bool {
-	_, ok := e.validated.Load(addr)
+	return e.validated.has(addr)
+}
+
+// endpointSet is the set of remote endpoints of validated paths, counted: two
+// paths may share a remote endpoint (one client socket that sends to two server
+// addresses, or two clients behind one address and port), and the endpoint stays
+// known until the last of them leaves. Every add is matched by one remove (a
+// path's validated endpoint, when it leaves or moves).
+type endpointSet struct {
+	mu sync.RWMutex
+	n  map[netip.AddrPort]int
+}
+
+func (s *endpointSet) add(a netip.AddrPort) {
+	s.mu.Lock()
+	if s.n == nil {
+		s.n = make(map[netip.AddrPort]int)
+	}
+	s.n[a]++
+	s.mu.Unlock()
+}
+
+func (s *endpointSet) remove(a netip.AddrPort) {
+	s.mu.Lock()
+	if s.n[a] <= 1 {
+		delete(s.n, a)
+	} else {
+		s.n[a]--
+	}
+	s.mu.Unlock()
+}
+
+func (s *endpointSet) has(a netip.AddrPort) bool {
+	s.mu.RLock()
+	_, ok := s.n[a]
+	s.mu.RUnlock()
 	return ok
 }
 

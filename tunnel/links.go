@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -104,11 +105,11 @@ func (p *peer) sendPathGone(w *writer, ps *pathState, ids []uint16, now time.Tim
 }
 
 // peerPathGone takes our paths for the peer's path id out of service (server).
-func (p *peer) peerPathGone(id uint16) {
+func (p *peer) peerPathGone(id uint16, now time.Time) {
 	for _, ps := range p.paths {
 		if ps != nil && ps.peerID == int(id) && ps.sender.State() != path.Down {
 			ps.sender.ForceDown()
-			p.e.log.Info("path state", "peer", p.name, "path", ps.id, "remote", ps.ep.Remote.String(), "state", "down", "reason", "the client's interface left")
+			p.logClient(now, slog.LevelInfo, "path state", "path", ps.id, "remote", ps.ep.Remote.String(), "state", "down", "reason", "the client's interface left")
 		}
 	}
 }

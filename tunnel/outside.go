@@ -389,7 +389,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		p.confirmNext(now)
 	}
 	p.lastRx = now
-	ps := p.learnPath(cs, ep, len(d), now, in.w)
+	ps := p.learnPath(cs, ep, ih.Path, len(d), now, in.w)
 	if ps == nil {
 		e.counters.drop(dropUnvalidatedPath)
 		return false
@@ -456,6 +456,11 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 						p.ccAck(tp, prior, tp.sender.OnAck(fromWireAck(f.Ack), now), now)
 						acked = true
 					}
+					// The client received a datagram sent to the endpoint the
+					// path moved to: that endpoint delivers to it.
+					if tp.amp && int32(f.Ack.Largest-tp.ampSeq) >= 0 {
+						tp.amp = false
+					}
 				}
 			}
 		case wire.FrameGiveUp:
@@ -464,7 +469,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			p.peerRebuilt(f.Flow, f.FlowSeq)
 		case wire.FramePathGone:
 			if e.role == Server {
-				p.peerPathGone(f.Ack.Path)
+				p.peerPathGone(f.Ack.Path, now)
 			}
 		case wire.FramePing:
 			ackNow = rx.r.OnPing() || ackNow
@@ -479,12 +484,14 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 			answered = true
 			p.sendControl(in.w, ps, now, frameResponse, f.Challenge)
 		case wire.FrameResponse:
-			if !ps.validated && !ps.chalSent.IsZero() && f.Challenge == ps.chal {
-				ps.validated = true
-				e.validated.Store(ps.ep.Remote, struct{}{})
-				e.log.Info("path validated", "peer", p.name, "remote", ps.ep.Remote.String(), "path", ps.id)
-				ps = p.migratePath(ps, now, in.w)
-				p.sendCookie(in.w, ps, now) // before the client's next rekey
+			if e.role != Server || p.answerBack(f.Challenge, now, in.w) {
+				continue
+			}
+			if !ps.validated && !ps.ready && ps.lostAt.IsZero() && !ps.chalSent.IsZero() && f.Challenge == ps.chal {
+				ps = p.validatedBy(ps, now, in.w)
+				if ps.validated {
+					p.sendCookie(in.w, ps, now) // before the client's next rekey
+				}
 			}
 		case wire.FrameCookie:
 			// Only the server's cookie for one of our own paths is of use: a
@@ -536,6 +543,9 @@ func (in *inbound) deliver(p *peer, pb *packetBuf, start int, f wire.Frame, now 
 	var dup bool
 	flow, class := f.Flow&uint16(len(p.flowSq)-1), p.flowClass(pkt)
 	pb.flow = flow
+	if e.role == Server {
+		p.markAsked(flow, now)
+	}
 	if reorder.PureAck(pkt) {
 		in.toTUN, dup = p.reorder.PushUnordered(flow, f.FlowSeq, pb, class, now, in.toTUN)
 	} else {

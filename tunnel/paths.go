@@ -3,6 +3,7 @@ package tunnel
 import (
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"time"
@@ -267,7 +268,7 @@ func (p *peer) live(ps *pathState) bool {
 func (p *peer) removePath(ps *pathState) {
 	delete(p.byKey, ps.key)
 	if ps.validated && !p.isSrv {
-		p.e.validated.Delete(ps.ep.Remote)
+		p.e.validated.remove(ps.ep.Remote)
 	}
 	p.dropRetainedPath(ps)
 	if p.cc != nil && ps.cc != nil {
@@ -288,19 +289,29 @@ func (p *peer) removePath(ps *pathState) {
 	}
 }
 
-// learnPath returns the path an authenticated datagram arrived on. A server meeting a
-// new source endpoint creates the path unvalidated and challenges it: nothing but the
-// challenge is sent there until the client echoes it from that endpoint, so a spoofed
-// or replayed source cannot divert traffic.
-func (p *peer) learnPath(cs *connState, ep conn.Endpoint, n int, now time.Time, w *writer) *pathState {
-	if ps := p.byKey[p.keyFor(cs, ep)]; ps != nil {
-		if !ps.validated {
+// learnPath returns the path an authenticated datagram of the client's path pid
+// arrived on. A server meeting a new source endpoint creates the path unvalidated
+// and challenges it: nothing but the challenge is sent there until the client
+// echoes it from that endpoint, so a spoofed or replayed source cannot divert
+// traffic. If the client path is served from another endpoint, that endpoint is
+// challenged at the same time (probeBack): see migrate.
+func (p *peer) learnPath(cs *connState, ep conn.Endpoint, pid uint16, n int, now time.Time, w *writer) *pathState {
+	key := p.keyFor(cs, ep)
+	if ps := p.byKey[key]; ps != nil {
+		if !ps.validated || ps.amp {
 			ps.unvRx += n
 		}
 		return ps
 	}
 	if p.isSrv {
 		return nil // a client talks only to the addresses it was configured with
+	}
+	// The endpoint a path has just left, while its answer may still bring the
+	// path back: its datagrams arrive on that path, not on a new one.
+	for _, o := range p.paths {
+		if o != nil && o.back.live() && o.back.key == key && o.key != key {
+			return o
+		}
 	}
 	if p.countPaths() >= p.e.tn.MaxPathsPerPeer && !p.evictPath(now) {
 		return nil
@@ -310,51 +321,262 @@ func (p *peer) learnPath(cs *connState, ep conn.Endpoint, n int, now time.Time, 
 		return nil
 	}
 	ps.unvRx = n
+	ps.peerID = int(pid)
 	p.sendChallenge(ps, now, w)
+	if o := p.sibling(ps); o != nil {
+		p.probeBack(o, now, w)
+	}
 	return ps
 }
 
-// migratePath lets a path that has just been validated take over the path the same
-// client path (the peer's path id) used from its old endpoint, and returns the path
-// that now serves the endpoint. A NAT that gave the client's flow a new port, or a
-// client that moved to a new address, thus keeps the path's measurements,
-// congestion state and share, instead of starting a new path and leaving the old
-// one to go Down and be forgotten. Only a validated endpoint takes a path over: the
-// client has proved it receives there.
-func (p *peer) migratePath(ps *pathState, now time.Time, w *writer) *pathState {
+// backProbe is a challenge of the endpoint a path serves (or served) when a new
+// source of the same client path appears.
+type backProbe struct {
+	ep       conn.Endpoint
+	key      pathKey
+	chal     [wire.ChallengeLen]byte
+	first    time.Time // zero: no probe
+	sent     time.Time
+	tries    int
+	answered time.Time // zero: not (yet)
+}
+
+func (b *backProbe) live() bool { return !b.first.IsZero() }
+
+// migrationHold is how long an answer of a path's endpoint to its back probe
+// counts: a new source of the same client path that appears meanwhile loses to
+// it at once, without a new probe. It is also how long a source that lost is
+// remembered, so an on-path relay makes the server challenge two endpoints once
+// per hold, not once per datagram. The time a source is challenged in all.
+func (p *peer) migrationHold() time.Duration {
+	tn := &p.e.tn
+	return tn.ChallengeRetry * time.Duration(max(tn.ChallengeTries, 1))
+}
+
+// sibling returns the validated path that serves ps's client path (the peer's
+// path id, over the same socket and server address) from another endpoint, or
+// nil.
+func (p *peer) sibling(ps *pathState) *pathState {
 	if p.isSrv || ps.peerID < 0 {
-		return ps
+		return nil
 	}
-	var old *pathState
 	for _, o := range p.paths {
-		if o != nil && o != ps && o.peerID == ps.peerID && o.cs.pathSock() == ps.cs.pathSock() && o.key.local == ps.key.local {
-			old = o
-			break
+		if o != nil && o != ps && o.validated && o.peerID == ps.peerID && o.cs.pathSock() == ps.cs.pathSock() && o.key.local == ps.key.local {
+			return o
 		}
 	}
-	if old == nil {
+	return nil
+}
+
+// probeBack challenges the endpoint o serves now, unless a probe of it is under
+// way or answered within migrationHold.
+func (p *peer) probeBack(o *pathState, now time.Time, w *writer) {
+	b := &o.back
+	if b.live() && b.key == o.key && now.Sub(b.first) < p.migrationHold() {
+		return
+	}
+	*b = backProbe{ep: o.ep, key: o.key, first: now}
+	if _, err := rand.Read(b.chal[:]); err != nil {
+		*b = backProbe{}
+		return
+	}
+	p.sendBackProbe(o, now, w)
+}
+
+// sendBackProbe sends o's back challenge to the endpoint it probes (which is no
+// longer o's own once o has moved). It is not ack-eliciting: its loss must not
+// count against the path, which may be elsewhere now.
+func (p *peer) sendBackProbe(o *pathState, now time.Time, w *writer) {
+	if p.cur == nil {
+		return
+	}
+	b := &o.back
+	b.sent = now
+	b.tries++
+	pb := p.e.pool.get()
+	f := wire.AppendChallenge(pb.b[innerStart:innerStart], b.chal, false)
+	p.sealAndQueueTo(w, o, b.ep, pb, len(f), false, now)
+}
+
+// answerBack takes a RESPONSE that echoes some path's back challenge, wherever it
+// arrived from: the challenge went only to that path's old endpoint, so the client
+// receives there. The endpoint keeps its path — a source waiting to take it over
+// loses — or gets it back if it moved. It reports whether chal was one.
+func (p *peer) answerBack(chal [wire.ChallengeLen]byte, now time.Time, w *writer) bool {
+	for _, o := range p.paths {
+		if o == nil || !o.back.live() || !o.back.answered.IsZero() || o.back.chal != chal {
+			continue
+		}
+		o.back.answered = now
+		if o.key != o.back.key {
+			p.moveBack(o, now, w)
+		}
+		for _, c := range p.paths {
+			if c != nil && !c.validated && c.lostAt.IsZero() && p.sibling(c) == o {
+				p.loseMove(c, now)
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// validatedBy handles the client's echo of ps's own challenge. A source of a
+// client path that another endpoint serves takes the path over (migrate) only
+// if that endpoint did not answer its back challenge: at once when only the port
+// changed (a NAT rebinding) or the old endpoint is Down, otherwise once the old
+// endpoint has had a round trip to answer (tick). It returns the path that now
+// serves ps's endpoint.
+func (p *peer) validatedBy(ps *pathState, now time.Time, w *writer) *pathState {
+	o := p.sibling(ps)
+	switch {
+	case o == nil:
+		p.validate(ps, now)
 		return ps
+	case o.back.live() && o.back.key == o.key && !o.back.answered.IsZero():
+		p.loseMove(ps, now)
+		return ps
+	case sameAddr(o.ep, ps.ep) || o.sender.State() == path.Down:
+		return p.migrate(ps, o, now, w)
 	}
+	// The old endpoint's probe may have ended (a source that answered late):
+	// it gets a new one, and its round trip to answer.
+	p.probeBack(o, now, w)
+	ps.ready = true
+	return ps
+}
+
+// decideMove is tick's step for a path that answered its challenge and waits for
+// the old endpoint: it takes the path over once the old endpoint has had the
+// longer of ChallengeRetry and two probe timeouts to answer, or has gone Down.
+func (p *peer) decideMove(ps *pathState, now time.Time, w *writer) {
+	o := p.sibling(ps)
+	switch {
+	case o == nil:
+		ps.ready = false
+		p.validate(ps, now)
+	case !o.back.live():
+		p.probeBack(o, now, w)
+	case !o.back.answered.IsZero():
+		p.loseMove(ps, now)
+	case o.sender.State() == path.Down ||
+		now.Sub(o.back.first) >= max(p.e.tn.ChallengeRetry, 2*o.sender.PTO()):
+		p.migrate(ps, o, now, w)
+	}
+}
+
+func sameAddr(a, b conn.Endpoint) bool {
+	return a.Remote.Addr().Unmap() == b.Remote.Addr().Unmap()
+}
+
+// validate makes ps a path of its own (no other endpoint serves its client path).
+func (p *peer) validate(ps *pathState, now time.Time) {
+	ps.validated, ps.ready = true, false
+	p.e.validated.add(ps.ep.Remote)
+	p.logClient(now, slog.LevelInfo, "path validated", "remote", ps.ep.Remote.String(), "path", ps.id)
+}
+
+// loseMove refuses ps the client path another endpoint answered for: ps stays an
+// unvalidated source (its datagrams are delivered, nothing is sent there) until
+// migrationHold has passed, then it is forgotten.
+func (p *peer) loseMove(ps *pathState, now time.Time) {
+	ps.ready, ps.lostAt = false, now
+	p.logClient(now, slog.LevelInfo, "path stays: its endpoint answered", "source", ps.ep.Remote.String(), "path", ps.id)
+}
+
+// migrate lets the validated source ps take over the path o that served the same
+// client path from its old endpoint, and returns o, which now serves ps's
+// endpoint. A NAT that gave the client's flow a new port, or a client that moved
+// to a new address, thus keeps the path's id, share and receive state, instead of
+// starting a new path and leaving the old one to go Down and be forgotten.
+//
+// As QUIC does (RFC 9000 §9.3–9.4): a new address is a new route, so the path's
+// congestion state, pacing and RTT estimates start over (a new port only keeps
+// them: the route is the same); and the new endpoint has proved only that the
+// client received one challenge through it — an on-path relay can prove that for
+// any address it forwards from — so until it acks a datagram sent there it gets
+// no data and at most three times the bytes that came from it (amp). The old
+// endpoint's back challenge stays out: its answer brings the path back.
+func (p *peer) migrate(ps, o *pathState, now time.Time, w *writer) *pathState {
 	p.removePath(ps)
-	delete(p.byKey, old.key)
-	from := old.ep.Remote
-	p.e.validated.Delete(from)
-	p.e.validated.Store(ps.ep.Remote, struct{}{})
-	old.ep, old.key, old.validated = ps.ep, ps.key, true
-	p.attachMTU(old, now) // a new route may carry another size
-	p.byKey[old.key] = old
-	if p.leads[old.link] == old {
-		p.leads[old.link] = nil
+	delete(p.byKey, o.key)
+	from := o.ep.Remote
+	p.e.validated.remove(from)
+	p.e.validated.add(ps.ep.Remote)
+	moved := !sameAddr(o.ep, ps.ep)
+	o.ep, o.key = ps.ep, ps.key
+	o.unvRx, o.unvTx = ps.unvRx, ps.unvTx
+	o.amp, o.ampSeq = true, o.sender.NextSeq()
+	if moved {
+		p.restartPath(o, now)
 	}
-	old.link = p.linkOf(old.cs, old.ep)
-	if r := p.rxFor(uint16(old.peerID)); r != nil {
-		r.arrival = old
-	}
-	p.e.log.Info("path moved", "peer", p.name, "path", old.id, "from", from.String(), "to", old.ep.Remote.String())
+	p.rehome(o, now)
+	p.logClient(now, slog.LevelInfo, "path moved", "path", o.id, "from", from.String(), "to", o.ep.Remote.String(), "estimates_reset", moved)
 	// A path whose old endpoint stopped answering is likely Down: its first ack
-	// from the new endpoint brings it back.
-	p.sendControl(w, old, now, framePing, [wire.ChallengeLen]byte{})
-	return old
+	// from the new endpoint brings it back, and ends amp.
+	p.sendControl(w, o, now, framePing, [wire.ChallengeLen]byte{})
+	return o
+}
+
+// moveBack returns o to the endpoint its back challenge went to, which answered.
+func (p *peer) moveBack(o *pathState, now time.Time, w *writer) {
+	b := &o.back
+	if c := p.byKey[b.key]; c != nil && c != o {
+		p.removePath(c)
+	}
+	delete(p.byKey, o.key)
+	from := o.ep
+	p.e.validated.remove(from.Remote)
+	p.e.validated.add(b.ep.Remote)
+	o.ep, o.key = b.ep, b.key
+	// The old endpoint acked datagrams before the move, and its answer shows
+	// it still receives.
+	o.amp = false
+	if !sameAddr(from, o.ep) {
+		p.restartPath(o, now)
+	}
+	p.rehome(o, now)
+	p.logClient(now, slog.LevelInfo, "path moved back: the old endpoint answered", "path", o.id, "from", from.Remote.String(), "to", o.ep.Remote.String())
+	p.sendControl(w, o, now, framePing, [wire.ChallengeLen]byte{})
+}
+
+// restartPath gives a path that moved to a new address fresh congestion state,
+// pacing and RTT estimates (RFC 9000 §9.4).
+func (p *peer) restartPath(o *pathState, now time.Time) {
+	o.sender.ResetEstimates()
+	if o.cc != nil {
+		o.cc.Reset(now)
+	}
+	o.ccFrom = now
+}
+
+// rehome updates what depends on a path's endpoint after it changed.
+func (p *peer) rehome(o *pathState, now time.Time) {
+	p.attachMTU(o, now) // a new route may carry another size
+	p.byKey[o.key] = o
+	if p.leads[o.link] == o {
+		p.leads[o.link] = nil
+	}
+	o.link = p.linkOf(o.cs, o.ep)
+	if r := p.rxFor(uint16(o.peerID)); r != nil {
+		r.arrival = o
+	}
+}
+
+// backTick repeats an unanswered back challenge every ChallengeRetry,
+// ChallengeTries times in all, and ends a probe after migrationHold.
+func (p *peer) backTick(o *pathState, now time.Time, w *writer) {
+	b := &o.back
+	if !b.live() {
+		return
+	}
+	tn := &p.e.tn
+	switch {
+	case b.answered.IsZero() && b.tries < tn.ChallengeTries && now.Sub(b.sent) >= tn.ChallengeRetry:
+		p.sendBackProbe(o, now, w)
+	case now.Sub(b.first) >= p.migrationHold() && (!b.answered.IsZero() || now.Sub(b.sent) >= tn.ChallengeRetry):
+		*b = backProbe{}
+	}
 }
 
 func (p *peer) countPaths() int {

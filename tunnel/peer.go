@@ -1,7 +1,9 @@
 package tunnel
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -127,6 +129,9 @@ type peer struct {
 	// above while the tiers below are saturated (tiers.go).
 	infoTierCeil int
 	tiers        tierJoin
+	// askedAt: server, by flow bucket, when the client last sent a packet of
+	// the flow (ns since e.epoch, +1; 0: never) — see asked (tiers.go).
+	askedAt []int64
 	// queueMaxAge and queueJudge: the per-peer queue's expiry age and whether
 	// CoDel judges now (retuneQueue, once per refreshInfos).
 	queueMaxAge time.Duration
@@ -139,6 +144,8 @@ type peer struct {
 	budgetAt, budgetSaved time.Time
 
 	txBytes, rxBytes, txPackets, rxPackets uint64
+
+	logs clientLog // server: the bucket of logClient
 }
 
 // rxPath is our receive state for one of the peer's paths.
@@ -168,9 +175,28 @@ type pathState struct {
 	chalSent  time.Time
 	chalTries int
 	// unvRx and unvTx count the bytes received from and sent to the path while it
-	// is unvalidated: a server sends an unvalidated address at most three times
-	// what came from it (RFC 9000 §8), so a spoofed source is no amplifier.
+	// is unvalidated, and after a move until the new endpoint acks (amp): a
+	// server sends such an address at most three times what came from it (RFC
+	// 9000 §8), so a spoofed source is no amplifier.
 	unvRx, unvTx int
+	// Migration (paths.go). ready: an unvalidated path that answered its
+	// challenge but waits for the old endpoint of the same client path to
+	// answer its own (back) first; lostAt: when it lost to that endpoint (it
+	// gets no more challenges and is forgotten after migrationHold).
+	ready  bool
+	lostAt time.Time
+	// back is the challenge of the endpoint this path served before a new
+	// source of its client path appeared: if it answers, the path stays there
+	// (or comes back).
+	back backProbe
+	// amp: the path moved to an endpoint that has not acked anything yet; no
+	// data goes there, and the rest stays within 3× of unvRx, until an ack
+	// covers ampSeq (the first datagram sent there). ccFrom: losses of
+	// datagrams sent before it (to the old endpoint) do not reach the fresh
+	// congestion state.
+	amp    bool
+	ampSeq uint32
+	ccFrom time.Time
 	// cookie is the server's cookie for this path's source (client), received
 	// at cookieAt in a COOKIE frame or a cookie reply; zero before the first.
 	// cookieResent is the session index of the initiation a cookie reply last
@@ -432,7 +458,7 @@ func (p *peer) refreshInfos(now time.Time) {
 		}
 		p.infos = append(p.infos, sched.PathInfo{
 			ID:       int(ps.id),
-			Usable:   ps.sender.Usable(),
+			Usable:   ps.sender.Usable() && !ps.amp, // no data to an endpoint that has not acked
 			Degraded: st.State == path.Degraded,
 			SRTT:     st.SRTT,
 			MinRTT:   st.MinRTT,
@@ -487,4 +513,47 @@ func (p *peer) refreshInfos(now time.Time) {
 			p.recHold = min(p.recHold+p.fecWaitMax(), p.recCfg.MaxHold)
 		}
 	}
+}
+
+// Lines about a client's paths and parameters (server side) are things an
+// authenticated client can make happen as often as it likes: paths validated,
+// moved or gone, unusable parameters. Each client gets a token bucket of its own
+// for them: logBurst lines at once, then one per logEvery. A line that gets
+// through after some were left out says how many ("suppressed").
+const (
+	logBurst = 20
+	logEvery = 10 * time.Second
+)
+
+// clientLog is a peer's bucket for logClient.
+type clientLog struct {
+	tokens     float64
+	at         time.Time // last refill
+	suppressed int
+}
+
+// logClient logs a line about a client's paths or parameters, within the
+// client's log bucket on a server (a client logs what its server does freely).
+// Caller holds p.mu or owns p.
+func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...any) {
+	args = append([]any{"peer", p.name}, args...)
+	if !p.isSrv {
+		b := &p.logs
+		if b.at.IsZero() {
+			b.tokens = logBurst
+		} else if d := now.Sub(b.at); d > 0 {
+			b.tokens = min(b.tokens+float64(d)/float64(logEvery), logBurst)
+		}
+		b.at = now
+		if b.tokens < 1 {
+			b.suppressed++
+			return
+		}
+		b.tokens--
+		if b.suppressed > 0 {
+			args = append(args, "suppressed", b.suppressed)
+			b.suppressed = 0
+		}
+	}
+	p.e.log.Log(context.Background(), level, msg, args...)
 }

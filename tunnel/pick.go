@@ -14,7 +14,7 @@ import "time"
 // holds p.mu; p.infos is fresh.
 func (p *peer) pick(size int, flow uint16, now time.Time) {
 	var hidden [maxPaths]bool
-	masked := p.hideUnfit(size, &hidden)
+	masked := p.hideUnfit(size, flow, now, &hidden)
 	p.picks = p.sched.Pick(p.picks[:0], p.infos, size, uint32(flow), now)
 	if masked {
 		p.unhide(&hidden)
@@ -25,8 +25,8 @@ func (p *peer) pick(size int, flow uint16, now time.Time) {
 // that are not in the lowest priority tier that has a usable path, and those that
 // cannot carry a datagram of size while another usable path can; it reports
 // whether it hid any, and unhide undoes it.
-func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
-	masked := p.hideTiers(hidden)
+func (p *peer) hideUnfit(size int, flow uint16, now time.Time, hidden *[maxPaths]bool) bool {
+	masked := p.hideTiers(hidden, flow, now)
 	if size <= p.infoMinMTU {
 		return masked
 	}
@@ -52,13 +52,20 @@ func (p *peer) hideUnfit(size int, hidden *[maxPaths]bool) bool {
 // lowest tier that has a usable path, and those that joined while it was
 // saturated (tiers.go). A backup tier carries traffic only while the tiers
 // below are down or full. The tiers are found once per refreshInfos, not per
-// packet.
-func (p *peer) hideTiers(hidden *[maxPaths]bool) bool {
+// packet. On a server the joined tiers carry only flows the client asked for
+// (asked): anyone on the Internet can saturate a client's primary by sending to
+// its tunnel address, and that must not spill onto its secondary paths, often
+// metered links with an allowance.
+func (p *peer) hideTiers(hidden *[maxPaths]bool, flow uint16, now time.Time) bool {
 	if !p.infoTiersSpread {
 		return false
 	}
+	ceil := p.infoTierCeil
+	if ceil > p.infoLowTier && !p.isSrv && !p.asked(flow, now) {
+		ceil = p.infoLowTier
+	}
 	for i := range p.infos {
-		if p.infos[i].Usable && int(p.infoTier[i]) > p.infoTierCeil {
+		if p.infos[i].Usable && int(p.infoTier[i]) > ceil {
 			p.infos[i].Usable, hidden[i] = false, true
 		}
 	}

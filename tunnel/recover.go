@@ -315,7 +315,7 @@ func (p *peer) resendOrGiveUp(w *writer, e recovery.Entry[*packetBuf], now time.
 	idx := -1
 	if int(e.Resends) < p.recCfg.MaxResends && p.rec.Has(recovery.Retransmit) && !reorder.PureAck(e.Item.b[e.Item.start:e.Item.end]) {
 		var hidden [maxPaths]bool
-		masked := p.hideUnfit(size, &hidden)
+		masked := p.hideUnfit(size, e.Flow, now, &hidden)
 		idx = recovery.Choose(p.infos, size, now, e.Deadline)
 		if masked {
 			p.unhide(&hidden)
@@ -415,7 +415,7 @@ func (p *peer) rescuePath(w *writer, ps *pathState, now time.Time) bool {
 		}
 		size := e.Size + wire.DataPacketOverhead
 		var hidden [maxPaths]bool
-		masked := p.hideUnfit(size, &hidden)
+		masked := p.hideUnfit(size, e.Flow, now, &hidden)
 		// Unlike a resend, a rescue does not wait for its deadline: past it the
 		// receiver has released the gap, but the copy still reaches the inner
 		// flow long before the stranded original.

@@ -120,3 +120,80 @@ func (r *rig) checkDownstream(t *testing.T, srvTun *tuntest.Device) {
 		}
 	}
 }
+
+// A datagram of the old session withheld (by an on-path attacker, or late on a
+// slow path) and delivered after the client restarted and started a fresh session
+// must not be opened: the fresh session numbers its flows from 0 again, and an old
+// packet taken in would take the place of the new session's first packet of its
+// flow (which the reorder buffer would then drop as a duplicate). The server used
+// to keep the old session's keys as the previous ones.
+func TestEngineFreshSessionDropsOldKeys(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	var withheld atomic.Pointer[[]byte]
+	var from atomic.Value
+	r.net.SetFilter(func(f, to netip.AddrPort, b []byte) bool {
+		if (f.Addr() == cliAddr1 || f.Addr() == cliAddr2) && wire.MessageType(b) == wire.TypeData && len(b) > 400 {
+			c := append([]byte(nil), b...)
+			if withheld.CompareAndSwap(nil, &c) {
+				from.Store([2]netip.AddrPort{f, to})
+				return false
+			}
+		}
+		return true
+	})
+	r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, append([]byte("old "), make([]byte, 400)...)))
+	for end := time.Now().Add(2 * time.Second); withheld.Load() == nil && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	r.net.SetFilter(nil)
+	if withheld.Load() == nil {
+		t.Fatal("no datagram withheld")
+	}
+
+	// The client crashes (no CLOSE gets out) and starts again: a fresh session.
+	up := [][2]netip.Addr{{cliAddr1, srvAddr1.Addr()}, {cliAddr2, srvAddr2.Addr()}}
+	for _, pair := range up {
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Down: true})
+	}
+	r.cliA.Close()
+	for _, pair := range up {
+		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{})
+	}
+	r.cliATun = tuntest.New(1380)
+	cfg := r.cfgA
+	cfg.TUN = r.cliATun
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Start()
+	t.Cleanup(func() { again.Close() })
+	waitUsable(t, again, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	for len(r.srvTun.Outbound()) > 0 {
+		<-r.srvTun.Outbound()
+	}
+
+	ends := from.Load().([2]netip.AddrPort)
+	before := r.srv.Drops()
+	r.net.Inject(ends[0], ends[1], *withheld.Load())
+	time.Sleep(50 * time.Millisecond)
+	for k, v := range r.srv.Drops() {
+		if v != before[k] {
+			t.Logf("drop %s +%d", k, v-before[k])
+		}
+	}
+	r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, append([]byte("new "), make([]byte, 400)...)))
+	for _, p := range recvN(t, r.srvTun, 1, 2*time.Second) {
+		if string(p[28:31]) != "new" {
+			t.Fatalf("the server delivered %q after the fresh session, want the new session's packet", p[28:32])
+		}
+	}
+	select {
+	case p := <-r.srvTun.Outbound():
+		t.Fatalf("the server delivered %q as well", p[28:32])
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -11,7 +11,9 @@ import (
 // natRebind makes the network between client address cli and the server look like
 // a NAT that has just given the client's flow a new public port: the server sees
 // the client's datagrams from port pub, and what it sends to pub reaches the
-// client's real socket.
+// client's real socket. The old mapping is gone: what the server still sends to
+// the client's old endpoint is lost (the server challenges that endpoint when the
+// new one appears, and would keep the path there if it answered).
 func (r *rig) natRebind(cli, srv netip.Addr, pub uint16) {
 	var real atomic.Value // the client's real source port, learnt from its traffic
 	r.net.SetFilter(func(from, to netip.AddrPort, b []byte) bool {
@@ -24,6 +26,8 @@ func (r *rig) natRebind(cli, srv netip.Addr, pub uint16) {
 			if rp, ok := real.Load().(netip.AddrPort); ok {
 				r.net.Inject(from, rp, append([]byte(nil), b...))
 			}
+			return false
+		case from.Addr() == srv && to.Addr() == cli:
 			return false
 		}
 		return true

@@ -228,6 +228,24 @@ func appendAck(b []byte, id uint16, a path.Ack) []byte {
 // sealAndQueue finishes a datagram whose frames are at pb.b[innerStart:innerStart+n]:
 // inner header, encryption in place, path accounting, and queues it on ps's socket.
 func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackEliciting bool, now time.Time) bool {
+	return p.sealAndQueueTo(w, ps, ps.ep, pb, n, ackEliciting, now)
+}
+
+// sealAndQueueTo is sealAndQueue to ep, which is ps's endpoint or the endpoint ps
+// left (a back challenge). To an endpoint a path moved to and that has not acked
+// yet (amp), a datagram goes only while the bytes sent there stay within three
+// times the bytes received from it; the others are dropped before they take a
+// sequence number.
+func (p *peer) sealAndQueueTo(w *writer, ps *pathState, ep conn.Endpoint, pb *packetBuf, n int, ackEliciting bool, now time.Time) bool {
+	if ps.amp && ep == ps.ep {
+		size := wire.DataHeaderLen + wire.InnerHeaderLen + n + wire.TagLen
+		if ps.unvTx+size > 3*ps.unvRx {
+			p.e.pool.put(pb)
+			p.e.counters.drop(dropUnvalidatedPath)
+			return false
+		}
+		ps.unvTx += size
+	}
 	kp := p.cur
 	seq := ps.sender.NextSeq()
 	var flags uint8
@@ -249,10 +267,10 @@ func (p *peer) sealAndQueue(w *writer, ps *pathState, pb *packetBuf, n int, ackE
 	p.txBytes += uint64(len(dgram))
 	p.lastTx = now
 	if w.batch {
-		w.pend.items = append(w.pend.items, sealItem{cs: ps.cs, pb: pb, dgram: dgram, ep: ps.ep, kp: kp, counter: counter})
+		w.pend.items = append(w.pend.items, sealItem{cs: ps.cs, pb: pb, dgram: dgram, ep: ep, kp: kp, counter: counter})
 	} else {
 		kp.SealBody(dgram, counter)
-		w.add(ps.cs, pb, dgram, ps.ep)
+		w.add(ps.cs, pb, dgram, ep)
 	}
 	return true
 }

@@ -12,7 +12,8 @@ import "time"
 // primary, secondary and backup: a secondary link adds capacity while the
 // primary cannot carry the load, a backup one, often metered, stands by).
 // Saturation is seen only with a congestion controller (without one nothing
-// ever waits).
+// ever waits). On a server, joined secondary tiers carry only the flows the
+// client asked for (asked, below).
 
 const (
 	// backupTier is the lowest tier that never joins for saturation.
@@ -85,4 +86,33 @@ func (p *peer) joinTiers(now time.Time) {
 		tj.changed = now
 	}
 	p.infoTierCeil = up[tj.extra]
+}
+
+// askedFor is how long after the client last sent a packet of a flow the server
+// counts the flow's traffic to the client as asked for (a request, a transport's
+// acks): only such traffic may use the secondary tiers that joined for
+// saturation (hideTiers).
+const askedFor = 10 * time.Second
+
+// noFlow stands for a datagram of no single flow (an FEC repair): never asked for.
+const noFlow = ^uint16(0)
+
+// markAsked records that the client sent a packet of flow (a server's flow
+// bucket: the same for both directions of a 5-tuple, reorder.FlowID). Caller
+// holds p.mu.
+func (p *peer) markAsked(flow uint16, now time.Time) {
+	if p.askedAt == nil {
+		p.askedAt = make([]int64, len(p.flowSq))
+	}
+	if int(flow) < len(p.askedAt) {
+		p.askedAt[flow] = int64(now.Sub(p.e.epoch)) + 1 // 0: never
+	}
+}
+
+// asked reports whether the client sent a packet of flow within askedFor.
+func (p *peer) asked(flow uint16, now time.Time) bool {
+	if int(flow) >= len(p.askedAt) || p.askedAt[flow] == 0 {
+		return false
+	}
+	return int64(now.Sub(p.e.epoch))+1-p.askedAt[flow] < int64(askedFor)
 }

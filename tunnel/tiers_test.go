@@ -93,11 +93,22 @@ func TestEngineBackupTier(t *testing.T) {
 // tier (4) does not join for saturation.
 func TestEngineTierJoinsWhenSaturated(t *testing.T) {
 	for _, tier := range []int{1, 4} {
-		t.Run(fmt.Sprintf("tier%d", tier), func(t *testing.T) { tierUnderLoad(t, tier) })
+		t.Run(fmt.Sprintf("tier%d", tier), func(t *testing.T) { tierUnderLoad(t, tier, true) })
 	}
 }
 
-func tierUnderLoad(t *testing.T, tier int) {
+// The same load pushed at the client on a flow it never sent on — a flood of
+// its tunnel address from the Internet — saturates the primary, but does not
+// spill onto the secondary tier (often a metered link, whose allowance it would
+// burn): a joined secondary tier carries only flows the client sent on lately.
+func TestEngineUnaskedFloodStaysOnPrimary(t *testing.T) {
+	tierUnderLoad(t, 1, false)
+}
+
+// tierUnderLoad streams down to client A, lightly then beyond the primary's
+// window. With asked the client sends a packet of the same flow every 200 ms (a
+// request, or a transport's acks), as any traffic it wants does.
+func tierUnderLoad(t *testing.T, tier int, asked bool) {
 	r := newRig(t, rigOpts{tiers: [2]int{0, tier}, params: Params{Congestion: "reno"}, tunables: func(tn *Tunables) {
 		tn.CC = cc.Config{InitialWindow: 4, MaxWindow: 4}
 	}})
@@ -112,6 +123,13 @@ func tierUnderLoad(t *testing.T, tier int) {
 	var gap atomic.Int64                    // between injected packets, ns
 	gap.Store(int64(50 * time.Millisecond)) // 20 packets a second: the primary carries it
 	r.streamDown(t, 1000, &gap)
+	if asked {
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop) })
+		every(stop, 200*time.Millisecond, func() {
+			r.cliATun.Inject(udp4(inCliA, inSrv, 4000, 5000, []byte("more")))
+		})
+	}
 	backup := func(d time.Duration) uint64 {
 		b0 := txOn(r.srv, "a", 2)
 		time.Sleep(d)
@@ -126,7 +144,13 @@ func tierUnderLoad(t *testing.T, tier int) {
 	gap.Store(int64(2 * time.Millisecond)) // 500 a second: the primary is saturated
 	time.Sleep(tierJoinAfter + 500*time.Millisecond)
 	b := backup(time.Second)
-	t.Logf("tier %d beside a saturated primary: %d B/s", tier, b)
+	t.Logf("tier %d beside a saturated primary (flow asked for: %v): %d B/s", tier, asked, b)
+	if !asked {
+		if b > 1536 {
+			t.Fatalf("a flood the client did not ask for spilled onto tier %d: %d B in 1 s", tier, b)
+		}
+		return
+	}
 	if tier >= backupTier {
 		if b > 1536 {
 			t.Fatalf("backup tier %d joined for saturation: %d B in 1 s", tier, b)

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -52,10 +53,24 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				continue
 			}
 			if !ps.validated {
+				switch {
+				case !ps.lostAt.IsZero():
+					// It lost the client path to the old endpoint: forgotten
+					// after the hold, challenged anew if it sends again.
+					if now.Sub(ps.lostAt) >= p.migrationHold() {
+						p.removePath(ps)
+					}
+					continue
+				case ps.ready:
+					p.decideMove(ps, now, w)
+					continue
+				}
 				// A source that does not answer a few challenges is forgotten: it
-				// may be spoofed, and we must not keep sending to it.
+				// may be spoofed, and we must not keep sending to it. One whose
+				// 3× budget allowed fewer challenges (it sent one small datagram)
+				// goes after as long as they would all have taken.
 				if now.Sub(ps.chalSent) >= tn.ChallengeRetry {
-					if ps.chalTries >= tn.ChallengeTries {
+					if ps.chalTries >= tn.ChallengeTries || now.Sub(ps.created) >= tn.ChallengeRetry*time.Duration(tn.ChallengeTries+1) {
 						p.removePath(ps)
 					} else {
 						p.sendChallenge(ps, now, w)
@@ -63,6 +78,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 				}
 				continue
 			}
+			p.backTick(ps, now, w)
 			wasUsable := ps.sender.Usable()
 			if ps.sender.OnTimer(now) {
 				p.sendControl(w, ps, now, framePing, [wire.ChallengeLen]byte{})
@@ -71,13 +87,15 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 			if ps.cc != nil {
 				p.ccTick(ps, now)
 			}
-			p.mtuTick(w, ps, now)
+			if !ps.amp { // probes are large; the path waits for an ack first
+				p.mtuTick(w, ps, now)
+			}
 			st := ps.sender.State()
 			if wasUsable != ps.sender.Usable() {
-				e.log.Info("path state", "peer", p.name, "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
+				p.logClient(now, slog.LevelInfo, "path state", "path", ps.id, "local", ps.cs.local.String(), "remote", ps.ep.Remote.String(), "state", st.String())
 			}
 			if wasUsable && st == path.Down {
-				p.shareFate(ps)
+				p.shareFate(ps, now)
 			}
 			if st == path.Down {
 				if ps.downSince.IsZero() {
@@ -132,7 +150,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 // path the scheduler used little would otherwise be noticed only by the idle
 // timer, seconds later, while it still gets packets. Paths that are in fact alive
 // answer the immediate probe and return within a round trip.
-func (p *peer) shareFate(ps *pathState) {
+func (p *peer) shareFate(ps *pathState, now time.Time) {
 	if ps.link == 0 {
 		return
 	}
@@ -141,7 +159,7 @@ func (p *peer) shareFate(ps *pathState) {
 			continue
 		}
 		o.sender.ForceDown()
-		p.e.log.Info("path state", "peer", p.name, "path", o.id, "local", o.cs.local.String(), "remote", o.ep.Remote.String(), "state", "down", "reason", "shares a link with path "+strconv.Itoa(int(ps.id)))
+		p.logClient(now, slog.LevelInfo, "path state", "path", o.id, "local", o.cs.local.String(), "remote", o.ep.Remote.String(), "state", "down", "reason", "shares a link with path "+strconv.Itoa(int(ps.id)))
 	}
 }
 
@@ -202,9 +220,9 @@ func (p *peer) clientTick(now time.Time) {
 		p.initiateLocked(now, true)
 	}
 	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.prev.LocalIndex)
-		p.e.idxMu.Unlock()
+		// releaseIndex counts the change (idxGen): a reader's kept entry for
+		// these keys goes with them.
+		p.e.releaseIndex(p.prev.LocalIndex)
 		p.prev = nil
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
@@ -217,9 +235,9 @@ func (p *peer) clientTick(now time.Time) {
 func (p *peer) serverTick(now time.Time) {
 	tn := &p.e.tn
 	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.prev.LocalIndex)
-		p.e.idxMu.Unlock()
+		// releaseIndex counts the change (idxGen): a reader's kept entry for
+		// these keys goes with them.
+		p.e.releaseIndex(p.prev.LocalIndex)
 		p.prev = nil
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
@@ -227,9 +245,7 @@ func (p *peer) serverTick(now time.Time) {
 		p.endSession(now)
 	}
 	if p.next != nil && now.Sub(p.next.Created) >= tn.RejectAfterTime {
-		p.e.idxMu.Lock()
-		delete(p.e.indices, p.next.LocalIndex)
-		p.e.idxMu.Unlock()
+		p.e.releaseIndex(p.next.LocalIndex)
 		p.next = nil
 	}
 }
