@@ -195,7 +195,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			x.Share = float64(s.TxBytes) / float64(total)
 		}
 		if pa.meter != nil {
-			x.BudgetUsed, x.Budget = pa.meter.Used, pa.meter.Limit.String()
+			x.BudgetUsed, x.Budget, x.BudgetBytes = pa.meter.Used, pa.meter.Limit.String(), pa.meter.Limit.Bytes
 		}
 		ps.Paths = append(ps.Paths, x)
 	}
