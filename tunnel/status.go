@@ -49,6 +49,27 @@ func (e *Engine) Status() control.Status {
 	return st
 }
 
+// PeerStatuses returns the status of the peers whose public keys (base64, as
+// in PeerStatus.PublicKey) are in keys, in the engine's order, and nothing of
+// the others: the console's history samples the peers a page watches every
+// second without paying for a server's other clients.
+func (e *Engine) PeerStatuses(keys []string) []control.PeerStatus {
+	now := time.Now()
+	e.mu.RLock()
+	var peers []*peer
+	for _, p := range e.peers {
+		if slices.Contains(keys, p.pub.String()) {
+			peers = append(peers, p)
+		}
+	}
+	e.mu.RUnlock()
+	out := make([]control.PeerStatus, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, p.status(now))
+	}
+	return out
+}
+
 // offloadStatus sums the UDP sockets' offload state; nil when none has any.
 func offloadStatus(conns []*connState) *control.OffloadStatus {
 	var o *control.OffloadStatus
