@@ -34,8 +34,15 @@
   }
   function age(t) {
     if (!t) return "never";
-    const s = Math.max(0, Math.round((Date.now() - Date.parse(t)) / 1000));
-    return s < 120 ? s + " s ago" : Math.round(s / 60) + " min ago";
+    const s = Math.max(0, (Date.now() - Date.parse(t)) / 1000);
+    return duration(s) + " ago";
+  }
+  function duration(s) {
+    s = Math.round(s);
+    if (s < 120) return s + " s";
+    if (s < 7200) return Math.round(s / 60) + " min";
+    if (s < 172800) return Math.floor(s / 3600) + " h " + Math.round((s % 3600) / 60) + " min";
+    return Math.floor(s / 86400) + " days";
   }
   const short = (key) => key.slice(0, 10) + "…";
 
@@ -79,7 +86,7 @@
       return;
     }
     const o = overview;
-    $("#instance").textContent = `${o.role} ${o.interface} · ${o.transport || ""} · up ${Math.round(o.uptime_seconds)} s · ${o.peers.length} peer(s)`;
+    $("#instance").textContent = `${o.role} ${o.interface} · ${o.transport || ""} · up ${duration(o.uptime_seconds)} · ${o.peers.length} peer(s)`;
     if (o.role === "client") {
       setWatched(o.peers.map((p) => p.public_key));
     } else {
@@ -135,7 +142,7 @@
       const now = s && s.rate.length ? s.rate[s.rate.length - 1] : null;
       const budget = pa.budget ? `${bytes(pa.budget_used || 0)} of ${pa.budget}` + (pa.budget_bytes ? ` (${Math.round(100 * (pa.budget_used || 0) / pa.budget_bytes)} %)` : "") : "—";
       const where = pa.device ? `${pa.device} → ${pa.remote}` : `${pa.local} → ${pa.remote}`;
-      return el("tr", { data: { path: pa.id, state: pa.state, rate: now == null ? "" : String(now) } },
+      return el("tr", { data: { path: pa.id, device: pa.device || "", state: pa.state, rate: now == null ? "" : String(now) } },
         el("td", {}, el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), `${pa.id} ${where}`),
         el("td", {}, el("span", { class: "state " + pa.state }, pa.state)),
         el("td", { class: "num" }, String(pa.priority)),
@@ -190,6 +197,7 @@
       axes: [{}, { label: unit, size: 60 }],
       series: [{}, ...p.paths.map((pa, i) => ({
         label: `path ${pa.id}` + (pa.device ? ` (${pa.device})` : ""), stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
+        points: { show: false },
       }))],
     }, data, wrap);
   }
