@@ -364,3 +364,35 @@ func fetch(t *testing.T, c *http.Client, url, host string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// The console's cost a second with a page open: one sample of the watched
+// peer and one poll that takes the newest second of its history.
+func BenchmarkPollAndSample(b *testing.B) {
+	e := newFakeEngine(1)
+	c := e.console(Options{})
+	h := c.Handler()
+	t0 := time.Now().Truncate(time.Second)
+	get := func(target string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+	get("/api/live?peer=A=")
+	for s := range historyLen { // a full history
+		e.move(1000, 1000)
+		c.sample(t0.Add(time.Duration(s-historyLen) * time.Second))
+	}
+	b.Run("first-load", func(b *testing.B) {
+		for range b.N {
+			get("/api/live?peer=A=")
+		}
+	})
+	b.Run("second", func(b *testing.B) {
+		for i := range b.N {
+			c.sample(t0.Add(time.Duration(i) * time.Second))
+			get("/api/live?peer=A=&since=" + itoa(t0.Unix()+int64(i)-1))
+		}
+	})
+}

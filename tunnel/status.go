@@ -7,6 +7,7 @@ import (
 
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
 )
 
 // Status returns a snapshot for `braid status` and the metrics endpoint.
@@ -53,12 +54,20 @@ func (e *Engine) Status() control.Status {
 // in PeerStatus.PublicKey) are in keys, in the engine's order, and nothing of
 // the others: the console's history samples the peers a page watches every
 // second without paying for a server's other clients.
-func (e *Engine) PeerStatuses(keys []string) []control.PeerStatus {
+func (e *Engine) PeerStatuses(pubs []string) []control.PeerStatus {
 	now := time.Now()
+	// Compared as keys, not strings: encoding a thousand keys a second
+	// would cost more than the statuses.
+	want := make([]keys.Key, 0, len(pubs))
+	for _, s := range pubs {
+		if k, err := keys.Parse(s); err == nil {
+			want = append(want, k)
+		}
+	}
 	e.mu.RLock()
 	var peers []*peer
 	for _, p := range e.peers {
-		if slices.Contains(keys, p.pub.String()) {
+		if slices.Contains(want, p.pub) {
 			peers = append(peers, p)
 		}
 	}
