@@ -179,8 +179,10 @@ func TestWatchedHistoryOnly(t *testing.T) {
 	e := newFakeEngine(1000)
 	c := e.console(Options{})
 	h := c.Handler()
-	t0 := time.Now().Truncate(time.Second) // a watch lasts watchTTL from the request
-	c.sample(t0) // nobody watches: nothing asked, nothing kept
+	// Now, not a fixed time: a watch lasts watchTTL from the request.
+	t0 := time.Now().Truncate(time.Second)
+	// Nobody watches: nothing asked, nothing kept.
+	c.sample(t0)
 	if len(e.asked) != 0 || e.statuses != 0 || c.historyBytes() != 0 {
 		t.Fatalf("unwatched: asked %v, %d snapshots, %d bytes of history", e.asked, e.statuses, c.historyBytes())
 	}
