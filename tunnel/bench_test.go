@@ -1,7 +1,6 @@
 package tunnel
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -309,17 +308,7 @@ func BenchmarkSendReceiveScraped(b *testing.B) {
 			name += "/static"
 		}
 		b.Run(name, func(b *testing.B) {
-			bp := newBenchPairPeers(b, 2, "none", 1000)
-			now := time.Now()
-			for i := 0; i < 4; i++ {
-				bp.receive(bp.send(now), now)
-			}
-			bp.validateServerPaths()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
+			bp, ln, ctx, cancel := newLoadedServerBench(b)
 			defer cancel()
 			provider := bp.srv.Status
 			if tc.static {
@@ -348,15 +337,7 @@ func BenchmarkSendReceiveScraped(b *testing.B) {
 			if scrapers > 0 {
 				time.Sleep(100 * time.Millisecond) // the scrapers are running
 			}
-			b.SetBytes(int64(len(bp.pkt)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				bp.receive(bp.send(now), now)
-			}
-			b.StopTimer()
-			cancel()
-			wg.Wait()
+			bp.measurePerPacket(b, func() { cancel(); wg.Wait() })
 			b.ReportMetric(float64(scrapes.Load()), "scrapes")
 		})
 	}
