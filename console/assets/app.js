@@ -197,7 +197,6 @@
       axes: [{}, { label: unit, size: 60 }],
       series: [{}, ...p.paths.map((pa, i) => ({
         label: `path ${pa.id}` + (pa.device ? ` (${pa.device})` : ""), stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
-        points: { show: false },
       }))],
     }, data, wrap);
   }
