@@ -1,10 +1,8 @@
 package tunnel
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -62,37 +60,6 @@ func BenchmarkSendReceiveConsole(b *testing.B) {
 			b.ReportMetric(float64(polls.Load()), "polls")
 		})
 	}
-}
-
-// newLoadedServerBench is a pair in session whose server has 1000 more
-// clients, a loopback listener for an HTTP endpoint, and a context that stops
-// the load put on it.
-func newLoadedServerBench(b *testing.B) (*benchPair, net.Listener, context.Context, context.CancelFunc) {
-	bp := newBenchPairPeers(b, 2, "none", 1000)
-	now := time.Now()
-	for i := 0; i < 4; i++ {
-		bp.receive(bp.send(now), now)
-	}
-	bp.validateServerPaths()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return bp, ln, ctx, cancel
-}
-
-// measurePerPacket times b.N packets through the pair, then stops the load.
-func (bp *benchPair) measurePerPacket(b *testing.B, stop func()) {
-	now := time.Now()
-	b.SetBytes(int64(len(bp.pkt)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		bp.receive(bp.send(now), now)
-	}
-	b.StopTimer()
-	stop()
 }
 
 // PeerStatuses returns the named peers alone, in the engine's order, and
