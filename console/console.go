@@ -193,6 +193,9 @@ func (c *Console) sample(now time.Time) {
 		seen := make(map[int]bool, len(p.Paths))
 		for j := range p.Paths {
 			ps := &p.Paths[j]
+			if ps.ID < 0 {
+				continue // a client's path waiting for its interface: no socket yet
+			}
 			seen[ps.ID] = true
 			ph := h.paths[ps.ID]
 			if ph == nil {

@@ -264,9 +264,12 @@ func TestWatchLimits(t *testing.T) {
 	}
 }
 
-// A client keeps its peer's history without a page.
+// A client keeps its peer's history without a page (and none for its paths
+// waiting for an interface, which have no socket and share the ID -1).
 func TestWatchAll(t *testing.T) {
 	e := newFakeEngine(1)
+	waiting := control.PathStatus{ID: -1, Local: "wwan1", Device: "wwan1", State: "waiting"}
+	e.st.Peers[0].Paths = append(e.st.Peers[0].Paths, waiting, waiting)
 	c := e.console(Options{WatchAll: true})
 	t0 := time.Unix(1_800_000_000, 0)
 	for s := range 3 {
@@ -274,7 +277,7 @@ func TestWatchAll(t *testing.T) {
 		c.sample(t0.Add(time.Duration(s) * time.Second))
 	}
 	l := liveOf(t, c.Handler(), "/api/live?peer=A=")
-	if got := l.Peers[0].Paths["1"]; len(got.Tx) != 3 || got.Tx[2] != 8000 {
+	if got := l.Peers[0].Paths["1"]; len(got.Tx) != 3 || got.Tx[2] != 8000 || len(l.Peers[0].Paths) != 2 {
 		t.Fatalf("history %+v", l.Peers[0].Paths)
 	}
 }

@@ -137,13 +137,15 @@
   function drawPeer(v, p) {
     v.head.textContent = (p.name || short(p.public_key)) + (p.established ? "" : " — no session");
     v.info.textContent = `session ${p.established ? "up" : "down"}, handshake ${age(p.last_handshake)} · scheduler ${p.scheduler} · congestion ${p.congestion} · recovery ${p.recovery}`;
-    const rows = p.paths.map((pa, i) => {
+    const charted = chartedPaths(p);
+    const rows = p.paths.map((pa) => {
+      const i = charted.indexOf(pa);
       const s = v.series.get(String(pa.id));
       const now = s && s.rate.length ? s.rate[s.rate.length - 1] : null;
       const budget = pa.budget ? `${bytes(pa.budget_used || 0)} of ${pa.budget}` + (pa.budget_bytes ? ` (${Math.round(100 * (pa.budget_used || 0) / pa.budget_bytes)} %)` : "") : "—";
-      const where = pa.device ? `${pa.device} → ${pa.remote}` : `${pa.local} → ${pa.remote}`;
+      const where = !pa.remote ? `${pa.device || pa.local}` : pa.device ? `${pa.device} → ${pa.remote}` : `${pa.local} → ${pa.remote}`;
       return el("tr", { data: { path: pa.id, device: pa.device || "", state: pa.state, rate: now == null ? "" : String(now) } },
-        el("td", {}, el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), `${pa.id} ${where}`),
+        el("td", {}, el("span", { class: "swatch", style: i < 0 ? "" : `background:${COLORS[i % COLORS.length]}` }), `${pa.id < 0 ? "" : pa.id} ${where}`),
         el("td", {}, el("span", { class: "state " + pa.state }, pa.state)),
         el("td", { class: "num" }, String(pa.priority)),
         el("td", { class: "num" }, pa.srtt_ms ? pa.srtt_ms.toFixed(1) + " ms" : "—"),
@@ -156,6 +158,10 @@
     });
     v.tbody.replaceChildren(...rows);
   }
+
+  // chartedPaths are the paths with a socket: a client's path waiting for
+  // its interface (id -1) has a row but no history.
+  const chartedPaths = (p) => p.paths.filter((pa) => pa.id >= 0);
 
   // merge adds a path's new samples to the view's columns (index = second - t0).
   function merge(v, id, h) {
@@ -195,14 +201,14 @@
       width, height: 220,
       scales: { x: { time: true } },
       axes: [{}, { label: unit, size: 60 }],
-      series: [{}, ...p.paths.map((pa, i) => ({
+      series: [{}, ...chartedPaths(p).map((pa, i) => ({
         label: `path ${pa.id}` + (pa.device ? ` (${pa.device})` : ""), stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
       }))],
     }, data, wrap);
   }
 
   function drawCharts(v, p) {
-    const ids = p.paths.map((pa) => String(pa.id));
+    const ids = chartedPaths(p).map((pa) => String(pa.id));
     const data = chartData(v, ids);
     const key = ids.join();
     if (!v.charts || v.pathKey !== key) {
