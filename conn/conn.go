@@ -63,14 +63,20 @@ type Conn interface {
 // are genuine peers: the server Conn of the stream transports (conn/stream), which
 // cannot authenticate anything itself and would otherwise keep any connection that
 // sends well-formed frames. The engine type-asserts its Conns once and calls
-// Authenticated(ep) for a datagram that ReadBatch returned from ep when it has
-// proven authentic (a data packet that opened under a session key), before or
-// after handling it. Calls are cheap (meant for every such datagram), safe
-// concurrently with ReadBatch and WriteBatch, and ignore an endpoint the Conn no
-// longer knows.
+// Authenticated(ep, peer) for a datagram that ReadBatch returned from ep when it
+// has proven authentic (a data packet that opened under a session key), before or
+// after handling it, naming the peer whose session key opened it. Calls are cheap
+// (meant for every such datagram), safe concurrently with ReadBatch and
+// WriteBatch, and ignore an endpoint the Conn no longer knows.
+//
+// The peer lets the Conn bound what one authenticated peer may hold: a client
+// that holds a key is still not trusted with every connection slot.
 type Authenticator interface {
-	Authenticated(ep Endpoint)
+	Authenticated(ep Endpoint, peer PeerID)
 }
+
+// PeerID names an authenticated peer: its static public key.
+type PeerID [32]byte
 
 // Options configures Listen.
 type Options struct {

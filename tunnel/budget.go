@@ -1,9 +1,9 @@
 package tunnel
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/braid-vpn/braid/budget"
@@ -27,10 +27,7 @@ const budgetEvery = time.Second
 const budgetSaveEvery = time.Minute
 
 // budgetUsage is one meter's state on disk.
-type budgetUsage struct {
-	Used  uint64    `json:"used"`
-	Since time.Time `json:"since"`
-}
+type budgetUsage = budget.Usage
 
 // meterFor returns the meter of a local path with an allowance (nil for none),
 // creating it (from saved usage, if any) the first time. Caller holds p.mu.
@@ -47,8 +44,11 @@ func (p *peer) meterFor(l LocalPath) *budget.Meter {
 		p.meters = make(map[string]*budget.Meter)
 	}
 	m := &budget.Meter{Limit: l.Budget}
-	if u, ok := p.e.savedUsage()[key]; ok {
-		m.Used, m.Since = u.Used, u.Since
+	if u, ok := p.e.usage[key]; ok {
+		if now := time.Now(); m.Restore(u, now) {
+			p.e.log.Warn("path budget usage dated in the future; counted against the current period", "local", key,
+				"since", u.Since.Format(time.RFC3339), "now", now.Format(time.RFC3339), "used", u.Used)
+		}
 	}
 	p.meters[key] = m
 	return m
@@ -82,48 +82,80 @@ func (p *peer) budgetTick(now time.Time) {
 		p.initiateLocked(now, true) // the server takes tiers from the handshake
 	}
 	if now.Sub(p.budgetSaved) >= budgetSaveEvery {
-		p.saveUsage()
 		p.budgetSaved = now
-	}
-}
-
-// savedUsage reads Config.BudgetState once (nil when absent or unreadable).
-func (e *Engine) savedUsage() map[string]budgetUsage {
-	if e.usage != nil || e.cfg.BudgetState == "" {
-		return e.usage
-	}
-	e.usage = map[string]budgetUsage{}
-	b, err := os.ReadFile(e.cfg.BudgetState)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			e.log.Warn("reading path budget usage", "file", e.cfg.BudgetState, "err", err)
+		// Written on a goroutine of its own: the write fsyncs, and the peer
+		// lock is the lock of the data path.
+		if snap := p.usageSnapshot(); snap.usage != nil {
+			p.e.wg.Add(1)
+			go func() {
+				defer p.e.wg.Done()
+				p.e.writeUsage(snap)
+			}()
 		}
-		return e.usage
 	}
-	if err := json.Unmarshal(b, &e.usage); err != nil {
-		e.log.Warn("reading path budget usage", "file", e.cfg.BudgetState, "err", err)
-	}
-	return e.usage
 }
 
-// saveUsage writes the meters to Config.BudgetState (atomically). Caller holds
-// p.mu.
-func (p *peer) saveUsage() {
-	file := p.e.cfg.BudgetState
-	if file == "" || len(p.meters) == 0 {
+// loadUsage reads Config.BudgetState, once, when the engine is made (before
+// any peer lock is taken). A missing file is no usage; anything else that keeps
+// it from being read is logged, and a corrupt file is kept aside as .corrupt.
+func (e *Engine) loadUsage() {
+	if e.cfg.BudgetState == "" {
 		return
+	}
+	u, err := budget.Load(e.cfg.BudgetState)
+	switch {
+	case errors.Is(err, budget.ErrCorrupt):
+		e.log.Error("path budget usage file corrupt; usage starts from zero", "err", err)
+	case err != nil:
+		e.log.Warn("reading path budget usage; usage starts from zero", "file", e.cfg.BudgetState, "err", err)
+	}
+	e.usage = u
+}
+
+// usageWriter orders the writes of Config.BudgetState: a snapshot is written
+// only if no later one has been, so a slow periodic write that finishes after
+// the one at Close does not put older usage back.
+type usageWriter struct {
+	seq     atomic.Uint64
+	mu      sync.Mutex
+	written uint64
+}
+
+// usageSnapshot is the meters' state at one moment, numbered.
+type usageSnapshot struct {
+	seq   uint64
+	usage map[string]budgetUsage
+}
+
+// usageSnapshot copies the meters (nil usage when there is nothing to save).
+// Caller holds p.mu; the write happens after it is let go (writeUsage).
+func (p *peer) usageSnapshot() usageSnapshot {
+	if p.e.cfg.BudgetState == "" || len(p.meters) == 0 {
+		return usageSnapshot{}
 	}
 	out := make(map[string]budgetUsage, len(p.meters))
 	for k, m := range p.meters {
 		out[k] = budgetUsage{Used: m.Used, Since: m.Since}
 	}
-	b, _ := json.Marshal(out)
-	tmp := filepath.Join(filepath.Dir(file), "."+filepath.Base(file)+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err == nil {
-		err = os.Rename(tmp, file)
-		if err == nil {
-			return
-		}
+	return usageSnapshot{seq: p.e.usageW.seq.Add(1), usage: out}
+}
+
+// writeUsage writes a snapshot to Config.BudgetState (budget.Save: atomic and
+// durable, never through a symbolic link), unless a later one was written.
+// Called without any peer lock.
+func (e *Engine) writeUsage(s usageSnapshot) {
+	if s.usage == nil {
+		return
 	}
-	p.e.log.Warn("saving path budget usage", "file", file)
+	w := &e.usageW
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s.seq <= w.written {
+		return
+	}
+	if err := budget.Save(e.cfg.BudgetState, s.usage); err != nil {
+		e.log.Warn("saving path budget usage", "file", e.cfg.BudgetState, "err", err)
+		return
+	}
+	w.written = s.seq
 }

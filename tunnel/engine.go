@@ -171,6 +171,7 @@ type Engine struct {
 	// absent or without address) to why (links.go).
 	waiting map[string]string
 	usage   map[string]budgetUsage // client: budget usage read from BudgetState
+	usageW  usageWriter            // client: orders the writes of BudgetState
 
 	idxMu   sync.RWMutex
 	indices map[uint32]indexEntry // receiver session index → peer and keys
@@ -272,6 +273,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		e.server = p
+		e.loadUsage()
 		e.peers = []*peer{p}
 		e.byKey[p.pub] = p
 		if len(cfg.ServerAllowedIPs) > 0 {
@@ -364,8 +366,9 @@ func (e *Engine) Close() error {
 	e.sendCloseAll()
 	if e.role == Client {
 		e.server.mu.Lock()
-		e.server.saveUsage()
+		snap := e.server.usageSnapshot()
 		e.server.mu.Unlock()
+		e.writeUsage(snap) // outside the peer lock: the write fsyncs
 	}
 	close(e.closing)
 	e.closeConns()

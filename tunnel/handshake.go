@@ -323,8 +323,8 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, pro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if string(acc.Timestamp[:]) <= string(p.lastTS[:]) {
-		// Lost a race with a concurrent copy of the same initiation.
+	if string(acc.Timestamp[:]) <= string(p.lastTS[:]) || p.holdsPending(acc.Timestamp, now) {
+		// A replay, or lost a race with a concurrent copy of the same initiation.
 		e.releaseIndex(idx)
 		e.counters.drop(dropHandshakeReplayed)
 		return nil, nil, noise.ErrReplayedInitiation
@@ -334,9 +334,15 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, pro
 		e.counters.drop(dropHandshakeTooSoon)
 		return nil, nil, errTooSoon
 	}
-	p.lastTS, p.lastInit = acc.Timestamp, now
+	// lastTS moves only when the client confirms these keys (confirmNext): an
+	// answer proves nothing about who sent the initiation. Someone with the
+	// client's static key but not its PSK, or a client whose clock once ran
+	// ahead, gets an answer to a future-dated initiation that nobody can
+	// confirm; had it moved lastTS, the client would be refused until the
+	// server restarted.
+	p.lastInit = now
 	sp, perr := wire.ParseParams(acc.Payload)
-	p.pending = pendingSession{fresh: p.freshSession(sp.Rekey), params: perr == nil}
+	p.pending = pendingSession{fresh: p.freshSession(sp.Rekey), params: perr == nil, ts: acc.Timestamp, at: now}
 	if perr == nil {
 		p.pending.want = paramsFromWire(sp)
 	}
@@ -361,6 +367,26 @@ type pendingSession struct {
 	fresh  bool
 	params bool // want is set
 	want   Params
+	// ts is the timestamp of the initiation p.next answers, at when it was
+	// answered; confirming p.next makes ts the client's lastTS.
+	ts [wire.TimestampLen]byte
+	at time.Time
+}
+
+// pendingHold is how long an answered initiation is protected from one with an
+// older timestamp (which only a replay has, or a client whose clock stepped
+// back). A genuine handshake confirms within a round trip, and a client whose
+// response was lost sends a newer initiation after HandshakeRetry (1 s); the
+// hold keeps a replay of the client's previous initiation from taking the
+// place of the handshake in progress, and a future-dated initiation that
+// nobody confirms holds the client off for no longer than this.
+const pendingHold = 2 * time.Second
+
+// holdsPending reports whether an initiation dated ts (newer than lastTS) must
+// yield to the unconfirmed handshake p.next: it is not newer than that one's,
+// and that one was answered less than pendingHold ago. Caller holds p.mu.
+func (p *peer) holdsPending(ts [wire.TimestampLen]byte, now time.Time) bool {
+	return p.next != nil && string(ts[:]) <= string(p.pending.ts[:]) && now.Sub(p.pending.at) < pendingHold
 }
 
 // freshSession decides whether a server starts a client's session afresh: the client
@@ -421,6 +447,11 @@ func (p *peer) confirmNext(now time.Time) {
 	p.prev, p.cur, p.next = p.cur, p.next, nil
 	pend := p.pending
 	p.pending = pendingSession{}
+	// The client used these keys, so the initiation was its own: from now on
+	// no initiation dated before it is accepted (replay protection).
+	if string(pend.ts[:]) > string(p.lastTS[:]) {
+		p.lastTS = pend.ts
+	}
 	if pend.params {
 		if err := p.applyParams(pend.want); err != nil {
 			e.log.Warn("client asked for unusable session parameters; using defaults", "peer", p.name, "err", err)

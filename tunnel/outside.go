@@ -378,7 +378,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 		return false
 	}
 	if cs.auth != nil {
-		cs.auth.Authenticated(ep)
+		cs.auth.Authenticated(ep, conn.PeerID(p.pub))
 	}
 	ih, err := wire.ParseInnerHeader(plain)
 	if err != nil {

@@ -88,7 +88,7 @@ type peer struct {
 	srvEpoch  uint64                  // client: the server's boot epoch from the last response
 	lastInit  time.Time               // server: when the last initiation was accepted
 	pending   pendingSession          // server: what confirming p.next changes
-	lastTS    [wire.TimestampLen]byte // server: newest accepted initiation timestamp
+	lastTS    [wire.TimestampLen]byte // server: newest confirmed initiation timestamp
 	lastHS    time.Time
 	lastRx    time.Time
 	lastTx    time.Time

@@ -183,7 +183,7 @@ func TestHandshakePrefixFlood(t *testing.T) {
 				submit(msg, ep, now)
 			}
 			p.mu.Lock()
-			ok := p.lastTS == noise.TAI64N(now)
+			ok := p.pending.ts == noise.TAI64N(now) // answered (nothing confirms here)
 			p.mu.Unlock()
 			if ok {
 				maxTries = max(maxTries, c.tries)

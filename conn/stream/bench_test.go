@@ -43,7 +43,7 @@ func newPingPong(t testing.TB, p *pair, n, size int) *pingPong {
 		select {
 		case ep := <-got:
 			if a, ok := p.srv.(conn.Authenticator); ok {
-				a.Authenticated(ep)
+				a.Authenticated(ep, peerOf(ep))
 			}
 			for i := 0; i < n; i++ {
 				pp.toCli = append(pp.toCli, ep)
@@ -67,7 +67,7 @@ func (pp *pingPong) recv(c conn.Conn, want int) {
 		}
 		if a != nil { // as the engine does
 			for _, ep := range pp.eps[:k] {
-				a.Authenticated(ep)
+				a.Authenticated(ep, peerOf(ep))
 			}
 		}
 		got += k

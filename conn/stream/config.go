@@ -112,6 +112,17 @@ type Config struct {
 	// (default 16): one source is an IPv4 address or an IPv6 /64. A connection from
 	// a source that has that many is closed on accept.
 	MaxUnauthPerSource int
+	// MaxConnsPerPeer bounds a server's authenticated connections per peer (per
+	// client key) and listen address (default 64). When a peer's connection
+	// authenticates beyond it, the peer's least recently authenticated connection
+	// is closed: a dead one left by a reconnect if there is one.
+	MaxConnsPerPeer int
+	// MaxConnsPerSource bounds a server's authenticated connections per source
+	// (IPv4 address or IPv6 /64) and listen address, whatever keys they use
+	// (default MaxConns/2). Beyond it the source's least recently authenticated
+	// connection is closed if it is unused (nothing authenticated for 5 s), else
+	// the least recently authenticated one of the peer holding the most there.
+	MaxConnsPerSource int
 	// LogInterval rate-limits the logs about failing peers and dials (default 1s):
 	// at most one line per interval per Transport, with a count of those skipped.
 	LogInterval time.Duration
@@ -135,6 +146,14 @@ const (
 	// while a single host cannot take more than 16 of the DefaultMaxConns slots,
 	// nor, once the server is full, push out connections that authenticated.
 	DefaultMaxUnauthPerSource = 16
+	// DefaultMaxConnsPerPeer is the most authenticated connections one client key
+	// may hold per listen address. A client needs one per path, server address
+	// and subflow, and the engine keeps at most 64 paths per client
+	// (tunnel.Tunables.MaxPathsPerPeer), so more would carry nothing; the cap
+	// keeps a client, or a thief of its key, to 64 of the 1024 slots, and its
+	// reconnects replace its own dead connections instead of waiting for
+	// IdleTimeout.
+	DefaultMaxConnsPerPeer = 64
 	// SourceBits4 and SourceBits6 are the prefix lengths of one source for
 	// MaxUnauthPerSource: an IPv4 address is one host (or one NAT), while an IPv6
 	// host is given a whole /64 and can pick any address in it.
@@ -174,6 +193,8 @@ func DefaultConfig() Config {
 		LogInterval:  time.Second,
 
 		MaxUnauthPerSource: DefaultMaxUnauthPerSource,
+		MaxConnsPerPeer:    DefaultMaxConnsPerPeer,
+		// MaxConnsPerSource: 0 takes half of MaxConns, whatever that is set to.
 	}
 }
 
@@ -218,6 +239,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUnauthPerSource <= 0 {
 		c.MaxUnauthPerSource = d.MaxUnauthPerSource
+	}
+	if c.MaxConnsPerPeer <= 0 {
+		c.MaxConnsPerPeer = d.MaxConnsPerPeer
+	}
+	if c.MaxConnsPerSource <= 0 {
+		// Half the slots: one host, with however many keys, leaves the other
+		// half to everyone else.
+		c.MaxConnsPerSource = max(c.MaxConns/2, 1)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -45,16 +45,29 @@
 //     not locked out.
 //   - MaxConns (1024): at the bound a new connection takes the place of an
 //     unauthenticated one, the oldest of the source holding the most of them;
-//     authenticated connections are never evicted, and when all are, the new
-//     connection is closed on accept.
+//     a new connection never evicts an authenticated one, and when all are, it
+//     is closed on accept.
+//
+// A key is no licence to hold every slot either. Authenticated(ep, peer) names the
+// peer whose keys opened the datagram, and authenticated connections are capped
+// per peer and per source; the cap is applied when a connection authenticates,
+// by closing one of the same peer's or source's, never another client's:
+//
+//   - MaxConnsPerPeer (64, the engine's MaxPathsPerPeer): a peer's connection
+//     beyond it replaces that peer's least recently authenticated one, which is
+//     a dead one left by a reconnect when there is one.
+//   - MaxConnsPerSource (MaxConns/2): beyond it the source's least recently
+//     authenticated connection goes if it is unused (nothing authenticated for
+//     5 s), else the least recently authenticated of the peer holding the most
+//     there.
 //
 // A connection on probation costs little memory: its read buffer starts at 1 KiB
 // (grown only as far as a frame needs) and takes ReadBuffer when it is
 // authenticated, and its send queue is allocated at the first write to it. One
 // host can therefore hold at most 16 slots for at most 10 s each, and a
 // flood from many hosts cannot push out clients that authenticated. Each event is
-// counted (stream_rejects, stream_evictions, stream_hello_timeouts,
-// stream_auth_timeouts, stream_idle_closed).
+// counted (stream_rejects, stream_evictions, stream_cap_evictions,
+// stream_hello_timeouts, stream_auth_timeouts, stream_idle_closed).
 //
 // Costs are kept per batch, not per datagram: ReadBatch copies every complete frame
 // one read(2) brought in, and WriteBatch appends frames to a per-connection queue

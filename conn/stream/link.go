@@ -117,11 +117,16 @@ type link struct {
 	// first frame (zero: none). authed says the engine has authenticated a datagram
 	// from the connection, authAt (unix ns) when it last did. src is its source
 	// (MaxUnauthPerSource); listed says it is in serverConn.unauth (under its mu).
+	// peer is the peer whose keys its datagrams last opened under (set under the
+	// server's mu; read without it by Authenticated), and counted says it is in
+	// serverConn.byPeer and bySource (under the server's mu).
 	helloBy time.Time
 	authed  atomic.Bool
 	authAt  atomic.Int64
 	src     netip.Prefix
 	listed  bool
+	peer    atomic.Pointer[conn.PeerID]
+	counted bool
 
 	dead     chan struct{}
 	deadOnce sync.Once

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net"
 	"net/netip"
@@ -25,6 +26,10 @@ type serverConn struct {
 	// unauth holds, per source, the connections not yet authenticated, oldest
 	// first (at most MaxUnauthPerSource each).
 	unauth map[netip.Prefix][]*link
+	// byPeer and bySource hold the authenticated connections of each peer and of
+	// each source, in no particular order (MaxConnsPerPeer, MaxConnsPerSource).
+	byPeer   map[conn.PeerID][]*link
+	bySource map[netip.Prefix][]*link
 	// lastAuth is the connection Authenticated found last: the engine reads
 	// batches from one connection at a time, so most calls need no map lookup.
 	lastAuth atomic.Pointer[link]
@@ -62,8 +67,10 @@ func (t *Transport) Server(opt conn.Options) (conn.Conn, error) {
 	local := unmap(tl.Addr().(*net.TCPAddr).AddrPort())
 	s := &serverConn{
 		ln: tl, wildcard: !addr.IsValid() || addr.IsUnspecified(),
-		links:  make(map[netip.AddrPort]*link),
-		unauth: make(map[netip.Prefix][]*link),
+		links:    make(map[netip.AddrPort]*link),
+		unauth:   make(map[netip.Prefix][]*link),
+		byPeer:   make(map[conn.PeerID][]*link),
+		bySource: make(map[netip.Prefix][]*link),
 	}
 	s.init(t, local, opt.BatchSize)
 	s.wg.Add(2)
@@ -188,6 +195,24 @@ func (s *serverConn) forgetLocked(l *link) {
 		delete(s.links, l.remote)
 	}
 	s.unlistLocked(l)
+	if p := l.peer.Load(); p != nil && l.counted {
+		l.counted = false
+		dropFrom(s.byPeer, *p, l)
+		dropFrom(s.bySource, l.src, l)
+	}
+}
+
+// dropFrom removes l from m[k], and the key once its list is empty.
+func dropFrom[K comparable](m map[K][]*link, k K, l *link) {
+	ls := m[k]
+	if i := slices.Index(ls, l); i >= 0 {
+		ls = slices.Delete(ls, i, i+1)
+	}
+	if len(ls) == 0 {
+		delete(m, k)
+	} else {
+		m[k] = ls
+	}
 }
 
 // unlistLocked takes l out of its source's unauthenticated connections. Caller
@@ -197,22 +222,21 @@ func (s *serverConn) unlistLocked(l *link) {
 		return
 	}
 	l.listed = false
-	ls := s.unauth[l.src]
-	if i := slices.Index(ls, l); i >= 0 {
-		ls = slices.Delete(ls, i, i+1)
-	}
-	if len(ls) == 0 {
-		delete(s.unauth, l.src)
-	} else {
-		s.unauth[l.src] = ls
-	}
+	dropFrom(s.unauth, l.src, l)
 }
 
 // Authenticated implements conn.Authenticator: the engine authenticated a datagram
-// from ep. The connection's idle clock restarts, and the first call ends its
-// probation: it no longer counts against MaxUnauthPerSource, cannot be evicted,
-// is held to IdleTimeout instead of AuthTimeout, and gets its full read buffer.
-func (s *serverConn) Authenticated(ep conn.Endpoint) {
+// from ep under peer's session. The connection's idle clock restarts, and the
+// first call ends its probation: it no longer counts against MaxUnauthPerSource,
+// cannot be evicted for a new unauthenticated connection, is held to IdleTimeout
+// instead of AuthTimeout, and gets its full read buffer. It then counts against
+// its peer's MaxConnsPerPeer and its source's MaxConnsPerSource; when that goes
+// over either, the least recently authenticated connection of that peer (of the
+// source: an unused one, else one of the peer holding the most there) is closed.
+//
+// The common case, another datagram of the same peer on the connection found
+// last, takes no lock.
+func (s *serverConn) Authenticated(ep conn.Endpoint, peer conn.PeerID) {
 	l := s.lastAuth.Load()
 	if l == nil || l.remote != ep.Remote || l.isDead() {
 		s.mu.Lock()
@@ -224,12 +248,103 @@ func (s *serverConn) Authenticated(ep conn.Endpoint) {
 		s.lastAuth.Store(l)
 	}
 	l.authAt.Store(time.Now().UnixNano())
-	if !l.authed.Load() {
-		s.mu.Lock()
+	if p := l.peer.Load(); p != nil && *p == peer {
+		return
+	}
+	var victims [2]*link
+	s.mu.Lock()
+	// A connection already forgotten (evicted, replaced, reaped) must not be
+	// counted again: nothing would take it out of byPeer and bySource.
+	if s.links[l.remote] == l {
+		victims = s.attributeLocked(l, peer)
+	}
+	s.mu.Unlock()
+	for _, v := range victims {
+		if v == nil {
+			continue
+		}
+		s.t.capEvictions.Add(1)
+		s.t.logRated(false, "stream connection closed: its peer or source holds too many", "remote", v.raddr.String(),
+			"peer", shortPeer(*v.peer.Load()), "max_per_peer", s.t.cfg.MaxConnsPerPeer, "max_per_source", s.t.cfg.MaxConnsPerSource)
+		v.fail(errors.New("evicted: its peer or source was over its connection cap"))
+	}
+}
+
+// attributeLocked counts l, just authenticated, as a connection of peer, and
+// returns the connections (already forgotten, for the caller to close) that the
+// per-peer and per-source caps push out. A connection whose datagrams open under
+// another peer's keys than before moves to that peer. Caller holds s.mu.
+func (s *serverConn) attributeLocked(l *link, peer conn.PeerID) (victims [2]*link) {
+	cfg := &s.t.cfg
+	if old := l.peer.Load(); old != nil && l.counted {
+		dropFrom(s.byPeer, *old, l)
+	} else {
 		l.authed.Store(true)
 		s.unlistLocked(l)
-		s.mu.Unlock()
+		s.bySource[l.src] = append(s.bySource[l.src], l)
 	}
+	l.peer.Store(&peer)
+	l.counted = true
+	s.byPeer[peer] = append(s.byPeer[peer], l)
+	// A peer legitimately holds one connection per path, and reconnects leave
+	// dead ones behind until IdleTimeout: the least recently authenticated goes
+	// first, which is a dead one when there is one.
+	if ls := s.byPeer[peer]; len(ls) > cfg.MaxConnsPerPeer {
+		v := leastRecent(ls, l, nil)
+		s.forgetLocked(v)
+		victims[0] = v
+	}
+	if ls := s.bySource[l.src]; len(ls) > cfg.MaxConnsPerSource {
+		v := s.sourceVictim(ls, l)
+		s.forgetLocked(v)
+		victims[1] = v
+	}
+	return victims
+}
+
+// unusedAfter: a connection not authenticated for this long carries no live
+// path. The engine probes every path of a session every 400 ms, so a live
+// connection is authenticated several times a second.
+const unusedAfter = 5 * time.Second
+
+// sourceVictim picks, among the authenticated connections ls of a source over
+// MaxConnsPerSource, the one to close for l: the least recently authenticated if
+// it is unused, else the least recently authenticated of the peer that holds the
+// most of them, so that clients sharing a NAT pay for their own excess and not
+// for one another's.
+func (s *serverConn) sourceVictim(ls []*link, l *link) *link {
+	if v := leastRecent(ls, l, nil); time.Since(time.Unix(0, v.authAt.Load())) >= unusedAfter {
+		return v
+	}
+	held := make(map[conn.PeerID]int)
+	most := 0
+	for _, x := range ls {
+		n := held[*x.peer.Load()] + 1
+		held[*x.peer.Load()] = n
+		most = max(most, n)
+	}
+	return leastRecent(ls, l, func(x *link) bool { return held[*x.peer.Load()] == most })
+}
+
+// leastRecent returns the connection of ls, other than l and among those keep
+// accepts (all if keep is nil), authenticated longest ago; of equals the oldest.
+func leastRecent(ls []*link, l *link, keep func(*link) bool) *link {
+	var v *link
+	for _, x := range ls {
+		if x == l || keep != nil && !keep(x) {
+			continue
+		}
+		if v == nil || x.authAt.Load() < v.authAt.Load() ||
+			x.authAt.Load() == v.authAt.Load() && x.since.Before(v.since) {
+			v = x
+		}
+	}
+	return v
+}
+
+// shortPeer is how logs name a peer: the start of its public key in base64.
+func shortPeer(p conn.PeerID) string {
+	return base64.StdEncoding.EncodeToString(p[:])[:8]
 }
 
 // reap forgets a connection once it has ended.

@@ -200,7 +200,7 @@ func TestPerSourceCap(t *testing.T) {
 		t.Fatal("another address was refused")
 	}
 	// The engine authenticates one of them: its source may open another.
-	srv.(conn.Authenticator).Authenticated(endpointOf(held[0]))
+	srv.(conn.Authenticator).Authenticated(endpointOf(held[0]), peerOf(endpointOf(held[0])))
 	if !accepted(t, dialFrom(t, "127.0.0.1", srv.LocalAddr())) {
 		t.Fatal("an authenticated connection still counts against the cap")
 	}
@@ -282,7 +282,7 @@ func TestFramesDoNotRefreshIdle(t *testing.T) {
 			t.Fatal("refused")
 		}
 	}
-	auth.Authenticated(endpointOf(once))
+	auth.Authenticated(endpointOf(once), peerOf(endpointOf(once)))
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // frames every 10 ms on all three; only kept is authenticated again
@@ -291,7 +291,7 @@ func TestFramesDoNotRefreshIdle(t *testing.T) {
 			for _, c := range []net.Conn{unauth, once, kept} {
 				c.Write(appendFrame(nil, dgram(100, id)))
 			}
-			auth.Authenticated(endpointOf(kept))
+			auth.Authenticated(endpointOf(kept), peerOf(endpointOf(kept)))
 			select {
 			case <-stop:
 				return

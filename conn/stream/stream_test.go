@@ -209,6 +209,15 @@ func startReader(c conn.Conn) *reader {
 	return startReaderAuth(c, func(conn.Endpoint) bool { return true })
 }
 
+// peerOf is the peer the tests' engine stand-in says a datagram from ep
+// authenticated under: one per source address, as if each address were one client.
+func peerOf(ep conn.Endpoint) conn.PeerID {
+	var id conn.PeerID
+	a := ep.Remote.Addr().As16()
+	copy(id[:], a[:])
+	return id
+}
+
 // authNone authenticates nothing.
 var authNone func(conn.Endpoint) bool
 
@@ -242,7 +251,7 @@ func startReaderAuth(c conn.Conn, auth func(conn.Endpoint) bool) *reader {
 				r.got = append(r.got, eps[i])
 				r.ids = append(r.ids, dgramID(bufs[i][:sizes[i]]))
 				if a != nil && auth(eps[i]) {
-					a.Authenticated(eps[i])
+					a.Authenticated(eps[i], peerOf(eps[i]))
 				}
 			}
 			r.mu.Unlock()

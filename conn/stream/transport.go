@@ -18,17 +18,20 @@ type Transport struct {
 	cfg Config
 
 	// Counters, summed over every Conn of the Transport; see Counters.
-	dropDown    atomic.Uint64 // datagrams written while the connection was down
-	dropFull    atomic.Uint64 // datagrams that found the send queue full
-	dropNoConn  atomic.Uint64 // server: datagrams to an endpoint without a connection
-	badPeers    atomic.Uint64 // connections closed for garbage or a truncated frame
-	connects    atomic.Uint64 // client connections established
-	dialFails   atomic.Uint64 // failed connection attempts
-	accepts     atomic.Uint64 // server connections accepted
-	rejects     atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
-	evictions   atomic.Uint64 // unauthenticated server connections closed for a new one
-	disconnects atomic.Uint64 // connections that ended, for whatever reason
-	idleClosed  atomic.Uint64 // server connections not authenticated for IdleTimeout
+	dropDown   atomic.Uint64 // datagrams written while the connection was down
+	dropFull   atomic.Uint64 // datagrams that found the send queue full
+	dropNoConn atomic.Uint64 // server: datagrams to an endpoint without a connection
+	badPeers   atomic.Uint64 // connections closed for garbage or a truncated frame
+	connects   atomic.Uint64 // client connections established
+	dialFails  atomic.Uint64 // failed connection attempts
+	accepts    atomic.Uint64 // server connections accepted
+	rejects    atomic.Uint64 // server connections refused (MaxConns, MaxUnauthPerSource)
+	evictions  atomic.Uint64 // unauthenticated server connections closed for a new one
+	// capEvictions: authenticated server connections closed because their peer
+	// or source went over MaxConnsPerPeer or MaxConnsPerSource.
+	capEvictions atomic.Uint64
+	disconnects  atomic.Uint64 // connections that ended, for whatever reason
+	idleClosed   atomic.Uint64 // server connections not authenticated for IdleTimeout
 	// helloTimeouts, authTimeouts: server connections closed for no first frame
 	// within HelloTimeout, not authenticated within AuthTimeout.
 	helloTimeouts, authTimeouts atomic.Uint64
@@ -71,6 +74,7 @@ func (t *Transport) Counters() map[string]uint64 {
 		"stream_accepts":            t.accepts.Load(),
 		"stream_rejects":            t.rejects.Load(),
 		"stream_evictions":          t.evictions.Load(),
+		"stream_cap_evictions":      t.capEvictions.Load(),
 		"stream_disconnects":        t.disconnects.Load(),
 		"stream_idle_closed":        t.idleClosed.Load(),
 		"stream_hello_timeouts":     t.helloTimeouts.Load(),

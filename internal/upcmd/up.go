@@ -108,7 +108,7 @@ func runUp(ctx context.Context, file string) error {
 	defer cancel()
 	if cfg.Client != nil && tt.name == "udp" {
 		// Paths follow their interfaces as they come and go (netlink).
-		if ev, err := netwatch.Watch(ctx); err != nil {
+		if ev, err := netwatch.Watch(ctx, log); err != nil {
 			log.Warn("paths follow interface changes only on reload", "err", err)
 		} else {
 			ecfg.LinkEvents = ev
