@@ -340,4 +340,12 @@ type Control struct {
 	Socket string
 	// Metrics is the host:port of the Prometheus endpoint, "" when off.
 	Metrics string
+	// Console is the host:port of the status page (package console), ""
+	// when off. ConsoleToken, when set, is required of every request;
+	// ConsoleCert and ConsoleKey (resolved like the other files) serve it
+	// over TLS. Off loopback the parser requires all three.
+	Console      string
+	ConsoleToken string
+	ConsoleCert  string
+	ConsoleKey   string
 }

@@ -1,9 +1,16 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io/fs"
 	"log/slog"
+	"math/big"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -170,7 +177,34 @@ func keyDir(t *testing.T) string {
 	writeKey(t, filepath.Join(dir, "client.key"))
 	writeKey(t, filepath.Join(dir, "server.key"))
 	writeKey(t, filepath.Join(dir, "a.psk"))
+	writeCert(t, filepath.Join(dir, "console.crt"), filepath.Join(dir, "console.key"))
 	return dir
+}
+
+// writeCert writes a self-signed certificate and its key, PEM, for the
+// console's TLS keys.
+func writeCert(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "braid console"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"localhost"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func minimalClient(dir string) string {
@@ -816,5 +850,50 @@ func TestPathPatterns(t *testing.T) {
 	cfg := mustParse(t, filepath.Join(dir, "c.toml"), minimalClient(dir)+"paths = [\"eth0\", \"wwan*\"]\n")
 	if cfg.Client.Paths[1].Interface != "wwan*" {
 		t.Fatalf("paths %+v", cfg.Client.Paths)
+	}
+}
+
+// The console: loopback alone, or a token and TLS; every other combination
+// fails naming the file and the key to set.
+func TestConsole(t *testing.T) {
+	dir := keyDir(t)
+	tls := "console_cert = \"" + dir + "/console.crt\"\nconsole_key = \"" + dir + "/console.key\"\n"
+	const token = "console_token = \"0123456789abcdef\"\n"
+	for _, tc := range []struct {
+		name, control string
+		addr          string // the Console address parsed, when no error
+		err           string
+	}{
+		{"loopback", `console = "127.0.0.1:9911"`, "127.0.0.1:9911", ""},
+		{"bare port", `console = ":9911"`, "127.0.0.1:9911", ""},
+		{"localhost with token", "console = \"localhost:9911\"\n" + token, "localhost:9911", ""},
+		{"everywhere with token and TLS", "console = \"0.0.0.0:9911\"\n" + token + tls, "0.0.0.0:9911", ""},
+		{"everywhere without token", "console = \"0.0.0.0:9911\"\n" + tls,
+			"", `client.toml: control.console_token: required: control.console "0.0.0.0:9911" listens on all interfaces`},
+		{"address without TLS", "console = \"198.18.1.1:9911\"\n" + token,
+			"", `client.toml: control.console_cert: required: control.console "198.18.1.1:9911" is not a loopback address`},
+		{"host name", "console = \"braid.example:9911\"\n" + token,
+			"", `client.toml: control.console_cert: required: control.console "braid.example:9911" names a host`},
+		{"short token", "console = \"127.0.0.1:9911\"\nconsole_token = \"short\"", "", "client.toml: control.console_token: 5 characters; want at least 16"},
+		{"cert without key", "console = \"127.0.0.1:9911\"\nconsole_cert = \"" + dir + "/console.crt\"", "", "client.toml: control.console_key: required with control.console_cert"},
+		{"unreadable cert", "console = \"127.0.0.1:9911\"\nconsole_cert = \"" + dir + "/none.crt\"\nconsole_key = \"" + dir + "/console.key\"", "", "client.toml: control.console_cert: " + dir + "/none.crt with"},
+		{"token without console", token, "", "client.toml: control.console_token: set without control.console"},
+		{"bad port", `console = "127.0.0.1:http"`, "", `client.toml: control.console: "127.0.0.1:http": port must be a number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse("client.toml", []byte(minimalClient(dir)+"[control]\n"+tc.control+"\n"))
+			if tc.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %s…", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Control.Console != tc.addr {
+				t.Errorf("Console = %q, want %q", cfg.Control.Console, tc.addr)
+			}
+		})
 	}
 }

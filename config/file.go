@@ -91,6 +91,11 @@ type FileSecurity struct {
 type FileControl struct {
 	Socket  string `toml:"socket,omitempty"`
 	Metrics string `toml:"metrics,omitempty"`
+
+	Console      string `toml:"console,omitempty"`
+	ConsoleToken string `toml:"console_token,omitempty"`
+	ConsoleCert  string `toml:"console_cert,omitempty"`
+	ConsoleKey   string `toml:"console_key,omitempty"`
 }
 
 // Encode writes f as a config file, leaving out every empty field. It does

@@ -64,7 +64,8 @@ func fullFiles(dir string) (client, server *File) {
 			TCPCongestion:    "cubic",
 		},
 		Security: sec,
-		Control:  FileControl{Socket: "ctl/c.sock", Metrics: "127.0.0.1:9273"},
+		Control: FileControl{Socket: "ctl/c.sock", Metrics: "127.0.0.1:9273", Console: "127.0.0.1:9911", ConsoleToken: "0123456789abcdef",
+			ConsoleCert: filepath.Join(dir, "console.crt"), ConsoleKey: filepath.Join(dir, "console.key")},
 	}
 	server = &File{
 		Role: "server", PrivateKeyFile: "server.key", PresharedKeyFile: "a.psk", LogLevel: "warn", Offload: new(true), CryptoWorkers: new(int64(0)),
@@ -83,7 +84,8 @@ func fullFiles(dir string) (client, server *File) {
 			},
 		},
 		Security: sec,
-		Control:  FileControl{Socket: "s.sock", Metrics: "[::1]:9274"},
+		Control: FileControl{Socket: "s.sock", Metrics: "[::1]:9274", Console: "0.0.0.0:9911", ConsoleToken: "fedcba9876543210",
+			ConsoleCert: filepath.Join(dir, "console.crt"), ConsoleKey: filepath.Join(dir, "console.key")},
 	}
 	return client, server
 }
@@ -139,6 +141,10 @@ tcp_congestion = "cubic"
 ` + securityDoc + `[control]
 socket = "ctl/c.sock"
 metrics = "127.0.0.1:9273"
+console = "127.0.0.1:9911"
+console_token = "0123456789abcdef"
+console_cert = "` + dir + `/console.crt"
+console_key = "` + dir + `/console.key"
 `,
 		server: `role = "server"
 private_key_file = "server.key"
@@ -172,6 +178,10 @@ preshared_key_file = "` + dir + `/a.psk"
 ` + securityDoc + `[control]
 socket = "s.sock"
 metrics = "[::1]:9274"
+console = "0.0.0.0:9911"
+console_token = "fedcba9876543210"
+console_cert = "` + dir + `/console.crt"
+console_key = "` + dir + `/console.key"
 `,
 	}
 	for f, doc := range handWritten {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -754,21 +755,80 @@ func (p *parser) control(cfg *Config, raw *FileControl) {
 	}
 
 	if raw.Metrics != "" {
-		host, port, err := net.SplitHostPort(raw.Metrics)
-		if err != nil {
-			p.fail("control.metrics", "%q is not host:port", raw.Metrics)
-		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			p.fail("control.metrics", "%q: port must be a number in 1..65535", raw.Metrics)
-		} else if where := exposure(host); where != "" {
-			p.warn("control.metrics", "%q %s; the metrics endpoint has no authentication and its labels show every peer's public key and endpoint addresses (bind it to 127.0.0.1 or [::1], or firewall the port)", raw.Metrics, where)
-		}
-		c.Metrics = raw.Metrics
-		if host == "" && err == nil {
-			// A bare ":port" means loopback: all interfaces are asked for
-			// by name (0.0.0.0 or [::]).
-			c.Metrics = net.JoinHostPort("127.0.0.1", port)
+		if addr, host, ok := p.listenAddr("control.metrics", raw.Metrics); ok {
+			if where := exposure(host); where != "" {
+				p.warn("control.metrics", "%q %s; the metrics endpoint has no authentication and its labels show every peer's public key and endpoint addresses (bind it to 127.0.0.1 or [::1], or firewall the port)", raw.Metrics, where)
+			}
+			c.Metrics = addr
+		} else {
+			c.Metrics = raw.Metrics
 		}
 	}
+	p.console(c, raw)
+}
+
+// minConsoleToken is the shortest control.console_token taken (braid keygen
+// prints 44 characters; `openssl rand -hex 16` 32).
+const minConsoleToken = 16
+
+// console checks the console's keys: off loopback it needs a token and TLS,
+// so that the status of every peer is neither open to whoever reaches the
+// port nor sent in the clear.
+func (p *parser) console(c *Control, raw *FileControl) {
+	if raw.Console == "" {
+		for _, k := range []struct{ key, v string }{{"control.console_token", raw.ConsoleToken}, {"control.console_cert", raw.ConsoleCert}, {"control.console_key", raw.ConsoleKey}} {
+			if k.v != "" {
+				p.fail(k.key, "set without control.console (the console's address)")
+			}
+		}
+		return
+	}
+	addr, host, ok := p.listenAddr("control.console", raw.Console)
+	if !ok {
+		return
+	}
+	c.Console, c.ConsoleToken = addr, raw.ConsoleToken
+	if t := raw.ConsoleToken; t != "" && len(t) < minConsoleToken {
+		p.fail("control.console_token", "%d characters; want at least %d (e.g. `openssl rand -hex 16`)", len(t), minConsoleToken)
+	}
+	switch {
+	case raw.ConsoleCert != "" && raw.ConsoleKey == "":
+		p.fail("control.console_key", "required with control.console_cert (the certificate's private key, PEM)")
+	case raw.ConsoleKey != "" && raw.ConsoleCert == "":
+		p.fail("control.console_cert", "required with control.console_key (the certificate chain, PEM)")
+	case raw.ConsoleCert != "":
+		c.ConsoleCert, c.ConsoleKey = p.resolve(raw.ConsoleCert), p.resolve(raw.ConsoleKey)
+		if _, err := tls.LoadX509KeyPair(c.ConsoleCert, c.ConsoleKey); err != nil {
+			p.fail("control.console_cert", "%s with %s: %v", c.ConsoleCert, c.ConsoleKey, err)
+		}
+	}
+	if where := exposure(host); where != "" {
+		const why = "; a console off loopback shows every peer's keys and addresses, so it needs control.console_token and TLS (control.console_cert, control.console_key)"
+		if raw.ConsoleToken == "" {
+			p.fail("control.console_token", "required: control.console %q %s%s", raw.Console, where, why)
+		} else if raw.ConsoleCert == "" {
+			p.fail("control.console_cert", "required: control.console %q %s%s", raw.Console, where, why)
+		}
+	}
+}
+
+// listenAddr checks a listener's "host:port" and returns it with a bare
+// ":port" made loopback (all interfaces are asked for by name: 0.0.0.0 or
+// [::]), and its host.
+func (p *parser) listenAddr(key, s string) (addr, host string, ok bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		p.fail(key, "%q is not host:port", s)
+		return "", "", false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		p.fail(key, "%q: port must be a number in 1..65535", s)
+		return "", "", false
+	}
+	if host == "" {
+		return net.JoinHostPort("127.0.0.1", port), host, true
+	}
+	return s, host, true
 }
 
 // exposure says how a listener on host can be reached from other machines:

@@ -475,12 +475,20 @@ func checkParsed(t *testing.T, path string, cfg *Config) {
 	if ctl.Socket == "" || len(ctl.Socket) > MaxSocketPath || !filepath.IsAbs(ctl.Socket) {
 		fail("control socket %q", ctl.Socket)
 	}
-	if ctl.Metrics != "" {
-		_, port, err := net.SplitHostPort(ctl.Metrics)
+	for _, addr := range []string{ctl.Metrics, ctl.Console} {
+		if addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 1 || n > 65535 {
-			fail("metrics %q", ctl.Metrics)
+			fail("listen address %q", addr)
 		}
+	}
+	// A console off loopback has a token and TLS.
+	if host, _, _ := net.SplitHostPort(ctl.Console); ctl.Console != "" && exposure(host) != "" &&
+		(len(ctl.ConsoleToken) < minConsoleToken || ctl.ConsoleCert == "" || ctl.ConsoleKey == "") {
+		fail("console %q without a token and TLS", ctl.Console)
 	}
 }
 

@@ -532,7 +532,7 @@ func recoverySample() Status {
 	p.RecoveryStats = &RecoveryStatus{HoldMs: 61.5, Retained: 12, GiveUps: 3, BudgetOut: 1, Abandoned: 2, FEC: "32+2", Rebuilt: 9}
 	p.Paths[0].CC.PacingRateBps = 12.5e6
 	p.Paths[0].CC.Mode, p.Paths[0].CC.BandwidthBps = "contend", 9.6e6
-	p.Paths[1].Priority, p.Paths[1].Budget, p.Paths[1].BudgetUsed = 1, "10GiB/month", 123456
+	p.Paths[1].Priority, p.Paths[1].Budget, p.Paths[1].BudgetUsed, p.Paths[1].BudgetBytes = 1, "10GiB/month", 123456, 10<<30
 	p.Paths[0].Recovery = &PathRecovery{Retransmitted: 5, RetransmittedBytes: 6900, Recovered: 40, Residual: 3, RepairSent: 70, RepairSentBytes: 96600, RepairUsed: 11}
 	p.Paths[1].Recovery = &PathRecovery{Retransmitted: 38}
 	return s

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/net/netutil"
 )
 
-// The daemon's HTTP endpoints (the metrics page; a console later) are served
+// The daemon's HTTP endpoints (the metrics page, the console) are served
 // by net/http, with limits that keep a hostile client from holding the
 // endpoint or the data path: a daemon should not own an HTTP parser.
 const (
@@ -68,8 +68,22 @@ func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 // cannot collide.
 func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", &page{build: c.appendText, ctype: contentType})
+	mux.Handle("/metrics", &page{path: "/metrics", build: c.appendText, ctype: contentType})
 	return serveHTTP(ctx, ln, mux)
+}
+
+// ServeHTTP serves h on ln with the limits of the metrics endpoint (timeouts,
+// head size, connection cap, the Host check on loopback) until ctx is done;
+// the console (package console) is served through it. ln may be a TLS
+// listener: the checks look at the address under it.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	return serveHTTP(ctx, ln, h)
+}
+
+// CachedPage returns a handler of GET and HEAD of path that serves what build
+// writes, built at most once per second however many clients ask (see page).
+func CachedPage(path, ctype string, build func(*bytes.Buffer)) http.Handler {
+	return &page{path: path, build: build, ctype: ctype}
 }
 
 // serveHTTP serves h on ln with the limits above until ctx is done.
@@ -135,6 +149,7 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 // peer): built at most once per pageTTL, outside any lock the data path
 // takes, and shared by the requests of that second.
 type page struct {
+	path  string
 	build func(*bytes.Buffer)
 	ctype string
 
@@ -145,7 +160,7 @@ type page struct {
 }
 
 func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/metrics" {
+	if r.URL.Path != p.path {
 		http.NotFound(w, r)
 		return
 	}

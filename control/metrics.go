@@ -103,6 +103,7 @@ var (
 	descPathMTU        = gaugeDesc("braid_path_mtu_bytes", "Largest datagram (UDP payload) the path is known to carry, found by probing (absent before the search).", pathLabels...)
 	descPathPriority   = gaugeDesc("braid_path_priority", "The path's tier: traffic uses the lowest tier with a usable path (8: backup-only, over its budget).", pathLabels...)
 	descPathBudgetUsed = gaugeDesc("braid_path_budget_used_bytes", "Bytes used in the current period of the path's budget (absent without a budget).", pathLabels...)
+	descPathBudgetCap  = gaugeDesc("braid_path_budget_allowance_bytes", "The path's data allowance per budget period (absent without a budget).", pathLabels...)
 	descPathCCMode     = gaugeDesc("braid_path_cc_mode", "1 for the rate model's current mode (the mode label: startup, drain, probe_bw, contend); absent for the window algorithms.", with(pathLabels, "mode")...)
 	descPathBandwidth  = gaugeDesc("braid_path_bandwidth_estimate_bps", "The rate model's bandwidth estimate in bits per second (absent for the window algorithms).", pathLabels...)
 	descPathRecovery   = counterDesc("braid_path_recovery_packets_total", "Loss recovery per path: resent (carried here), recovered (lost here, resend acked), residual (lost here, given up), rescued (overdue here, resent elsewhere), repair_sent, repair_used.", with(pathLabels, "kind")...)
@@ -116,7 +117,7 @@ var (
 		descPathTxBytes, descPathRxBytes, descPathTxPackets, descPathRxPackets, descPathLost,
 		descPathCwnd, descPathSsthresh, descPathCongEvents, descPeerCCQueued,
 		descPeerQueueDelay, descPeerCoDel, descPeerRecHold, descPeerGiveUps, descPathPacing, descPathRecovery,
-		descPathMTU, descPathPriority, descPathBudgetUsed, descPathCCMode, descPathBandwidth,
+		descPathMTU, descPathPriority, descPathBudgetUsed, descPathBudgetCap, descPathCCMode, descPathBandwidth,
 	}
 )
 
@@ -231,6 +232,7 @@ func (c *Collector) collect() map[*metricDesc][]metricSample {
 			gauge(descPathPriority, float64(ps.Priority), l...)
 			if ps.Budget != "" {
 				gauge(descPathBudgetUsed, float64(ps.BudgetUsed), l...)
+				gauge(descPathBudgetCap, float64(ps.BudgetBytes), l...)
 			}
 			if c := ps.CC; c != nil {
 				gauge(descPathCwnd, float64(c.CwndBytes), l...)

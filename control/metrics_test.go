@@ -309,7 +309,7 @@ func edgeSample() Status {
 // (registry and promhttp) wrote for the same snapshots before braid dropped
 // it: the hand-written exporter must be byte-for-byte the same. The families
 // added since (braid_path_mtu_bytes, _priority, _budget_used_bytes, _cc_mode,
-// _bandwidth_estimate_bps) were added to the files from the exporter's own
+// _bandwidth_estimate_bps, _budget_allowance_bytes) were added to the files from the exporter's own
 // output; checkExposition and the lint below cover them as the others.
 func TestMetricsGolden(t *testing.T) {
 	for _, tc := range []struct {
@@ -515,7 +515,7 @@ func TestServeMetricsRaw(t *testing.T) {
 // On an address other than loopback any Host is served: the operator chose
 // to expose the endpoint, and a scraper names the host as it likes.
 func TestServeMetricsAnyHostOffLoopback(t *testing.T) {
-	h := &page{build: func(b *bytes.Buffer) { b.WriteString("x 1\n") }, ctype: contentType}
+	h := &page{path: "/metrics", build: func(b *bytes.Buffer) { b.WriteString("x 1\n") }, ctype: contentType}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +532,9 @@ func TestServeMetricsAnyHostOffLoopback(t *testing.T) {
 
 type publicAddrListener struct{ net.Listener }
 
-func (publicAddrListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(198, 18, 0, 1), Port: 9273} }
+func (publicAddrListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(198, 18, 0, 1), Port: 9273}
+}
 
 // Parallel scrapes within a second share one snapshot of the engine.
 func TestMetricsPageCached(t *testing.T) {

@@ -296,6 +296,8 @@ type PathStatus struct {
 	// allowance is backup-only (its priority shows 8).
 	Budget     string `json:"budget,omitempty"`
 	BudgetUsed uint64 `json:"budget_used,omitempty"`
+	// BudgetBytes is the allowance of Budget in bytes (per period).
+	BudgetBytes uint64 `json:"budget_bytes,omitempty"`
 	// CC is the path's congestion-control state; absent with congestion "none".
 	CC *PathCC `json:"cc,omitempty"`
 	// Recovery is the path's loss-recovery counters; absent with recovery "off".

@@ -280,6 +280,33 @@ func BenchmarkSendReceive(b *testing.B) {
 		bp.receive(bp.send(now), now)
 	}
 	bp.validateServerPaths()
+	bp.measurePerPacket(b, func() {})
+	if bp.srvTUN.written < b.N {
+		b.Fatalf("only %d of %d packets reached the TUN", bp.srvTUN.written, b.N)
+	}
+}
+
+// newLoadedServerBench is a pair in session whose server has 1000 more
+// clients, a loopback listener for an HTTP endpoint, and a context that stops
+// the load put on it.
+func newLoadedServerBench(b *testing.B) (*benchPair, net.Listener, context.Context, context.CancelFunc) {
+	bp := newBenchPairPeers(b, 2, "none", 1000)
+	now := time.Now()
+	for i := 0; i < 4; i++ {
+		bp.receive(bp.send(now), now)
+	}
+	bp.validateServerPaths()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return bp, ln, ctx, cancel
+}
+
+// measurePerPacket times b.N packets through the pair, then stops the load.
+func (bp *benchPair) measurePerPacket(b *testing.B, stop func()) {
+	now := time.Now()
 	b.SetBytes(int64(len(bp.pkt)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -287,9 +314,7 @@ func BenchmarkSendReceive(b *testing.B) {
 		bp.receive(bp.send(now), now)
 	}
 	b.StopTimer()
-	if bp.srvTUN.written < b.N {
-		b.Fatalf("only %d of %d packets reached the TUN", bp.srvTUN.written, b.N)
-	}
+	stop()
 }
 
 // BenchmarkSendReceiveScraped is BenchmarkSendReceive on a server with 1000
@@ -309,17 +334,7 @@ func BenchmarkSendReceiveScraped(b *testing.B) {
 			name += "/static"
 		}
 		b.Run(name, func(b *testing.B) {
-			bp := newBenchPairPeers(b, 2, "none", 1000)
-			now := time.Now()
-			for i := 0; i < 4; i++ {
-				bp.receive(bp.send(now), now)
-			}
-			bp.validateServerPaths()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
+			bp, ln, ctx, cancel := newLoadedServerBench(b)
 			defer cancel()
 			provider := bp.srv.Status
 			if tc.static {
@@ -348,15 +363,7 @@ func BenchmarkSendReceiveScraped(b *testing.B) {
 			if scrapers > 0 {
 				time.Sleep(100 * time.Millisecond) // the scrapers are running
 			}
-			b.SetBytes(int64(len(bp.pkt)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				bp.receive(bp.send(now), now)
-			}
-			b.StopTimer()
-			cancel()
-			wg.Wait()
+			bp.measurePerPacket(b, func() { cancel(); wg.Wait() })
 			b.ReportMetric(float64(scrapes.Load()), "scrapes")
 		})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/keys"
 )
 
 // Status returns a snapshot for `braid status` and the metrics endpoint.
@@ -47,6 +48,35 @@ func (e *Engine) Status() control.Status {
 		st.Peers = append(st.Peers, p.status(now))
 	}
 	return st
+}
+
+// PeerStatuses returns the status of the peers whose public keys (base64, as
+// in PeerStatus.PublicKey) are in keys, in the engine's order, and nothing of
+// the others: the console's history samples the peers a page watches every
+// second without paying for a server's other clients.
+func (e *Engine) PeerStatuses(pubs []string) []control.PeerStatus {
+	now := time.Now()
+	// Compared as keys, not strings: encoding a thousand keys a second
+	// would cost more than the statuses.
+	want := make([]keys.Key, 0, len(pubs))
+	for _, s := range pubs {
+		if k, err := keys.Parse(s); err == nil {
+			want = append(want, k)
+		}
+	}
+	e.mu.RLock()
+	var peers []*peer
+	for _, p := range e.peers {
+		if slices.Contains(want, p.pub) {
+			peers = append(peers, p)
+		}
+	}
+	e.mu.RUnlock()
+	out := make([]control.PeerStatus, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, p.status(now))
+	}
+	return out
 }
 
 // offloadStatus sums the UDP sockets' offload state; nil when none has any.
@@ -195,7 +225,7 @@ func (p *peer) status(now time.Time) control.PeerStatus {
 			x.Share = float64(s.TxBytes) / float64(total)
 		}
 		if pa.meter != nil {
-			x.BudgetUsed, x.Budget = pa.meter.Used, pa.meter.Limit.String()
+			x.BudgetUsed, x.Budget, x.BudgetBytes = pa.meter.Used, pa.meter.Limit.String(), pa.meter.Limit.Bytes
 		}
 		ps.Paths = append(ps.Paths, x)
 	}

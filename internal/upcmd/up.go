@@ -5,6 +5,7 @@ package upcmd
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/braid-vpn/braid/config"
+	"github.com/braid-vpn/braid/console"
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/internal/sdnotify"
 	"github.com/braid-vpn/braid/netwatch"
@@ -73,6 +75,21 @@ func runUp(ctx context.Context, file string) error {
 		}
 		defer metricsLn.Close()
 	}
+	var consoleLn net.Listener
+	var consoleTLS *tls.Config
+	if c := cfg.Control; c.Console != "" {
+		if c.ConsoleCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.ConsoleCert, c.ConsoleKey)
+			if err != nil {
+				return fmt.Errorf("console: %w", err)
+			}
+			consoleTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		}
+		if consoleLn, err = net.Listen("tcp", c.Console); err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+		defer consoleLn.Close()
+	}
 	// The transport first: a kernel without (enabled) MPTCP stops us here, before
 	// anything is created.
 	tt, err := setupTransport(cfg, log)
@@ -107,7 +124,7 @@ func runUp(ctx context.Context, file string) error {
 	name, _ := tun.Name()
 	log.Info("braid up", "role", cfg.Role, "interface", name, "public_key", cfg.PublicKey.String(), "transport", tt.name)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() {
 		if err := control.ServeListener(ctx, ctl, status); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("control socket: %w", err)
@@ -117,6 +134,17 @@ func runUp(ctx context.Context, file string) error {
 		go func() {
 			if err := control.ServeMetricsOn(ctx, metricsLn, control.NewCollector(status)); err != nil && ctx.Err() == nil {
 				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+	}
+	if consoleLn != nil {
+		go func() {
+			// A client records its one peer's history all the time; a
+			// server only that of the clients a page watches.
+			o := console.Options{Source: console.Source{Status: status, Peers: eng.PeerStatuses},
+				Token: cfg.Control.ConsoleToken, WatchAll: cfg.Role == config.RoleClient}
+			if err := console.Serve(ctx, consoleLn, o, consoleTLS); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("console: %w", err)
 			}
 		}()
 	}
