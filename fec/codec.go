@@ -41,3 +41,19 @@ func codecFor(k, m int) (reedsolomon.Encoder, error) {
 	codecs[k][m].Store(&codec{rs: rs})
 	return rs, nil
 }
+
+// symbolBufs returns n empty buffers of capacity size each (one allocation), for
+// the symbols handed to the codec. Each starts on a 64-byte boundary
+// (reedsolomon.AllocAligned): without assembly (mips, arm, riscv64, …) the codec
+// multiplies 2 bytes at a time through unsafe uint16 loads and stores, and a buffer
+// at an odd address (one carved at a stride of LenPrefix+MaxPayload, with odd
+// MaxPayload, as the default is) makes every one of them unaligned. A MIPS CPU
+// traps on that: Linux emulates the access in the trap handler, orders of
+// magnitude slower, and qemu-user raises SIGBUS.
+func symbolBufs(n, size int) [][]byte {
+	bufs := reedsolomon.AllocAligned(n, size)
+	for i := range bufs {
+		bufs[i] = bufs[i][:0:size]
+	}
+	return bufs
+}

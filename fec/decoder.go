@@ -101,16 +101,14 @@ func NewDecoder(cfg DecoderConfig) *Decoder {
 		out:    make([]rebuilt, 0, 4*MaxM),
 	}
 	sz := LenPrefix + cfg.MaxPayload
-	arena := make([]byte, (cfg.Blocks+1)*MaxM*sz)
+	bufs := symbolBufs((cfg.Blocks+1)*MaxM, sz)
 	for b := range d.blocks {
 		for j := range MaxM {
-			o := (b*MaxM + j) * sz
-			d.blocks[b].repairs[j] = arena[o : o : o+sz]
+			d.blocks[b].repairs[j] = bufs[b*MaxM+j]
 		}
 	}
 	for j := range d.scratch {
-		o := (cfg.Blocks*MaxM + j) * sz
-		d.scratch[j] = arena[o : o : o+sz]
+		d.scratch[j] = bufs[cfg.Blocks*MaxM+j]
 	}
 	return d
 }

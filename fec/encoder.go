@@ -159,16 +159,14 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	e := &Encoder{cfg: cfg}
 	e.lanes[bulkLane].delay, e.lanes[urgentLane].delay = cfg.BulkDelay, cfg.MaxDelay
 	sz := LenPrefix + cfg.MaxPayload
-	arena := make([]byte, (2*MaxK+MaxM)*sz)
+	bufs := symbolBufs(2*MaxK+MaxM, sz)
 	for l := range e.lanes {
 		for i := range e.lanes[l].src {
-			o := (l*MaxK + i) * sz
-			e.lanes[l].src[i] = arena[o : o : o+sz]
+			e.lanes[l].src[i] = bufs[l*MaxK+i]
 		}
 	}
 	for i := range e.parity {
-		o := (2*MaxK + i) * sz
-		e.parity[i] = arena[o : o : o+sz]
+		e.parity[i] = bufs[2*MaxK+i]
 	}
 	return e
 }

@@ -15,12 +15,8 @@ type store struct {
 }
 
 func newStore(slots, maxPayload int) *store {
-	s := &store{ids: make([]SourceID, slots), used: make([]bool, slots), data: make([][]byte, slots)}
-	sz := LenPrefix + maxPayload
-	arena := make([]byte, slots*sz)
-	for i := range s.data {
-		s.data[i] = arena[i*sz : i*sz : (i+1)*sz]
-	}
+	// The slots are source symbols the decoder hands to the codec: symbolBufs.
+	s := &store{ids: make([]SourceID, slots), used: make([]bool, slots), data: symbolBufs(slots, LenPrefix+maxPayload)}
 	bits := uint(1)
 	for 1<<bits < 2*slots {
 		bits++
