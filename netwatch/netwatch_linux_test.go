@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/internal/logbuf"
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -17,6 +18,7 @@ import (
 // with the test.
 func watchIn(t *testing.T, prefix string, log *slog.Logger) (*netns.Namespace, <-chan Event) {
 	t.Helper()
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a network namespace and a veth pair")
 	}

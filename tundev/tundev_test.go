@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/net/icmp"
@@ -36,6 +37,7 @@ var _ = [1]struct{}{}[Offset/10-3] // compile-time: 30 ≤ Offset < 40
 
 func needRoot(t *testing.T) *netns.Namespace {
 	t.Helper()
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates a network namespace and a TUN device")
 	}

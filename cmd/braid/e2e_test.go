@@ -26,6 +26,7 @@ import (
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -225,6 +226,7 @@ func newE2ERig(t testing.TB, shaped bool) *e2eRig { return newE2ERigWith(t, shap
 // newE2ERigWith is newE2ERig with before run on the topology before the daemons
 // start (e.g. to give a link a smaller MTU).
 func newE2ERigWith(t testing.TB, shaped bool, before func(*e2eRig)) *e2eRig {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
 	}
@@ -649,6 +651,7 @@ func (r *e2eRig) spoofing(t *testing.T) {
 // TestE2EStartupErrors: an unknown interface and a busy port each stop `braid up`
 // with one clear line and exit code 1, and leave no TUN device behind.
 func TestE2EStartupErrors(t *testing.T) {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces and TUN devices")
 	}

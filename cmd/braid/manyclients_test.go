@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/netns"
 )
@@ -31,6 +32,7 @@ func TestManyClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 51 daemons")
 	}
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/braid-vpn/braid/control"
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/wire"
@@ -44,6 +45,7 @@ type streamRig struct {
 }
 
 func newStreamRig(t *testing.T, transport, listen, servers, paths, clientExtra string) *streamRig {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs, TUN devices and MPTCP endpoints")
 	}
@@ -362,6 +364,7 @@ func TestE2EMPTCPSubflowsPerPath(t *testing.T) {
 // TestE2EMPTCPDisabled: with net.mptcp.enabled = 0 in its namespace, `braid up` with
 // transport = "mptcp" stops with one line that names the sysctl.
 func TestE2EMPTCPDisabled(t *testing.T) {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces")
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/conn"
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/netns"
 )
 
@@ -24,6 +25,7 @@ const nsPrefix = "braid-stream"
 //	cli c1 198.18.1.1 ── s1 198.18.1.2 srv
 //	cli c2 198.18.2.1 ── s2 198.18.2.2 srv
 func twoPaths(t *testing.T) (cli, srv *netns.Namespace) {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces and configures MPTCP endpoints in them")
 	}
