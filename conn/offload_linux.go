@@ -136,7 +136,9 @@ func parseControl(b []byte) (local netip.Addr, seg int) {
 		case h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && len(data) >= 4:
 			seg = int(*(*int32)(unsafe.Pointer(&data[0])))
 		}
-		next := (l + 7) &^ 7
+		// The next header starts at CMSG_ALIGN(l): l rounded up to the size of a
+		// long, 4 bytes on 32-bit kernels (mips, arm), not always 8.
+		next := unix.CmsgSpace(l - hdr)
 		if next >= len(b) {
 			break
 		}
