@@ -59,6 +59,9 @@ func TestOffloadRoundTrip(t *testing.T) {
 		{"v4-kernel-without-gso", "127.0.0.1:0", "127.0.0.1:0", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if udpCmsgsSwapped && !tc.noOffload {
+				t.Skip("under qemu-user on a big-endian guest, UDP_SEGMENT and UDP_GRO control messages reach the kernel byte-swapped (see udpCmsgsSwapped)")
+			}
 			if tc.noGSO {
 				probe := probeGSO
 				probeGSO = func(int) error { return unix.ENOPROTOOPT }
