@@ -55,20 +55,25 @@ go test -c -o "$bin/" "${pkgs[@]}" | { grep -v 'no test files' || true; }
 built=$((SECONDS - start))
 
 passed=0
+skipped=0
 failed=()
 for pkg in "${pkgs[@]}"; do
 	test=$bin/${pkg##*/}.test
 	[ -e "$test" ] || continue # no test files
 	t0=$SECONDS
-	if out=$(cd "${dirs[$pkg]}" && BRAID_EMULATED=1 "$qemu" "$test" -test.short -test.timeout=5m 2>&1); then
-		printf 'ok  \t%s\t%ds\n' "$pkg" $((SECONDS - t0))
+	# -test.v so that the skips can be counted: a package that passes says how
+	# many of its tests skipped here (each skip's reason is in the -v output).
+	if out=$(cd "${dirs[$pkg]}" && BRAID_EMULATED=1 "$qemu" "$test" -test.short -test.timeout=5m -test.v 2>&1); then
+		n=$(grep -c -- '--- SKIP' <<<"$out" || true)
+		printf 'ok  \t%s\t%ds%s\n' "$pkg" $((SECONDS - t0)) "$([ "$n" -gt 0 ] && echo " ($n skipped)")"
 		passed=$((passed + 1))
+		skipped=$((skipped + n))
 	else
 		printf '%s\nFAIL\t%s\t%ds\n' "$out" "$pkg" $((SECONDS - t0))
 		failed+=("$pkg")
 	fi
 done
-echo "crosstest $arch: ${passed} packages passed, ${#failed[@]} failed, under $qemu in $((SECONDS - start))s (build ${built}s)"
+echo "crosstest $arch: ${passed} packages passed (${skipped} tests skipped: -short, or not possible under emulation), ${#failed[@]} failed, under $qemu in $((SECONDS - start))s (build ${built}s)"
 if [ ${#failed[@]} -gt 0 ]; then
 	printf 'crosstest %s: FAIL %s\n' "$arch" "${failed[@]}"
 	exit 1
