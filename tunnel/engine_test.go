@@ -214,12 +214,22 @@ func TestEngineBothDirections(t *testing.T) {
 		r.srvTun.Inject(udp4(inSrv, inCliA, 5000, 4000, fmt.Appendf(nil, "down %d", i)))
 	}
 	got = recvN(t, r.cliATun, n, 5*time.Second)
-	// One flow, lossless network: the reorder buffer must deliver it in order.
-	for i, p := range got {
-		if want := fmt.Sprintf("down %d", i); string(p[28:]) != want {
-			t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
-		}
+	clear(seen)
+	for _, p := range got {
+		seen[string(p[28:])] = true
 	}
+	if len(seen) != n {
+		t.Fatalf("client got %d distinct packets of %d", len(seen), n)
+	}
+	// One flow, lossless network: the reorder buffer must deliver it in order.
+	t.Run("in order", func(t *testing.T) {
+		testenv.SkipIfEmulated(t, "times wall-clock behaviour: the reorder buffer gives a gap up after its hold time, which an emulated CPU outlasted (packet 41 was 62 under qemu-mips on a busy host)")
+		for i, p := range got {
+			if want := fmt.Sprintf("down %d", i); string(p[28:]) != want {
+				t.Fatalf("packet %d = %q, want %q", i, p[28:], want)
+			}
+		}
+	})
 	// IPv6 inside works the same way.
 	r.cliATun.Inject(udp6(netip.MustParseAddr("fd00::2"), netip.MustParseAddr("fd00::1"), 1, 2, []byte("six")))
 	if p := recvN(t, r.srvTun, 1, 2*time.Second)[0]; string(p[48:]) != "six" {

@@ -154,6 +154,7 @@ func recoveryBytes(st control.PeerStatus) (retx, retxLat, rep, repLat uint64) {
 // server's TUN at once, ahead of the data held behind the gap, each once; the
 // data still arrives in order, but for segments counted late.
 func TestEnginePureAcksPassGaps(t *testing.T) {
+	testenv.SkipIfEmulated(t, "times wall-clock behaviour: the acks must reach the TUN within 5 ms collection windows while data waits for resends, which an emulated CPU missed (198 of 300 under qemu-mips on a busy host)")
 	const n = 300
 	r := lossyRig(t, Params{}, 0.08)
 	waitUsable(t, r.cliA, "server", 2)
