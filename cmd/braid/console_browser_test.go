@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/braid-vpn/braid/httpbench"
+	"github.com/braid-vpn/braid/internal/testenv"
 )
 
 // consoleRow is what the console shows of one path (console/assets/app.js
@@ -37,6 +38,7 @@ const consoleRowsJS = `Array.from(document.querySelectorAll("tr[data-path]")).ma
 // address and shows its paths. BRAID_CONSOLE_SCREENSHOTS=dir keeps the
 // screenshots of both pages there (docs/console.png, docs/console-server.png).
 func TestConsoleBrowser(t *testing.T) {
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces, veth pairs and TUN devices")
 	}
