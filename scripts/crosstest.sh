@@ -7,11 +7,11 @@
 #
 # The packages are those `braid` is built from (go list -deps ./cmd/braid, less
 # internal/notice), with the test doubles beside them (conn/..., tundev/...) and
-# internal/testenv. Their
-# test binaries are compiled in one go (go test -c: the compiler uses every core),
-# then run one at a time in their package's directory, as go test would, with
-# -test.short and BRAID_EMULATED=1: tests that cannot work under qemu-user
-# (network namespaces, a few socket options it does not emulate) skip and say
+# internal/testenv. Their test binaries are compiled in one go (go test -c: the
+# compiler uses every core), then run one at a time in their package's directory,
+# as go test would, with -test.short and BRAID_EMULATED=1: tests that cannot work
+# under qemu-user (network namespaces, a few socket options it does not emulate)
+# or that time wall-clock behaviour an emulated CPU cannot keep to skip and say
 # why (internal/testenv). Exits non-zero if a package fails or qemu is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +79,6 @@ for pkg in "${pkgs[@]}"; do
 done
 echo "crosstest $arch: ${passed} packages passed (${skipped} tests skipped: -short, or not possible under emulation), ${#failed[@]} failed, under $qemu in $((SECONDS - start))s (build ${built}s)"
 if [ ${#failed[@]} -gt 0 ]; then
-	printf 'crosstest %s: FAIL %s\n' "$arch" "${failed[@]}"
+	echo "crosstest $arch: FAIL ${failed[*]}"
 	exit 1
 fi
