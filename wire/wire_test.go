@@ -111,6 +111,7 @@ func frames() []struct {
 		{AppendChallenge(nil, ch, true), Frame{Type: FrameResponse, Challenge: ch}},
 		{AppendGiveUp(nil, 0xbeef, 0x0a0b0c0d), Frame{Type: FrameGiveUp, Flow: 0xbeef, FlowSeq: 0x0a0b0c0d}},
 		{AppendRebuilt(nil, 0xcafe, 0x01020304), Frame{Type: FrameRebuilt, Flow: 0xcafe, FlowSeq: 0x01020304}},
+		{AppendCookie(nil, [CookieLen]byte{1, 2, 3, 15: 16}), Frame{Type: FrameCookie, Cookie: [CookieLen]byte{1, 2, 3, 15: 16}}},
 	}
 }
 
@@ -392,6 +393,8 @@ func FuzzNextFrame(f *testing.F) {
 				enc = AppendGiveUp(nil, fr.Flow, fr.FlowSeq)
 			case FrameRebuilt:
 				enc = AppendRebuilt(nil, fr.Flow, fr.FlowSeq)
+			case FrameCookie:
+				enc = AppendCookie(nil, fr.Cookie)
 			default:
 				t.Fatalf("decoded unknown type %d", fr.Type)
 			}
