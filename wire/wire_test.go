@@ -112,6 +112,7 @@ func frames() []struct {
 		{AppendGiveUp(nil, 0xbeef, 0x0a0b0c0d), Frame{Type: FrameGiveUp, Flow: 0xbeef, FlowSeq: 0x0a0b0c0d}},
 		{AppendRebuilt(nil, 0xcafe, 0x01020304), Frame{Type: FrameRebuilt, Flow: 0xcafe, FlowSeq: 0x01020304}},
 		{AppendCookie(nil, [CookieLen]byte{1, 2, 3, 15: 16}), Frame{Type: FrameCookie, Cookie: [CookieLen]byte{1, 2, 3, 15: 16}}},
+		{AppendPathGone(nil, 0x0102), Frame{Type: FramePathGone, Ack: Ack{Path: 0x0102}}},
 	}
 }
 
@@ -395,6 +396,8 @@ func FuzzNextFrame(f *testing.F) {
 				enc = AppendRebuilt(nil, fr.Flow, fr.FlowSeq)
 			case FrameCookie:
 				enc = AppendCookie(nil, fr.Cookie)
+			case FramePathGone:
+				enc = AppendPathGone(nil, fr.Ack.Path)
 			default:
 				t.Fatalf("decoded unknown type %d", fr.Type)
 			}
