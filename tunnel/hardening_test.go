@@ -170,15 +170,7 @@ func TestEngineHandshakeFlood(t *testing.T) {
 		t.Fatalf("established session lost traffic under the flood: %d of %d delivered", delivered, sent)
 	}
 	// Client A restarts during the flood.
-	r.cliA.Close()
-	cfg := r.cfgA
-	cfg.TUN = tuntest.New(1380)
-	again, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again.Start()
-	defer again.Close()
+	again := r.restartClientA(t)
 	waitUsable(t, again, "server", 1)
 
 	elapsed := time.Since(start)
