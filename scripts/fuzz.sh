@@ -28,7 +28,12 @@ for pkg in $(go list ./...); do
 		rc=$?
 		# The last progress line holds the total executions.
 		execs="$(grep -o 'execs: [0-9]*' <<<"$out" | tail -1 | cut -d' ' -f2)"
-		echo "$out" | tail -3
+		if [ $rc = 0 ]; then
+			echo "$out" | tail -2
+		else
+			# Everything but the progress lines: the failure and its input.
+			grep -v '^fuzz: elapsed' <<<"$out"
+		fi
 		summary+=("$(printf '%-45s %-28s %6s %12s execs' "${pkg#github.com/braid-vpn/braid/}" "$target" "$d" "${execs:-?}")")
 		[ $rc = 0 ] || failed+=("$pkg $target")
 	done
