@@ -57,6 +57,8 @@ var Overrides = map[string]Override{
 	// "your choice of exactly one of" the FreeType License (licenses/ftl.txt)
 	// or GPL-2.0+; the root LICENSE says so.
 	"github.com/golang/freetype": {Licence: "licenses/ftl.txt", Statements: []string{"LICENSE"}},
+	// The console's charting library, vendored with its licence.
+	"uPlot (npm package uplot), in console/assets": {Licence: "uPlot.LICENSE.txt"},
 	// LICENSE holds CC-BY-4.0; LICENSE-link.txt only names it.
 	"github.com/ajstarks/svgo": {Statements: []string{"LICENSE-link.txt"}},
 }
@@ -64,6 +66,14 @@ var Overrides = map[string]Override{
 // minCoverage is how much of a licence file licensecheck must recognise: a
 // file that is mostly unrecognised text may add terms the id does not carry.
 const minCoverage = 75
+
+// Vendored are third-party files kept in braid's own packages (and so in no
+// module of their own), by the package that embeds them: a program that
+// links the package carries them, and its notice lists them as modules whose
+// Dir is relative to braid's module root.
+var Vendored = map[string][]Module{
+	"github.com/braid-vpn/braid/console": {{Path: "uPlot (npm package uplot), in console/assets", Version: "1.6.32", Dir: "console/assets"}},
+}
 
 // Module is one module a program links.
 type Module struct {
@@ -134,6 +144,14 @@ func Modules(dir, pkg string, platforms []Platform) ([]Module, error) {
 			} else if err != nil {
 				return nil, fmt.Errorf("go list -deps %s: %v", pkg, err)
 			}
+			for _, v := range Vendored[lp.ImportPath] {
+				root, err := moduleRoot(dir)
+				if err != nil {
+					return nil, err
+				}
+				v.Dir = filepath.Join(root, v.Dir)
+				byPath[v.Path] = v
+			}
 			switch {
 			case lp.Standard:
 				byPath["std"] = Module{Path: "std"}
@@ -156,6 +174,17 @@ func Modules(dir, pkg string, platforms []Platform) ([]Module, error) {
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Path < mods[j].Path })
 	return mods, nil
+}
+
+// moduleRoot is the directory of the main module that dir is in.
+func moduleRoot(dir string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m: %v", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func goEnv(dir, key string) (string, error) {
