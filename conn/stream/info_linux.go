@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -73,8 +74,13 @@ func fromTCPInfo(ti *unix.TCPInfo) TCPInfo {
 // snapshot), or MPTCP_INFO on kernels before 6.5.
 func mptcpInfo(rc syscall.RawConn) *MPTCPInfo {
 	head := make([]byte, mptcpFullInfoHead+mptcpInfoSize)
-	sfi := make([]byte, maxSubflowsReported*mptcpSubflowInfoSize)
-	tcpi := make([]unix.TCPInfo, maxSubflowsReported)
+	// The kernel writes the subflow arrays through the addresses in head,
+	// which the compiler cannot see: arrays it proves local would live on
+	// the goroutine's stack, which moves when it grows (the kernel then
+	// wrote to the old copy, and every subflow read as zero). The heap does
+	// not move: heapArrays keeps them there.
+	arrays := heapArrays()
+	sfi, tcpi := arrays.sfi[:], arrays.tcpi[:]
 	ne := binary.NativeEndian
 	ne.PutUint32(head[4:], uint32(unix.SizeofTCPInfo))
 	ne.PutUint32(head[12:], mptcpSubflowInfoSize)
@@ -131,6 +137,22 @@ func mptcpInfo(rc syscall.RawConn) *MPTCPInfo {
 		})
 	}
 	return m
+}
+
+// mptcpArrays are the arrays MPTCP_FULL_INFO fills through user pointers.
+type mptcpArrays struct {
+	sfi  [maxSubflowsReported * mptcpSubflowInfoSize]byte
+	tcpi [maxSubflowsReported]unix.TCPInfo
+}
+
+// arraysSink makes every mptcpArrays escape to the heap (escape analysis
+// cannot tell a global store from a real use).
+var arraysSink atomic.Pointer[mptcpArrays]
+
+func heapArrays() *mptcpArrays {
+	a := new(mptcpArrays)
+	arraysSink.Store(a)
+	return a
 }
 
 func getsockopt(fd, level, opt int, b []byte) (int, error) {
