@@ -318,20 +318,24 @@ func (bp *benchPair) measurePerPacket(b *testing.B, stop func()) {
 }
 
 // BenchmarkSendReceiveScraped is BenchmarkSendReceive on a server with 1000
-// more clients, without and with 50 scrapers fetching its metrics page in a
-// loop over loopback. The page is built from a snapshot (each peer's lock
+// more clients, without and with 50 scrapers fetching its metrics page over
+// loopback, back to back or once a second each. The page is built from a snapshot (each peer's lock
 // held only to copy it) at most once a second, so the per-packet time should
 // not double while they run (issue 33's target; on a 2-core machine the
 // scrapers also take CPU from the benchmark).
 func BenchmarkSendReceiveScraped(b *testing.B) {
 	for _, tc := range []struct {
 		scrapers int
-		static   bool // the scrapers fetch a fixed page of the same size instead: the cost of serving alone
-	}{{0, false}, {50, false}, {50, true}} {
+		static   bool          // the scrapers fetch a fixed page of the same size instead: the cost of serving alone
+		every    time.Duration // each scraper's interval; 0: back to back
+	}{{0, false, 0}, {50, false, 0}, {50, true, 0}, {50, false, time.Second}} {
 		scrapers := tc.scrapers
 		name := fmt.Sprintf("scrapers=%d", scrapers)
 		if tc.static {
 			name += "/static"
+		}
+		if tc.every > 0 {
+			name += "/every=" + tc.every.String()
 		}
 		b.Run(name, func(b *testing.B) {
 			bp, ln, ctx, cancel := newLoadedServerBench(b)
@@ -357,6 +361,12 @@ func BenchmarkSendReceiveScraped(b *testing.B) {
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 						scrapes.Add(1)
+						if tc.every > 0 {
+							select {
+							case <-ctx.Done():
+							case <-time.After(tc.every):
+							}
+						}
 					}
 				}()
 			}
