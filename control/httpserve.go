@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+	"golang.org/x/time/rate"
 )
 
 // The daemon's HTTP endpoints (the metrics page, the console) are served
@@ -38,6 +39,13 @@ const (
 	// pageTTL is how long a built page is served again: parallel scrapes
 	// snapshot the engine once, not once each.
 	pageTTL = time.Second
+	// pagesPerSecond and pageBurst bound how often a cached page is sent:
+	// a request past them waits its turn (up to pageWait, then 429), so
+	// clients that fetch back to back cannot take the data path's CPU
+	// (a scraper fetches once every 15–60 s).
+	pagesPerSecond = 50
+	pageBurst      = 50
+	pageWait       = 5 * time.Second
 	// shutdownGrace is how long requests in progress may finish once ctx
 	// is done.
 	shutdownGrace = 2 * time.Second
@@ -68,7 +76,7 @@ func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 // cannot collide.
 func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", &page{path: "/metrics", build: c.appendText, ctype: contentType})
+	mux.Handle("/metrics", newPage("/metrics", contentType, c.appendText))
 	return serveHTTP(ctx, ln, mux)
 }
 
@@ -83,7 +91,11 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 // CachedPage returns a handler of GET and HEAD of path that serves what build
 // writes, built at most once per second however many clients ask (see page).
 func CachedPage(path, ctype string, build func(*bytes.Buffer)) http.Handler {
-	return &page{path: path, build: build, ctype: ctype}
+	return newPage(path, ctype, build)
+}
+
+func newPage(path, ctype string, build func(*bytes.Buffer)) *page {
+	return &page{path: path, build: build, ctype: ctype, sends: rate.NewLimiter(pagesPerSecond, pageBurst)}
 }
 
 // serveHTTP serves h on ln with the limits above until ctx is done.
@@ -152,6 +164,7 @@ type page struct {
 	path  string
 	build func(*bytes.Buffer)
 	ctype string
+	sends *rate.Limiter // pages sent, all clients together
 
 	mu    sync.Mutex
 	at    time.Time
@@ -167,6 +180,14 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), pageWait)
+	err := p.sends.Wait(ctx)
+	cancel()
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "429 too many requests for this page", http.StatusTooManyRequests)
 		return
 	}
 	body := p.get(time.Now())

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // scrape returns one page of c's metrics as WriteTo writes it.
@@ -515,7 +518,7 @@ func TestServeMetricsRaw(t *testing.T) {
 // On an address other than loopback any Host is served: the operator chose
 // to expose the endpoint, and a scraper names the host as it likes.
 func TestServeMetricsAnyHostOffLoopback(t *testing.T) {
-	h := &page{path: "/metrics", build: func(b *bytes.Buffer) { b.WriteString("x 1\n") }, ctype: contentType}
+	h := newPage("/metrics", contentType, func(b *bytes.Buffer) { b.WriteString("x 1\n") })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -677,5 +680,25 @@ func TestServeMetricsShutdownIdle(t *testing.T) {
 	conn.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := br.ReadByte(); err == nil {
 		t.Errorf("connection still open after shutdown")
+	}
+}
+
+// Pages are sent at most pagesPerSecond (after a burst): a client that asks
+// more often waits its turn, and one that cannot wait gets 429.
+func TestPageSendsLimited(t *testing.T) {
+	p := newPage("/metrics", contentType, func(b *bytes.Buffer) { b.WriteString("x 1\n") })
+	p.sends = rate.NewLimiter(rate.Every(time.Hour), 1)
+	get := func() *httptest.ResponseRecorder {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil).WithContext(ctx))
+		return w
+	}
+	if w := get(); w.Code != http.StatusOK || w.Body.String() != "x 1\n" {
+		t.Fatalf("first: %d %q", w.Code, w.Body.String())
+	}
+	if w := get(); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Fatalf("second within the hour: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
 }
