@@ -166,10 +166,9 @@ type page struct {
 	ctype string
 	sends *rate.Limiter // pages sent, all clients together
 
-	mu    sync.Mutex
-	at    time.Time
-	body  []byte
-	built int // how many times it was built (tests)
+	mu   sync.Mutex
+	at   time.Time
+	body []byte
 }
 
 func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +202,6 @@ func (p *page) get(now time.Time) []byte {
 		var b bytes.Buffer
 		p.build(&b)
 		p.body, p.at = b.Bytes(), now
-		p.built++
 	}
 	return p.body
 }

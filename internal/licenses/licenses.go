@@ -119,6 +119,7 @@ type Platform struct{ OS, Arch string }
 // in dir (inside the module).
 func Modules(dir, pkg string, platforms []Platform) ([]Module, error) {
 	byPath := map[string]Module{}
+	var root string // the main module's directory, read when a vendored package needs it
 	for _, p := range platforms {
 		cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard,Module", pkg)
 		cmd.Dir = dir
@@ -145,9 +146,10 @@ func Modules(dir, pkg string, platforms []Platform) ([]Module, error) {
 				return nil, fmt.Errorf("go list -deps %s: %v", pkg, err)
 			}
 			for _, v := range Vendored[lp.ImportPath] {
-				root, err := moduleRoot(dir)
-				if err != nil {
-					return nil, err
+				if root == "" {
+					if root, err = moduleRoot(dir); err != nil {
+						return nil, err
+					}
 				}
 				v.Dir = filepath.Join(root, v.Dir)
 				byPath[v.Path] = v

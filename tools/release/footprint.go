@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -30,10 +29,8 @@ func footprint(w io.Writer, dir string) error {
 		if err != nil {
 			return err
 		}
-		var gz, x bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-		zw.Write(data)
-		zw.Close()
+		gz := gzipBytes(data)
+		var x bytes.Buffer
 		cfg := xz.WriterConfig{DictCap: 8 << 20}
 		xw, err := cfg.NewWriter(&x)
 		if err != nil {
@@ -44,7 +41,7 @@ func footprint(w io.Writer, dir string) error {
 			return err
 		}
 		name := b[strings.LastIndex(b, "_linux_")+len("_linux_"):]
-		fmt.Fprintf(w, "| %s | %.2f MB | %.2f MB | %.2f MB |\n", name, mb(len(data)), mb(gz.Len()), mb(x.Len()))
+		fmt.Fprintf(w, "| %s | %.2f MB | %.2f MB | %.2f MB |\n", name, mb(len(data)), mb(len(gz)), mb(x.Len()))
 	}
 	return nil
 }
