@@ -487,17 +487,24 @@ func (p *peer) confirmNext(now time.Time) {
 	p.estab = now
 }
 
-// endSession forgets every key and path of the session (peer closed or keys expired).
-func (p *peer) endSession(now time.Time) {
+// endSession forgets every key and path of the session (peer closed or keys
+// expired). keepNext spares an answered handshake the client has not confirmed
+// yet (server): a close ends the session it was sent in, not a newer one.
+func (p *peer) endSession(now time.Time, keepNext bool) {
 	e := p.e
+	ended := [](*noise.Keypair){p.cur, p.prev}
+	if !keepNext {
+		ended = append(ended, p.next)
+		p.next = nil
+	}
 	e.idxMu.Lock()
-	for _, kp := range [](*noise.Keypair){p.cur, p.prev, p.next} {
+	for _, kp := range ended {
 		if kp != nil {
 			e.dropIndex(kp.LocalIndex)
 		}
 	}
 	e.idxMu.Unlock()
-	p.cur, p.prev, p.next = nil, nil, nil
+	p.cur, p.prev = nil, nil
 	if !p.isSrv {
 		// A server relearns a client's paths when it comes back.
 		p.dropPaths()

@@ -1,7 +1,9 @@
 package tunnel
 
 import (
+	"bytes"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/tundev/tuntest"
+	"github.com/braid-vpn/braid/wire"
 )
 
 // waitUsableWithin is waitUsable with a deadline of the caller's.
@@ -149,4 +152,64 @@ func TestEngineReplayedInitiationAfterConfirm(t *testing.T) {
 	before = replayed()
 	r.net.Inject(src, srvAddr1, older)
 	waitReplayed(before)
+}
+
+// A restarted client's old instance says goodbye (CLOSE under the old keys), but
+// the server reads that only after it has answered the new instance's
+// initiation. The close ends the old session, not the answered handshake: the
+// new instance confirms its keys and gets its paths. (The close used to drop the
+// answered keys too; the client, established, then sent into an index the
+// server no longer knew until its session timed out.)
+func TestEngineLateCloseSparesNewHandshake(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.srv, "a", 2)
+	fromA := func(a netip.Addr) bool { return a == cliAddr1 || a == cliAddr2 }
+	var mu sync.Mutex
+	var held [][3]any // the old instance's datagrams: from, to, payload
+	var holding atomic.Bool
+	holding.Store(true)
+	r.net.SetFilter(func(from, to netip.AddrPort, b []byte) bool {
+		if !fromA(from.Addr()) || wire.MessageType(b) != wire.TypeData || !holding.Load() {
+			return true
+		}
+		mu.Lock()
+		held = append(held, [3]any{from, to, bytes.Clone(b)})
+		mu.Unlock()
+		return false
+	})
+	r.cliA.Close() // its CLOSE frames are held back
+	mu.Lock()
+	old := held
+	held = nil
+	mu.Unlock()
+	if len(old) == 0 {
+		t.Fatal("the closing client sent nothing: no CLOSE to hold back")
+	}
+	again := r.restartClientA(t)
+	// The new instance is established; its first datagrams (which would confirm
+	// the keys to the server) are held back too, so the server has only answered.
+	p := r.srv.byKey[r.cfgA.PrivateKey.Public()]
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		answered := p.next != nil
+		p.mu.Unlock()
+		if answered && again.Status().Peers[0].Established {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never answered the restarted client")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, d := range old {
+		r.net.Inject(d[0].(netip.AddrPort), d[1].(netip.AddrPort), d[2].([]byte))
+	}
+	time.Sleep(50 * time.Millisecond)
+	holding.Store(false)
+	// Within a second: not by waiting for the session to time out and
+	// handshaking again.
+	took := waitUsableWithin(t, again, "server", 2, time.Second)
+	t.Logf("usable %v after the held datagrams went", took)
+	waitUsable(t, r.srv, "a", 2)
 }

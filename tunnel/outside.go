@@ -500,8 +500,12 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 				ps.cookie, ps.cookieAt = f.Cookie, now
 			}
 		case wire.FrameClose:
+			// A handshake answered but not yet confirmed survives: it opens a
+			// newer session than the one closed. (A restarted client's old
+			// instance sends its close before the new one's initiation, but on
+			// another path it can arrive after the server has answered it.)
 			e.log.Info("peer closed the session", "peer", p.name)
-			p.endSession(now)
+			p.endSession(now, true)
 			return kept
 		}
 	}

@@ -73,7 +73,7 @@ func (e *Engine) reloadServer(cfg Config) error {
 		now := time.Now()
 		for _, p := range removed {
 			p.mu.Lock()
-			p.endSession(now)
+			p.endSession(now, false)
 			p.mu.Unlock()
 		}
 	}()

@@ -242,7 +242,7 @@ func (p *peer) serverTick(now time.Time) {
 	}
 	if p.cur != nil && now.Sub(p.cur.Created) >= tn.RejectAfterTime {
 		p.e.log.Info("client session expired", "peer", p.name)
-		p.endSession(now)
+		p.endSession(now, false)
 	}
 	if p.next != nil && now.Sub(p.next.Created) >= tn.RejectAfterTime {
 		p.e.releaseIndex(p.next.LocalIndex)
