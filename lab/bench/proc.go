@@ -73,20 +73,24 @@ func ParsePidStat(data []byte) (float64, error) {
 }
 
 // ParseVmHWM returns the peak resident set size in bytes from the text of
-// /proc/PID/status: its "VmHWM:" line, which the kernel writes in kB
+// /proc/PID/status.
+func ParseVmHWM(data []byte) (float64, error) { return ParseStatusKB(data, "VmHWM") }
+
+// ParseStatusKB returns the field name of the text of /proc/PID/status in
+// bytes: a memory line ("VmRSS", "VmHWM"), which the kernel writes in kB
 // meaning KiB.
-func ParseVmHWM(data []byte) (float64, error) {
+func ParseStatusKB(data []byte, name string) (float64, error) {
 	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, name+":"); ok {
 			var kib uint64
 			if _, err := fmt.Sscanf(rest, "%d kB", &kib); err != nil {
-				return 0, fmt.Errorf("status: VmHWM line %q, want a number of kB: %w", line, err)
+				return 0, fmt.Errorf("status: %s line %q, want a number of kB: %w", name, line, err)
 			}
 			return float64(kib) * 1024, nil
 		}
 	}
 	// Kernel threads and zombies have no memory lines.
-	return 0, fmt.Errorf("status: no VmHWM line")
+	return 0, fmt.Errorf("status: no %s line", name)
 }
 
 // perProcess parses /proc/PID/file of process pid (0: none, giving NaN)

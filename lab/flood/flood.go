@@ -209,6 +209,16 @@ func packet(b []byte, src netip.AddrPort, dst netip.AddrPort, payload []byte) []
 	return b
 }
 
+// UDP4 is packet with the IPv4 header checksum filled in: what an in-memory
+// TUN device must hand an engine whose peer writes the packet into a real
+// TUN, since the receiving kernel drops a packet whose header checksum is
+// wrong (a raw socket's kernel fills it in, so the flood does not need it).
+func UDP4(b []byte, src, dst netip.AddrPort, payload []byte) []byte {
+	b = packet(b, src, dst, payload)
+	binary.BigEndian.PutUint16(b[10:], ^fold(onesSum(0, b[:ip4Len])))
+	return b
+}
+
 // packet6 builds the IPv6/UDP packet for one source into b (len ≥ 48+payload).
 // IPv6 makes the UDP checksum mandatory (RFC 8200 §8.1), and with IPV6_HDRINCL
 // the kernel computes nothing, so it is filled in here.
