@@ -145,6 +145,7 @@ type lab struct {
 	sunkPkts atomic.Uint64
 	keys     []keys.Key // the clients'
 	srvKey   keys.Key
+	emptyRSS float64 // bytes: the server's RSS without clients
 }
 
 // newLab builds the namespaces and the veth pair, writes the keys and the
@@ -192,31 +193,22 @@ func newLab(ctx context.Context, cfg Config) (_ *lab, err error) {
 		}
 		l.keys = append(l.keys, k)
 	}
-	l.sock = filepath.Join(l.dir, "server.sock")
-	srvFile := filepath.Join(l.dir, "server.toml")
-	data, err := serverFile(cfg, l.keys, l.sock).Encode()
-	if err != nil {
-		return nil, err
-	}
 	key, _ := l.srvKey.MarshalText()
-	for name, content := range map[string][]byte{"server.key": key, "server.toml": data} {
-		if err := os.WriteFile(filepath.Join(l.dir, name), content, 0o600); err != nil {
-			return nil, err
-		}
+	if err := os.WriteFile(filepath.Join(l.dir, "server.key"), key, 0o600); err != nil {
+		return nil, err
 	}
-	cmd, err := cfg.Braid.Command("up", "-c", srvFile)
+	// A server without clients first: what the process costs by itself.
+	empty, _, err := l.startServer(ctx, "empty", nil)
 	if err != nil {
 		return nil, err
 	}
-	if l.server, err = proc.Start(l.srv, "braid server", cmd); err != nil {
+	s, err := sample(empty)
+	empty.Stop(stopTimeout)
+	if err != nil {
 		return nil, err
 	}
-	if err := proc.Await(ctx, runner.BraidReadyTimeout, 20*time.Millisecond, func() error {
-		if _, err := control.Query(l.sock); err != nil {
-			return fmt.Errorf("braid server: no status after %v: %v", runner.BraidReadyTimeout, err)
-		}
-		return nil
-	}, l.server); err != nil {
+	l.emptyRSS = s.rss
+	if l.server, l.sock, err = l.startServer(ctx, "server", l.keys); err != nil {
 		return nil, err
 	}
 	if err := l.srv.Do(func() (err error) {
@@ -228,6 +220,38 @@ func newLab(ctx context.Context, cfg Config) (_ *lab, err error) {
 	l.sink.SetReadBuffer(8 << 20)
 	go l.drain()
 	return l, nil
+}
+
+// startServer writes name.toml, the server's file for clientKeys, and
+// starts the daemon, which is ready when its control socket answers.
+func (l *lab) startServer(ctx context.Context, name string, clientKeys []keys.Key) (_ *proc.Child, sock string, err error) {
+	sock = filepath.Join(l.dir, name+".sock")
+	file := filepath.Join(l.dir, name+".toml")
+	data, err := serverFile(l.cfg, clientKeys, sock).Encode()
+	if err == nil {
+		err = os.WriteFile(file, data, 0o600)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	cmd, err := l.cfg.Braid.Command("up", "-c", file)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := proc.Start(l.srv, "braid server", cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := proc.Await(ctx, runner.BraidReadyTimeout, 20*time.Millisecond, func() error {
+		if _, err := control.Query(sock); err != nil {
+			return fmt.Errorf("braid server: no status after %v: %v", runner.BraidReadyTimeout, err)
+		}
+		return nil
+	}, c); err != nil {
+		c.Stop(stopTimeout)
+		return nil, "", err
+	}
+	return c, sock, nil
 }
 
 // serverFile is the server's config: every client with its key and inner
@@ -361,16 +385,17 @@ func (l *lab) close() {
 	}
 }
 
-// serverSample is what the driver reads of the server at a phase's edge.
-type serverSample struct {
+// procSample is what the driver reads of a process at a phase's edge.
+type procSample struct {
 	at       time.Time
 	cpu      float64 // s, user + system
 	rss, hwm float64 // bytes
 }
 
-func (l *lab) sample() (serverSample, error) {
-	pid := l.server.PID()
-	s := serverSample{at: time.Now()}
+// sample reads c's CPU time and memory from /proc.
+func sample(c *proc.Child) (procSample, error) {
+	pid := c.PID()
+	s := procSample{at: time.Now()}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err == nil {
 		s.cpu, err = bench.ParsePidStat(stat)
@@ -386,7 +411,7 @@ func (l *lab) sample() (serverSample, error) {
 		s.hwm, err = bench.ParseStatusKB(status, "VmHWM")
 	}
 	if err != nil {
-		return s, fmt.Errorf("braid server (pid %d): %w", pid, err)
+		return s, fmt.Errorf("%s (pid %d): %w", c.Name, pid, err)
 	}
 	return s, nil
 }
@@ -415,11 +440,11 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	base, err := l.sample()
+	base, err := sample(l.server)
 	if err != nil {
 		return err
 	}
-	res.Idle.RSSBeforeMB = stats.Num(base.rss / 1e6)
+	res.Idle.RSSEmptyMB, res.Idle.RSSBeforeMB = stats.Num(l.emptyRSS/1e6), stats.Num(base.rss/1e6)
 
 	// Ramp.
 	cfg.Progress(fmt.Sprintf("ramp: starting %d client engines", cfg.Clients))
@@ -430,7 +455,7 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	afterRamp, err := l.sample()
+	afterRamp, err := sample(l.server)
 	if err != nil {
 		return err
 	}
@@ -444,7 +469,7 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err := sleep(ctx, cfg.Hold); err != nil {
 		return err
 	}
-	idle, err := l.sample()
+	idle, err := sample(l.server)
 	if err != nil {
 		return err
 	}
@@ -452,12 +477,16 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.setIdle(base, afterRamp, idle, st)
+	res.setIdle(l.emptyRSS, base, afterRamp, idle, st)
 	cfg.Progress(res.Idle.line())
 
 	// Traffic.
 	b0, p0 := l.sunk.Load(), l.sunkPkts.Load()
-	t0, err := l.sample()
+	t0, err := sample(l.server)
+	if err != nil {
+		return err
+	}
+	c0, err := sample(l.clients)
 	if err != nil {
 		return err
 	}
@@ -475,11 +504,16 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err := sleep(ctx, drainWait); err != nil {
 		return err
 	}
-	t1, err := l.sample()
+	t1, err := sample(l.server)
+	if err != nil {
+		return err
+	}
+	c1, err := sample(l.clients)
 	if err != nil {
 		return err
 	}
 	res.setTraffic(sent, l.sunk.Load()-b0, l.sunkPkts.Load()-p0, sendEnd.Sub(t0.at), t1.cpu-t0.cpu)
+	res.Generator = Generator{CPUSeconds: c1.cpu, PeakRSSMB: c1.hwm / 1e6, TrafficCores: (c1.cpu - c0.cpu) / c1.at.Sub(c0.at).Seconds()}
 	cfg.Progress(res.Traffic.line())
 
 	// Handshakes over the run, and drops.

@@ -50,6 +50,7 @@ type Result struct {
 	Idle       Idle       `json:"idle"`
 	Traffic    Traffic    `json:"traffic"`
 	Handshakes Handshakes `json:"handshakes"`
+	Generator  Generator  `json:"load_generator"`
 	// ServerDrops are the server's drop counters over the run, by reason
 	// (the ones with any); UnexpectedDrops those of them in BugDrops;
 	// ClientDrops the client engines' together.
@@ -76,17 +77,23 @@ type Ramp struct {
 }
 
 // Idle: the clients up and silent but for their keepalives for
-// HoldSeconds; the server's RSS (VmRSS) before any client and at the end,
-// the difference per client, its peak (VmHWM), its Go memory, its CPU.
+// HoldSeconds; the server's RSS (VmRSS) without clients in its file
+// (another daemon, started and stopped first), with them before any
+// started, and at the end; the growth since either per client; its peak
+// (VmHWM), its Go memory, its CPU.
 type Idle struct {
 	HoldSeconds     float64 `json:"hold_seconds"`
+	RSSEmptyMB      Num     `json:"rss_without_clients_mb"`
 	RSSBeforeMB     Num     `json:"rss_before_clients_mb"`
 	RSSMB           Num     `json:"rss_mb"`
 	RSSPerClientKiB Num     `json:"rss_per_client_kib"`
-	PeakRSSMB       Num     `json:"peak_rss_mb"`
-	GoHeapMB        Num     `json:"go_heap_mb"`
-	GoTotalMB       Num     `json:"go_total_mb"`
-	ServerCores     Num     `json:"server_cpu_cores"`
+	// RSSPerConfiguredKiB is (RSSMB − RSSEmptyMB) per client: what a
+	// client costs configured and up.
+	RSSPerConfiguredKiB Num `json:"rss_per_configured_client_kib"`
+	PeakRSSMB           Num `json:"peak_rss_mb"`
+	GoHeapMB            Num `json:"go_heap_mb"`
+	GoTotalMB           Num `json:"go_total_mb"`
+	ServerCores         Num `json:"server_cpu_cores"`
 	// PeersUp are the server's established peers at the end of the hold.
 	PeersUp int `json:"server_peers_up"`
 }
@@ -105,6 +112,15 @@ type Traffic struct {
 	ServerCPUSeconds float64 `json:"server_cpu_seconds"`
 	CPUPerGB         Num     `json:"server_cpu_seconds_per_gb"`
 	CPUPerGBAbove    Num     `json:"server_cpu_seconds_per_gb_above_idle"`
+}
+
+// Generator is the client process's own cost, to tell whether it, rather
+// than the server, limited the run: its CPU time over the whole run and
+// its cores busy in the traffic phase, its peak RSS.
+type Generator struct {
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	TrafficCores float64 `json:"traffic_cores"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
 }
 
 // Handshakes are every handshake the clients completed over the run:
@@ -127,7 +143,7 @@ func newResult(cfg Config) *Result {
 	r.Ramp = Ramp{AllUpSeconds: stats.NaN(), MedianUpSeconds: stats.NaN(), P90UpSeconds: stats.NaN(),
 		HandshakesPerSecond: stats.NaN(), CPUPerHandshakeMs: stats.NaN()}
 	r.Idle = Idle{HoldSeconds: cfg.Hold.Seconds(), RSSBeforeMB: stats.NaN(), RSSMB: stats.NaN(), RSSPerClientKiB: stats.NaN(),
-		PeakRSSMB: stats.NaN(), GoHeapMB: stats.NaN(), GoTotalMB: stats.NaN(), ServerCores: stats.NaN()}
+		RSSEmptyMB: stats.NaN(), RSSPerConfiguredKiB: stats.NaN(), PeakRSSMB: stats.NaN(), GoHeapMB: stats.NaN(), GoTotalMB: stats.NaN(), ServerCores: stats.NaN()}
 	r.Traffic = Traffic{Mbps: stats.NaN(), LossPercent: stats.NaN(), CPUPerGB: stats.NaN(), CPUPerGBAbove: stats.NaN()}
 	return r
 }
@@ -163,12 +179,13 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// setIdle takes the server samples before the clients, after the ramp and
+// setIdle takes the server's RSS without clients, its samples before the clients, after the ramp and
 // after the hold, and its status then.
-func (r *Result) setIdle(base, from, to serverSample, st *control.Status) {
+func (r *Result) setIdle(empty float64, base, from, to procSample, st *control.Status) {
 	id := &r.Idle
 	id.RSSMB, id.PeakRSSMB = Num(to.rss/1e6), Num(to.hwm/1e6)
 	id.RSSPerClientKiB = Num((to.rss - base.rss) / float64(r.Clients) / 1024)
+	id.RSSPerConfiguredKiB = Num((to.rss - empty) / float64(r.Clients) / 1024)
 	if d := to.at.Sub(from.at).Seconds(); d > 0 {
 		id.ServerCores = Num((to.cpu - from.cpu) / d)
 	}
@@ -236,8 +253,8 @@ func (rr Ramp) line() string {
 }
 
 func (id Idle) line() string {
-	return fmt.Sprintf("idle: server RSS %s MB (%s MB before the clients, %s KiB per client), %s cores busy, %d peers up",
-		f1(id.RSSMB), f1(id.RSSBeforeMB), f1(id.RSSPerClientKiB), f2(id.ServerCores), id.PeersUp)
+	return fmt.Sprintf("idle: server RSS %s MB (%s MB before the clients, %s without; %s KiB per client, %s per configured client), %s cores busy, %d peers up",
+		f1(id.RSSMB), f1(id.RSSBeforeMB), f1(id.RSSEmptyMB), f1(id.RSSPerClientKiB), f1(id.RSSPerConfiguredKiB), f2(id.ServerCores), id.PeersUp)
 }
 
 func (t Traffic) line() string {
@@ -274,9 +291,11 @@ func (r *Result) Document() *report.Doc {
 		{"ramp", "median / p90 up (s)", f2(rr.MedianUpSeconds) + " / " + f2(rr.P90UpSeconds)},
 		{"ramp", "handshakes/s", f0(rr.HandshakesPerSecond)},
 		{"ramp", "server CPU per handshake (ms)", f2(rr.CPUPerHandshakeMs)},
+		{"idle", "server RSS without clients (MB)", f1(id.RSSEmptyMB)},
 		{"idle", "server RSS before clients (MB)", f1(id.RSSBeforeMB)},
 		{"idle", "server RSS idle (MB)", f1(id.RSSMB)},
 		{"idle", "server RSS per client (KiB)", f1(id.RSSPerClientKiB)},
+		{"idle", "server RSS per configured client (KiB)", f1(id.RSSPerConfiguredKiB)},
 		{"idle", "server peak RSS (MB)", f1(id.PeakRSSMB)},
 		{"idle", "server Go heap / total (MB)", f1(id.GoHeapMB) + " / " + f1(id.GoTotalMB)},
 		{"idle", "server CPU (cores)", f2(id.ServerCores)},
@@ -286,6 +305,7 @@ func (r *Result) Document() *report.Doc {
 		{"traffic", "server CPU-s per GB above idle", f2(t.CPUPerGBAbove)},
 		{"run", "handshakes / rekeys", fmt.Sprintf("%d / %d", h.Total, h.Rekeys)},
 		{"run", "most handshakes in a second after the ramp", strconv.Itoa(h.PeakAfterRamp)},
+		{"load generator", "CPU-s / cores in traffic / peak RSS (MB)", fmt.Sprintf("%.1f / %.2f / %.0f", r.Generator.CPUSeconds, r.Generator.TrafficCores, r.Generator.PeakRSSMB)},
 	}
 	drops := [][]string{{"reason", "server", "clients", "a bug?"}}
 	all := map[string]bool{}
@@ -325,7 +345,7 @@ func (r *Result) Document() *report.Doc {
 		Tables: tables,
 		Notes:  notes,
 		Legend: []string{
-			"RSS per client: (server VmRSS after the idle hold − VmRSS before any client started) ÷ clients; every client is configured in both.",
+			"RSS per client: (server VmRSS after the idle hold − VmRSS before any client started) ÷ clients, every client configured in both; per configured client: the same from a server without clients.",
 			"CPU: the server process's user + system time (/proc/PID/stat); per handshake over the ramp, per GB of inner bytes at the sink over the traffic phase (above idle: less the idle phase's cores over the same time).",
 			"Drops: the server's drop counters (braid status) over the run; \"a bug?\" marks the reasons an honest client must never cause (the others shed load or follow rekeys).",
 		},
