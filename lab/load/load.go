@@ -465,8 +465,16 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d clients were up after %v", res.Ramp.Established, cfg.Clients, cfg.RampTimeout))
 	}
 
-	// Idle hold.
-	if err := sleep(ctx, cfg.Hold); err != nil {
+	// Idle hold. Its cores are measured over the second half: the first
+	// still has the ramp's tail (the last paths validated, first probes).
+	if err := sleep(ctx, cfg.Hold/2); err != nil {
+		return err
+	}
+	mid, err := sample(l.server)
+	if err != nil {
+		return err
+	}
+	if err := sleep(ctx, cfg.Hold-cfg.Hold/2); err != nil {
 		return err
 	}
 	idle, err := sample(l.server)
@@ -477,7 +485,7 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.setIdle(l.emptyRSS, base, afterRamp, idle, st)
+	res.setIdle(l.emptyRSS, base, mid, idle, st)
 	cfg.Progress(res.Idle.line())
 
 	// Traffic.

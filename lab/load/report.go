@@ -179,8 +179,8 @@ func quantile(xs []float64, q float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// setIdle takes the server's RSS without clients, its samples before the clients, after the ramp and
-// after the hold, and its status then.
+// setIdle takes the server's RSS without clients, its samples before the
+// clients, in the hold and after it, and its status then.
 func (r *Result) setIdle(empty float64, base, from, to procSample, st *control.Status) {
 	id := &r.Idle
 	id.RSSMB, id.PeakRSSMB = Num(to.rss/1e6), Num(to.hwm/1e6)
