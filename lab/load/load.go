@@ -459,7 +459,7 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	res.setRamp(ramp, afterRamp.at, afterRamp.cpu-base.cpu)
+	res.setRamp(ramp, afterRamp.cpu-base.cpu)
 	cfg.Progress(res.Ramp.line())
 	if res.Ramp.Established < cfg.Clients {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %d of %d clients were up after %v", res.Ramp.Established, cfg.Clients, cfg.RampTimeout))
@@ -529,11 +529,11 @@ func (l *lab) measure(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	drops1, st, err := l.drops()
+	drops1, _, err := l.drops()
 	if err != nil {
 		return err
 	}
-	res.setEnd(rep, drops0, drops1, st, afterRamp.at.Sub(ramp.Start).Seconds())
+	res.setEnd(rep, drops0, drops1, afterRamp.at.Sub(ramp.Start).Seconds())
 	return nil
 }
 

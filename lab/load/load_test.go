@@ -146,7 +146,7 @@ func TestResult(t *testing.T) {
 	cfg := Config{Clients: 4, Paths: 2, Rate: 10, PacketSize: 1000, Hold: 2 * time.Second, RekeyAfter: 3 * time.Second}.withDefaults()
 	r := newResult(cfg)
 	start := time.Now()
-	r.setRamp(reply{Start: start, Up: []float64{0.5, 1, 2, -1}}, start, 0.3)
+	r.setRamp(reply{Start: start, Up: []float64{0.5, 1, 2, -1}}, 0.3)
 	if r.Ramp.Established != 3 || r.Ramp.AllUpSeconds.Valid() || r.Ramp.MedianUpSeconds != 1 || r.Ramp.P90UpSeconds != 2 ||
 		r.Ramp.HandshakesPerSecond != 1.5 || math.Abs(float64(r.Ramp.CPUPerHandshakeMs)-100) > 1e-9 {
 		t.Errorf("ramp %+v", r.Ramp)
@@ -170,7 +170,7 @@ func TestResult(t *testing.T) {
 	hs := []float64{0.5, 1, 2, 3.4, 4.1, 4.2, 6.9}
 	r.setEnd(reply{Handshakes: hs, Drops: map[string]uint64{"handshake_stale": 3, "replayed": 0}},
 		map[string]uint64{"forged": 1, "handshake_cookie_sent": 0, "unknown_index": 2},
-		map[string]uint64{"forged": 3, "handshake_cookie_sent": 5, "unknown_index": 2}, st, 2.1)
+		map[string]uint64{"forged": 3, "handshake_cookie_sent": 5, "unknown_index": 2}, 2.1)
 	h := r.Handshakes
 	if h.Total != 7 || h.Rekeys != 4 || h.PeakAfterRamp != 2 || len(h.PerSecond) != 7 || h.PerSecond[4] != 2 || h.PerSecond[5] != 0 {
 		t.Errorf("handshakes %+v", h)

@@ -149,7 +149,7 @@ func newResult(cfg Config) *Result {
 }
 
 // setRamp takes the clients' up times and the server's CPU over the ramp.
-func (r *Result) setRamp(rep reply, _ time.Time, cpu float64) {
+func (r *Result) setRamp(rep reply, cpu float64) {
 	var up []float64
 	for _, s := range rep.Up {
 		if s >= 0 {
@@ -222,7 +222,7 @@ func (r *Result) setTraffic(sent reply, bytes, pkts uint64, d time.Duration, cpu
 
 // setEnd takes the handshakes and drops of the run; rampEnd is when the
 // ramp ended, in seconds after the first engine started.
-func (r *Result) setEnd(rep reply, drops0, drops1 map[string]uint64, _ *control.Status, rampEnd float64) {
+func (r *Result) setEnd(rep reply, drops0, drops1 map[string]uint64, rampEnd float64) {
 	h := &r.Handshakes
 	h.Total = len(rep.Handshakes)
 	h.Rekeys = max(h.Total-r.Ramp.Established, 0)
