@@ -1,0 +1,295 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/httpbench"
+)
+
+// progress is one client's download as its reading goroutine sees it;
+// the sampler and the report read it while it runs.
+type progress struct {
+	bytes    atomic.Int64
+	last     atomic.Int64 // unix ns of the last read that brought bytes
+	maxStall atomic.Int64 // ns, within the measured window
+	stallAt  atomic.Int64 // unix ns when the longest stall began
+	failures atomic.Int64 // downloads that ended in an error and were started again
+	lastErr  atomic.Value // string
+}
+
+// read records n more bytes at now; stalls count only from from (unix ns,
+// the start of the measured window).
+func (p *progress) read(n int64, now, from int64) {
+	p.bytes.Add(n)
+	p.stall(now, from)
+	p.last.Store(now)
+}
+
+// stall records the gap from the last progress (or from) to now.
+func (p *progress) stall(now, from int64) {
+	if now <= from {
+		return
+	}
+	begin := max(p.last.Load(), from)
+	if gap := now - begin; gap > p.maxStall.Load() {
+		p.maxStall.Store(gap)
+		p.stallAt.Store(begin)
+	}
+}
+
+// download fetches objects of size from the backend through c's tunnel
+// until ctx ends, starting again after an error (the stall goes on).
+func (c *client) download(ctx context.Context, size int64, from *atomic.Int64) {
+	url := httpbench.URL(netip.AddrPortFrom(backendAddr, WebPort).String(), size)
+	for ctx.Err() == nil {
+		var seen int64
+		_, err := httpbench.Fetch(ctx, url, httpbench.Options{Dial: c.dialer.Dial, OnProgress: func(total int64) {
+			c.dl.read(total-seen, time.Now().UnixNano(), from.Load())
+			seen = total
+		}})
+		if err != nil && ctx.Err() == nil {
+			c.dl.failures.Add(1)
+			c.dl.lastErr.Store(err.Error())
+			select { // a tunnel being rebuilt refuses connections at once
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// Run builds the fleet, runs the downloads, the events and the
+// measurements, and removes everything again. balance starts the balancer
+// when there is more than one server. It returns the results so far along
+// with an error that cut the run short.
+func Run(ctx context.Context, cfg Config, balance BalancerFunc) (*Results, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	res := newResults(cfg)
+	l, err := build(ctx, cfg, balance)
+	if err != nil {
+		return res, err
+	}
+	defer l.close()
+	err = l.run(ctx, res)
+	res.Finished = time.Now()
+	return res, err
+}
+
+// run is the measured part: downloads start, the warm-up passes, then the
+// window of cfg.Duration with its events.
+func (l *lab) run(ctx context.Context, res *Results) error {
+	cfg := l.cfg
+	dctx, stop := context.WithCancel(ctx)
+	var from atomic.Int64
+	from.Store(time.Now().Add(cfg.Warmup + time.Hour).UnixNano()) // no stall counts before the window
+	var wg sync.WaitGroup
+	for _, c := range l.clients {
+		wg.Go(func() { c.download(dctx, cfg.Object, &from) })
+	}
+	defer func() { stop(); wg.Wait() }()
+	cfg.Progress(fmt.Sprintf("%d downloads running; warm-up %v, then %v measured", len(l.clients), cfg.Warmup, cfg.Duration))
+	if err := sleep(ctx, cfg.Warmup); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	from.Store(t0.UnixNano())
+	res.Window = t0
+	base := make([]int64, len(l.clients))
+	for i, c := range l.clients {
+		base[i] = c.dl.bytes.Load()
+	}
+	w := watch{l: l, res: res, t0: t0}
+	w.poll() // who holds each session at the start
+	res.holdersAt(&res.Start, w.holders)
+
+	type event struct {
+		at time.Duration
+		do func() error
+	}
+	var events []event
+	if cfg.Kill >= 0 {
+		events = append(events, event{cfg.KillAt, func() error { return w.kill(cfg.Kill) }})
+		if cfg.ReviveAt > 0 {
+			events = append(events, event{cfg.ReviveAt, func() error { return w.revive(ctx, cfg.Kill) }})
+		}
+	}
+	events = append(events, event{cfg.Duration, nil})
+	sampleTick := time.NewTicker(cfg.Sample)
+	defer sampleTick.Stop()
+	statusTick := time.NewTicker(StatusEvery)
+	defer statusTick.Stop()
+	res.Samples = append(res.Samples, w.sample(base))
+	var runErr error
+	for len(events) > 0 && runErr == nil {
+		next := time.NewTimer(time.Until(t0.Add(events[0].at)))
+		select {
+		case <-ctx.Done():
+			runErr = ctx.Err()
+		case <-sampleTick.C:
+			res.Samples = append(res.Samples, w.sample(base))
+		case <-statusTick.C:
+			w.poll()
+		case <-next.C:
+			if events[0].do != nil {
+				runErr = events[0].do()
+			}
+			events = events[1:]
+		}
+		next.Stop()
+	}
+	end := time.Now()
+	res.Samples = append(res.Samples, w.sample(base))
+	w.poll()
+	res.holdersAt(&res.End, w.holders)
+	stop()
+	wg.Wait()
+	for i, c := range l.clients {
+		c.dl.stall(end.UnixNano(), t0.UnixNano()) // a client still stalled at the end
+		res.Clients[i].finish(c, base[i], t0, end)
+	}
+	res.finish(w.pathsOn())
+	return runErr
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// watch follows the servers: which holds each client's session, and
+// which are dead.
+type watch struct {
+	l          *lab
+	res        *Results
+	t0         time.Time
+	dead       []bool
+	holders    []int // per client: the server holding its session, -1: none
+	lastStatus []*control.Status
+}
+
+// sample is every client's bytes since base, now.
+func (w *watch) sample(base []int64) Sample {
+	s := Sample{T: time.Since(w.t0).Seconds(), Bytes: make([]int64, len(base))}
+	for i, c := range w.l.clients {
+		s.Bytes[i] = c.dl.bytes.Load() - base[i]
+	}
+	return s
+}
+
+// poll reads every live server's status and records the session moves:
+// a client's session is held by the server where it is established with
+// the latest handshake (a server that has not yet noticed a client left
+// may still list it).
+func (w *watch) poll() {
+	n := len(w.l.servers)
+	if w.dead == nil {
+		w.dead, w.lastStatus = make([]bool, n), make([]*control.Status, n)
+		w.holders = make([]int, len(w.l.clients))
+		for i := range w.holders {
+			w.holders[i] = -1
+		}
+	}
+	type hold struct {
+		server int
+		at     time.Time
+	}
+	best := make(map[string]hold)
+	for j, s := range w.l.servers {
+		if w.dead[j] {
+			continue
+		}
+		st, err := control.Query(s.sock())
+		if err != nil {
+			continue // counted as no holder; the run's notes say which server failed
+		}
+		w.lastStatus[j] = &st
+		for _, p := range st.Peers {
+			if h, ok := best[p.PublicKey]; p.Established && (!ok || p.LastHandshake.After(h.at)) {
+				best[p.PublicKey] = hold{j, p.LastHandshake}
+			}
+		}
+	}
+	now := time.Since(w.t0).Seconds()
+	for i, c := range w.l.clients {
+		h, ok := best[c.pub]
+		to := -1
+		if ok {
+			to = h.server
+		}
+		if to != w.holders[i] {
+			w.res.Clients[i].Holders = append(w.res.Clients[i].Holders, Holder{T: now, Server: to})
+			w.holders[i] = to
+		}
+	}
+}
+
+// kill SIGKILLs server j's daemon: no goodbye to its clients.
+func (w *watch) kill(j int) error {
+	w.poll()
+	w.res.holdersAt(&w.res.BeforeKill, w.holders)
+	s := w.l.servers[j]
+	child := s.current()
+	if err := unix.Kill(child.PID(), unix.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s: %w", s.name, err)
+	}
+	for !child.Exited() {
+		time.Sleep(time.Millisecond)
+	}
+	w.dead[j], w.lastStatus[j] = true, nil
+	w.res.Events = append(w.res.Events, Event{T: time.Since(w.t0).Seconds(), What: fmt.Sprintf("server %d killed (SIGKILL)", j)})
+	w.l.cfg.Progress(fmt.Sprintf("%.1fs: killed server %d", time.Since(w.t0).Seconds(), j))
+	return nil
+}
+
+// revive starts server j again on the same config.
+func (w *watch) revive(ctx context.Context, j int) error {
+	if err := w.l.startServer(ctx, w.l.servers[j]); err != nil {
+		return errors.Join(fmt.Errorf("starting server %d again", j), err)
+	}
+	w.dead[j] = false
+	w.res.Events = append(w.res.Events, Event{T: time.Since(w.t0).Seconds(), What: fmt.Sprintf("server %d started again", j)})
+	w.l.cfg.Progress(fmt.Sprintf("%.1fs: server %d started again", time.Since(w.t0).Seconds(), j))
+	return nil
+}
+
+// pathsOn counts, from the servers' last status, each client's usable
+// paths on each server, and each server's established peers.
+func (w *watch) pathsOn() (perClient [][]int, sessions []int) {
+	sessions = make([]int, len(w.l.servers))
+	for range w.l.clients {
+		perClient = append(perClient, make([]int, len(w.l.servers)))
+	}
+	for j, st := range w.lastStatus {
+		if st == nil {
+			continue
+		}
+		for _, p := range st.Peers {
+			if !p.Established {
+				continue
+			}
+			sessions[j]++
+			for i, c := range w.l.clients {
+				if c.pub == p.PublicKey {
+					perClient[i][j] = c.usablePaths(control.Status{Peers: []control.PeerStatus{p}})
+				}
+			}
+		}
+	}
+	return perClient, sessions
+}
