@@ -5,39 +5,45 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/braid-vpn/braid/balance"
 	"github.com/braid-vpn/braid/lab/runner"
-	"github.com/braid-vpn/braid/netns"
 )
 
-// BalancerSpec is what the balancer in front of several servers is told:
-// the namespace it runs in (the router between the clients, the servers
-// and the backend LAN), the address and port the clients send to, and
-// each server.
-type BalancerSpec struct {
-	NS           *netns.Namespace
-	VIP          netip.AddrPort
-	ServerIDBits int
-	Servers      []BalancedServer
+// balancer is package balance's balancer, installed in the router
+// namespace with every other setting its default, its health and route
+// loop running until Close.
+type balancer struct {
+	b    *balance.Balancer
+	stop context.CancelFunc
+	done chan error
 }
 
-// BalancedServer is one server behind the balancer: its id (server_id),
-// its address on its link to the router, and the base URL of its control
-// HTTP server (health and status).
-type BalancedServer struct {
-	ID      int
-	Addr    netip.Addr
-	Control string
-}
-
-// BalancerFunc starts the balancer; Close removes it.
-type BalancerFunc func(ctx context.Context, spec BalancerSpec) (interface{ Close() error }, error)
-
-func (l *lab) balancerSpec() BalancerSpec {
-	spec := BalancerSpec{NS: l.router, VIP: netip.AddrPortFrom(VIP, runner.BraidPort), ServerIDBits: serverIDBits(len(l.servers))}
+// startBalancer installs the balancer in front of l's servers: the clients'
+// address VIP, each server by its link address and control HTTP server.
+func (l *lab) startBalancer(ctx context.Context) (*balancer, error) {
+	f := balance.File{VIP: VIP.String(), Port: runner.BraidPort, ServerIDBits: int64(serverIDBits(len(l.servers)))}
 	for j := range l.servers {
 		_, a := serverLink(j)
-		spec.Servers = append(spec.Servers, BalancedServer{ID: j, Addr: a.Addr(),
+		f.Servers = append(f.Servers, balance.FileServer{ID: int64(j), Address: a.Addr().String(),
 			Control: fmt.Sprintf("http://%v", netip.AddrPortFrom(a.Addr(), MetricsPort))})
 	}
-	return spec
+	cfg, err := f.Config("(the fleet's balancer)")
+	if err != nil {
+		return nil, err
+	}
+	b, err := balance.Install(cfg, balance.Options{Netns: l.router.Path()})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	bl := &balancer{b: b, stop: stop, done: make(chan error, 1)}
+	go func() { bl.done <- b.Run(ctx) }()
+	return bl, nil
+}
+
+// Close stops the loop and removes what the balancer installed.
+func (bl *balancer) Close() error {
+	bl.stop()
+	<-bl.done
+	return bl.b.Close()
 }

@@ -53,8 +53,8 @@ type Config struct {
 	// Object is the size of each download a client repeats; 0 = one
 	// download for the whole run (Continuous).
 	Object int64
-	// Kill, when ≥ 0, is the server SIGKILLed KillAt into the measured run
-	// and started again at ReviveAt (0: never).
+	// Kill is the server SIGKILLed KillAt into the measured run (0: no
+	// kill) and started again at ReviveAt (0: never).
 	Kill              int
 	KillAt, ReviveAt  time.Duration
 	RekeyAfter        time.Duration // every daemon's security.rekey_after_time; 0 = braid's
@@ -118,17 +118,20 @@ func (c Config) Check() error {
 	if c.Object < 0 || c.Object > Continuous {
 		bad("--object: %d is outside 0..%d bytes", c.Object, int64(Continuous))
 	}
-	if c.Kill >= c.Servers {
-		bad("--kill: server %d does not exist (servers 0..%d)", c.Kill, c.Servers-1)
+	if c.KillAt < 0 {
+		bad("--kill: the time %v is negative", c.KillAt)
 	}
-	if c.Kill >= 0 {
-		if c.KillAt <= 0 || c.KillAt >= c.Duration {
+	if c.KillAt > 0 {
+		if c.Kill < 0 || c.Kill >= c.Servers {
+			bad("--kill: server %d does not exist (servers 0..%d)", c.Kill, c.Servers-1)
+		}
+		if c.KillAt >= c.Duration {
 			bad("--kill: the time %v is outside the run (0..%v)", c.KillAt, c.Duration)
 		}
 		if c.ReviveAt != 0 && (c.ReviveAt <= c.KillAt || c.ReviveAt >= c.Duration) {
 			bad("--revive: %v must come after the kill (%v) and before the end (%v)", c.ReviveAt, c.KillAt, c.Duration)
 		}
-		if c.Kill == 0 && c.Servers == 1 {
+		if c.Servers == 1 {
 			bad("--kill: the only server would leave nothing to fail over to")
 		}
 	}

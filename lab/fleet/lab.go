@@ -102,7 +102,7 @@ type lab struct {
 	servers         []*daemon
 	clients         []*client
 	web             *proc.Child
-	balancer        interface{ Close() error }
+	balancer        *balancer
 	all             []*netns.Namespace
 }
 
@@ -131,7 +131,7 @@ var (
 // build makes the namespaces, links, keys and configs and starts the HTTP
 // server, the servers, the balancer and the clients, in that order, each
 // ready before the next. On error everything made is removed.
-func build(ctx context.Context, cfg Config, balance BalancerFunc) (l *lab, err error) {
+func build(ctx context.Context, cfg Config) (l *lab, err error) {
 	if _, err := netns.Cleanup(cmp.Or(cfg.Prefix, testbed.Prefix)); err != nil {
 		return nil, fmt.Errorf("removing stale namespaces: %w", err)
 	}
@@ -179,10 +179,7 @@ func build(ctx context.Context, cfg Config, balance BalancerFunc) (l *lab, err e
 		}
 	}
 	if len(l.servers) > 1 {
-		if balance == nil {
-			return nil, errors.New("more than one server needs a balancer, and this build has none")
-		}
-		if l.balancer, err = balance(ctx, l.balancerSpec()); err != nil {
+		if l.balancer, err = l.startBalancer(ctx); err != nil {
 			return nil, fmt.Errorf("balancer: %w", err)
 		}
 	}

@@ -152,8 +152,8 @@ func newResults(cfg Config) *Results {
 	if cfg.Servers > 1 {
 		r.Setup.ServerIDBits = serverIDBits(cfg.Servers)
 	}
-	if cfg.Kill >= 0 {
-		r.Setup.KillAtS, r.Setup.ReviveAtS = cfg.KillAt.Seconds(), cfg.ReviveAt.Seconds()
+	if r.Setup.Kill = -1; cfg.KillAt > 0 {
+		r.Setup.Kill, r.Setup.KillAtS, r.Setup.ReviveAtS = cfg.Kill, cfg.KillAt.Seconds(), cfg.ReviveAt.Seconds()
 	}
 	r.Clients = make([]ClientResult, cfg.Clients)
 	for i := range r.Clients {

@@ -68,16 +68,15 @@ func (c *client) download(ctx context.Context, size int64, from *atomic.Int64) {
 }
 
 // Run builds the fleet, runs the downloads, the events and the
-// measurements, and removes everything again. balance starts the balancer
-// when there is more than one server. It returns the results so far along
+// measurements, and removes everything again. It returns the results so far along
 // with an error that cut the run short.
-func Run(ctx context.Context, cfg Config, balance BalancerFunc) (*Results, error) {
+func Run(ctx context.Context, cfg Config) (*Results, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	res := newResults(cfg)
-	l, err := build(ctx, cfg, balance)
+	l, err := build(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -119,7 +118,7 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 		do func() error
 	}
 	var events []event
-	if cfg.Kill >= 0 {
+	if cfg.KillAt > 0 {
 		events = append(events, event{cfg.KillAt, func() error { return w.kill(cfg.Kill) }})
 		if cfg.ReviveAt > 0 {
 			events = append(events, event{cfg.ReviveAt, func() error { return w.revive(ctx, cfg.Kill) }})

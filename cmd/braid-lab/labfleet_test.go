@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/braid-vpn/braid/lab/fleet"
+	"github.com/braid-vpn/braid/lab/testbed"
+	"github.com/braid-vpn/braid/netns"
+)
+
+// runFleet runs `braid lab fleet args…` and returns its results.
+func runFleet(t *testing.T, args ...string) fleet.Results {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "out")
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, append(append([]string{"lab", "fleet"}, args...), "--json", "--out", out), nil, &stdout, &stderr)
+	t.Logf("stderr:\n%s", stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var res fleet.Results
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not fleet.Results: %v\n%s", err, stdout.String())
+	}
+	for _, f := range []string{"results.json", "report.md", "samples.csv"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("--out lacks %s: %v", f, err)
+		}
+	}
+	for _, c := range res.Clients {
+		t.Logf("client %d: %.1f Mbit/s, stall %.0f ms at %.2f s, servers %d→%v→%d, paths %v, holders %v, failures %d %s",
+			c.Index, c.GoodputMbps, c.LongestStallMs, c.StallAtS, c.ServerStart, c.ServerBeforeKill, c.ServerEnd, c.PathsOn, c.Holders, c.Failures, c.LastError)
+	}
+	checkNoNamespacesLeft(t)
+	return res
+}
+
+// TestLabFleetFairness runs the fairness scenario small: every client
+// downloads, Jain's index is computed from their goodputs, every session is
+// on the one server with its path.
+func TestLabFleetFairness(t *testing.T) {
+	labTestBraid(t, "needs root: builds network namespaces and veth pairs and starts braid daemons")
+	res := runFleet(t, "fairness", "--clients", "4", "--uplink", "40mbit", "--seconds", "8s", "--warmup", "2s")
+	if len(res.Clients) != 4 || len(res.Servers) != 1 {
+		t.Fatalf("%d clients, %d servers", len(res.Clients), len(res.Servers))
+	}
+	var sum, sq float64
+	for _, c := range res.Clients {
+		if c.Bytes <= 0 || c.GoodputMbps <= 0 {
+			t.Errorf("client %d: %d bytes, %v Mbit/s", c.Index, c.Bytes, c.GoodputMbps)
+		}
+		if c.ServerEnd != 0 || !c.PathsHome || c.PathsOn[0] != 1 {
+			t.Errorf("client %d: on server %d with paths %v", c.Index, c.ServerEnd, c.PathsOn)
+		}
+		sum, sq = sum+c.GoodputMbps, sq+c.GoodputMbps*c.GoodputMbps
+	}
+	if want := sum * sum / (4 * sq); res.Summary.Jain < want-1e-9 || res.Summary.Jain > want+1e-9 {
+		t.Errorf("Jain %v, want %v from the goodputs", res.Summary.Jain, want)
+	}
+	// The shaped uplink bounds what all clients together receive.
+	if res.Summary.AggregateMbps > 40*1.05 || res.Summary.AggregateMbps != sum {
+		t.Errorf("aggregate %v Mbit/s (clients' sum %v) through a 40 Mbit/s uplink", res.Summary.AggregateMbps, sum)
+	}
+	if res.Servers[0].Sessions != 4 || res.Servers[0].Paths != 4 {
+		t.Errorf("server: %d sessions, %d paths, want 4 and 4", res.Servers[0].Sessions, res.Servers[0].Paths)
+	}
+}
+
+// TestLabFleetScaleout runs the scale-out scenario small: two servers
+// behind the balancer, four two-path clients, server 1 killed: every client
+// ends on server 0 with both paths there, and every download moved again
+// after its longest stall.
+func TestLabFleetScaleout(t *testing.T) {
+	labTestBraid(t, "needs root: builds network namespaces, veth pairs and nftables rules and starts braid daemons")
+	const seconds, killAt = 18.0, 3.0
+	res := runFleet(t, "scaleout", "--servers", "2", "--clients", "4", "--paths", "2", "--seconds", "18s", "--warmup", "2s",
+		"--kill", "1@3s", "--revive", "0", "--rekey-after", "0")
+	if res.Summary.KilledClients == 0 {
+		t.Fatalf("no client was on server 1 before the kill: start %v", res.Summary)
+	}
+	for _, c := range res.Clients {
+		if c.ServerEnd != 0 || !c.PathsHome {
+			t.Errorf("client %d: on server %d at the end with paths %v, want every path on server 0", c.Index, c.ServerEnd, c.PathsOn)
+		}
+		if end := c.StallAtS + c.LongestStallMs/1000; end > seconds-0.5 {
+			t.Errorf("client %d: stalled from %.2f s to the end of the window (%v s)", c.Index, c.StallAtS, seconds)
+		}
+		if c.Killed && c.StallAtS+c.LongestStallMs/1000 < killAt {
+			t.Logf("client %d: its longest stall (%.0f ms) came before the kill", c.Index, c.LongestStallMs)
+		}
+	}
+	for _, l := range res.Summary.KilledLanded {
+		if l != 0 {
+			t.Errorf("a killed client landed on %d, want 0", l)
+		}
+	}
+	if !res.Servers[1].Killed || res.Servers[1].Sessions != 0 {
+		t.Errorf("server 1: %+v", res.Servers[1])
+	}
+}
+
+// checkNoNamespacesLeft fails if a namespace named by this process (the
+// names carry its PID) is still there.
+func checkNoNamespacesLeft(t *testing.T) {
+	t.Helper()
+	ents, _ := os.ReadDir(netns.RunDir)
+	mine := fmt.Sprintf("%s-%d-", testbed.Prefix, os.Getpid())
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), mine) {
+			t.Errorf("namespace %s left behind", e.Name())
+		}
+	}
+}
