@@ -38,8 +38,8 @@ func runFleet(t *testing.T, args ...string) fleet.Results {
 		}
 	}
 	for _, c := range res.Clients {
-		t.Logf("client %d: %.1f Mbit/s, stall %.0f ms at %.2f s, servers %d→%v→%d, paths %v, holders %v, failures %d %s",
-			c.Index, c.GoodputMbps, c.LongestStallMs, c.StallAtS, c.ServerStart, c.ServerBeforeKill, c.ServerEnd, c.PathsOn, c.Holders, c.Failures, c.LastError)
+		t.Logf("client %d: %.1f Mbit/s, stall %.0f ms at %.2f s, servers %d→%d, paths %v / %v, holders %v, failures %d %s",
+			c.Index, c.GoodputMbps, c.LongestStallMs, c.StallAtS, c.ServerStart, c.ServerEnd, c.PathsUsable, c.PathsReceiving, c.Holders, c.Failures, c.LastError)
 	}
 	checkNoNamespacesLeft(t)
 	return res
@@ -59,8 +59,8 @@ func TestLabFleetFairness(t *testing.T) {
 		if c.Bytes <= 0 || c.GoodputMbps <= 0 {
 			t.Errorf("client %d: %d bytes, %v Mbit/s", c.Index, c.Bytes, c.GoodputMbps)
 		}
-		if c.ServerEnd != 0 || !c.PathsHome || c.PathsOn[0] != 1 {
-			t.Errorf("client %d: on server %d with paths %v", c.Index, c.ServerEnd, c.PathsOn)
+		if c.ServerEnd != 0 || !c.PathsHome || c.PathsUsable[0] != 1 || c.PathsReceiving[0] != 1 {
+			t.Errorf("client %d: on server %d with paths %v / %v", c.Index, c.ServerEnd, c.PathsUsable, c.PathsReceiving)
 		}
 		sum, sq = sum+c.GoodputMbps, sq+c.GoodputMbps*c.GoodputMbps
 	}
@@ -71,8 +71,8 @@ func TestLabFleetFairness(t *testing.T) {
 	if res.Summary.AggregateMbps > 40*1.05 || res.Summary.AggregateMbps != sum {
 		t.Errorf("aggregate %v Mbit/s (clients' sum %v) through a 40 Mbit/s uplink", res.Summary.AggregateMbps, sum)
 	}
-	if res.Servers[0].Sessions != 4 || res.Servers[0].Paths != 4 {
-		t.Errorf("server: %d sessions, %d paths, want 4 and 4", res.Servers[0].Sessions, res.Servers[0].Paths)
+	if s := res.Servers[0]; s.Sessions != 4 || s.Established != 4 || s.Paths != 4 || s.StrayPaths != 0 {
+		t.Errorf("server: %+v, want 4 sessions, all established, 4 paths, none stray", s)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestLabFleetScaleout(t *testing.T) {
 	}
 	for _, c := range res.Clients {
 		if c.ServerEnd != 0 || !c.PathsHome {
-			t.Errorf("client %d: on server %d at the end with paths %v, want every path on server 0", c.Index, c.ServerEnd, c.PathsOn)
+			t.Errorf("client %d: on server %d at the end with paths %v / %v, want every path on server 0", c.Index, c.ServerEnd, c.PathsUsable, c.PathsReceiving)
 		}
 		if end := c.StallAtS + c.LongestStallMs/1000; end > seconds-0.5 {
 			t.Errorf("client %d: stalled from %.2f s to the end of the window (%v s)", c.Index, c.StallAtS, seconds)

@@ -15,7 +15,7 @@ var Legend = []string{
 	"goodput: bytes the client's download received in the measured window ÷ its length (Mbit/s, 10^6 bit)",
 	"stall: the longest time in the window with no byte received, and when it began (s into the window)",
 	"servers: the server holding the client's session at the window's start, just before the kill and at the end (-: none)",
-	"paths: per server, the client's paths that server's status lists as usable at the end; home = all on its session's server, none elsewhere",
+	"paths: per server, the client's paths that server's status lists as usable at the end / that brought it bytes in the run's last 500 ms; home = all usable on its session's server, none bringing another server bytes",
 	"moves: changes of server between two live servers that no kill forced (e.g. a rekey that moved)",
 	"Jain: (Σx)² / (n·Σx²) over the clients' goodputs",
 }
@@ -116,7 +116,7 @@ func (r *Results) clientRows() [][]string {
 			servers += "→" + server(*c.ServerBeforeKill)
 		}
 		servers += "→" + server(c.ServerEnd)
-		paths := fmt.Sprint(c.PathsOn)
+		paths := fmt.Sprintf("%v / %v", c.PathsUsable, c.PathsReceiving)
 		if c.PathsHome {
 			paths += " home"
 		}
@@ -127,13 +127,14 @@ func (r *Results) clientRows() [][]string {
 }
 
 func (r *Results) serverRows() [][]string {
-	rows := [][]string{{"server", "sessions at start", "sessions", "usable paths", "killed"}}
+	rows := [][]string{{"server", "sessions at start", "sessions", "established peers", "usable paths", "stray paths", "killed"}}
 	for _, s := range r.Servers {
 		k := ""
 		if s.Killed {
 			k = "yes"
 		}
-		rows = append(rows, []string{strconv.Itoa(s.ID), strconv.Itoa(s.SessionsStart), strconv.Itoa(s.Sessions), strconv.Itoa(s.Paths), k})
+		rows = append(rows, []string{strconv.Itoa(s.ID), strconv.Itoa(s.SessionsStart), strconv.Itoa(s.Sessions), strconv.Itoa(s.Established),
+			strconv.Itoa(s.Paths), strconv.Itoa(s.StrayPaths), k})
 	}
 	return rows
 }

@@ -86,11 +86,15 @@ type ClientResult struct {
 	// Moves counts changes from one live server to another that a kill
 	// did not force (a rekey that moved, say).
 	Moves int `json:"moves"`
-	// PathsOn is, per server at the end, how many of its paths that
-	// server's status lists as usable for it.
-	PathsOn []int `json:"paths_on_server"`
-	// PathsHome: every path reaches the server of its session and no
-	// other server.
+	// PathsUsable is, per server at the end, how many of its paths that
+	// server's status lists as usable for its session there (established
+	// or not yet dropped).
+	PathsUsable []int `json:"paths_usable"`
+	// PathsReceiving is, per server, how many of its paths brought that
+	// server bytes in the last status interval (StatusEvery) of the run.
+	PathsReceiving []int `json:"paths_receiving"`
+	// PathsHome: every path is usable on the server of its session and
+	// none brings any other server bytes.
 	PathsHome bool `json:"paths_home"`
 }
 
@@ -102,12 +106,20 @@ type Holder struct {
 
 // ServerResult is one server at the end.
 type ServerResult struct {
-	ID       int  `json:"id"`
-	Killed   bool `json:"killed,omitempty"`
-	Sessions int  `json:"sessions"` // established peers at the end
-	Paths    int  `json:"paths"`    // their usable paths
-	// SessionsStart is the established peers when the window began.
+	ID     int  `json:"id"`
+	Killed bool `json:"killed,omitempty"`
+	// SessionsStart and Sessions are the clients whose session it held
+	// when the window began and at the end.
 	SessionsStart int `json:"sessions_start"`
+	Sessions      int `json:"sessions"`
+	// Established is its peers with keys at the end, which includes
+	// sessions whose client went elsewhere until they expire.
+	Established int `json:"established"`
+	// Paths is the usable paths of the sessions it held at the end;
+	// StrayPaths the paths of clients held elsewhere that brought it bytes
+	// in the last status interval.
+	Paths      int `json:"paths"`
+	StrayPaths int `json:"stray_paths"`
 }
 
 // Event is something the lab did during the window.
@@ -180,9 +192,9 @@ func (cr *ClientResult) finish(c *client, base int64, t0, end time.Time) {
 }
 
 // finish works out the per-server figures, the session changes and the
-// summary; pathsOn is each client's usable paths on each server at the end,
-// sessions each server's established peers.
-func (r *Results) finish(pathsOn [][]int, sessions []int) {
+// summary from each client's usable and receiving paths on each server and
+// each server's established peers at the end (watch.pathsOn).
+func (r *Results) finish(usable, receiving [][]int, established []int) {
 	killAt := r.Setup.KillAtS
 	r.Servers = make([]ServerResult, r.Setup.Servers)
 	for j := range r.Servers {
@@ -190,6 +202,9 @@ func (r *Results) finish(pathsOn [][]int, sessions []int) {
 		for i := range r.Clients {
 			if r.Start[i] == j {
 				r.Servers[j].SessionsStart++
+			}
+			if r.End[i] == j {
+				r.Servers[j].Sessions++
 			}
 		}
 	}
@@ -235,19 +250,17 @@ func (r *Results) finish(pathsOn [][]int, sessions []int) {
 		}
 	}
 	for j := range r.Servers {
-		r.Servers[j].Sessions = sessions[j]
-	}
-	for i := range r.Clients {
-		r.Clients[i].PathsOn = pathsOn[i]
-		for j, n := range pathsOn[i] {
-			r.Servers[j].Paths += n
-		}
+		r.Servers[j].Established = established[j]
 	}
 	for i := range r.Clients {
 		c := &r.Clients[i]
-		home := c.ServerEnd >= 0
-		for j, n := range c.PathsOn {
-			if j == c.ServerEnd && n != r.Setup.Paths || j != c.ServerEnd && n != 0 {
+		c.PathsUsable, c.PathsReceiving = usable[i], receiving[i]
+		home := c.ServerEnd >= 0 && usable[i][c.ServerEnd] == r.Setup.Paths
+		for j := range r.Servers {
+			if j == c.ServerEnd {
+				r.Servers[j].Paths += usable[i][j]
+			} else if receiving[i][j] > 0 {
+				r.Servers[j].StrayPaths += receiving[i][j]
 				home = false
 			}
 		}

@@ -174,12 +174,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 // watch follows the servers: which holds each client's session, and
 // which are dead.
 type watch struct {
-	l          *lab
-	res        *Results
-	t0         time.Time
-	dead       []bool
-	holders    []int // per client: the server holding its session, -1: none
-	lastStatus []*control.Status
+	l       *lab
+	res     *Results
+	t0      time.Time
+	dead    []bool
+	holders []int // per client: the server holding its session, -1: none
+	// lastStatus and prevStatus are each server's last two status reads
+	// (nil: dead or failed).
+	lastStatus, prevStatus []*control.Status
 }
 
 // sample is every client's bytes since base, now.
@@ -198,7 +200,7 @@ func (w *watch) sample(base []int64) Sample {
 func (w *watch) poll() {
 	n := len(w.l.servers)
 	if w.dead == nil {
-		w.dead, w.lastStatus = make([]bool, n), make([]*control.Status, n)
+		w.dead, w.lastStatus, w.prevStatus = make([]bool, n), make([]*control.Status, n), make([]*control.Status, n)
 		w.holders = make([]int, len(w.l.clients))
 		for i := range w.holders {
 			w.holders[i] = -1
@@ -214,8 +216,9 @@ func (w *watch) poll() {
 			continue
 		}
 		st, err := control.Query(s.sock())
+		w.prevStatus[j], w.lastStatus[j] = w.lastStatus[j], nil
 		if err != nil {
-			continue // counted as no holder; the run's notes say which server failed
+			continue // counted as no holder
 		}
 		w.lastStatus[j] = &st
 		for _, p := range st.Peers {
@@ -250,7 +253,7 @@ func (w *watch) kill(j int) error {
 	for !child.Exited() {
 		time.Sleep(time.Millisecond)
 	}
-	w.dead[j], w.lastStatus[j] = true, nil
+	w.dead[j], w.lastStatus[j], w.prevStatus[j] = true, nil, nil
 	w.res.Events = append(w.res.Events, Event{T: time.Since(w.t0).Seconds(), What: fmt.Sprintf("server %d killed (SIGKILL)", j)})
 	w.l.cfg.Progress(fmt.Sprintf("%.1fs: killed server %d", time.Since(w.t0).Seconds(), j))
 	return nil
@@ -267,28 +270,59 @@ func (w *watch) revive(ctx context.Context, j int) error {
 	return nil
 }
 
-// pathsOn counts, from the servers' last status, each client's usable
-// paths on each server, and each server's established peers.
-func (w *watch) pathsOn() (perClient [][]int, sessions []int) {
-	sessions = make([]int, len(w.l.servers))
+// pathsOn counts, from the servers' last two status reads, each client's
+// usable paths on each server and the paths on which each server received
+// its bytes between the two reads; and each server's established peers.
+func (w *watch) pathsOn() (usable, receiving [][]int, established []int) {
+	n := len(w.l.servers)
+	established = make([]int, n)
 	for range w.l.clients {
-		perClient = append(perClient, make([]int, len(w.l.servers)))
+		usable, receiving = append(usable, make([]int, n)), append(receiving, make([]int, n))
 	}
 	for j, st := range w.lastStatus {
 		if st == nil {
 			continue
 		}
 		for _, p := range st.Peers {
-			if !p.Established {
-				continue
+			if p.Established {
+				established[j]++
 			}
-			sessions[j]++
 			for i, c := range w.l.clients {
-				if c.pub == p.PublicKey {
-					perClient[i][j] = c.usablePaths(control.Status{Peers: []control.PeerStatus{p}})
+				if c.pub != p.PublicKey {
+					continue
+				}
+				if p.Established {
+					usable[i][j] = c.usablePaths(control.Status{Peers: []control.PeerStatus{p}})
+				}
+				for _, a := range c.paths {
+					if rxFrom(p, a) > rxFrom(peerIn(w.prevStatus[j], p.PublicKey), a) {
+						receiving[i][j]++
+					}
 				}
 			}
 		}
 	}
-	return perClient, sessions
+	return usable, receiving, established
+}
+
+// peerIn is the peer of key in st (zero if none or st is nil).
+func peerIn(st *control.Status, key string) control.PeerStatus {
+	if st != nil {
+		for _, p := range st.Peers {
+			if p.PublicKey == key {
+				return p
+			}
+		}
+	}
+	return control.PeerStatus{}
+}
+
+// rxFrom is the bytes p's daemon paths received from address a.
+func rxFrom(p control.PeerStatus, a netip.Addr) (n uint64) {
+	for _, ps := range p.Paths {
+		if r, err := netip.ParseAddrPort(ps.Remote); err == nil && r.Addr().Unmap() == a {
+			n += ps.RxBytes
+		}
+	}
+	return n
 }
