@@ -37,7 +37,7 @@ var (
 	ctlPort    = 9100
 )
 
-func srvAddr(i int) netip.Addr    { return netip.AddrFrom4([4]byte{198, 18, 1, byte(4*i + 2)}) }
+func srvAddr(i int) netip.Addr     { return netip.AddrFrom4([4]byte{198, 18, 1, byte(4*i + 2)}) }
 func balSideAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 1, byte(4*i + 1)}) }
 
 type topo struct {
