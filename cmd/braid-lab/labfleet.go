@@ -31,7 +31,7 @@ var fleetScenarios = []fleetScenario{
 	{name: "fairness", short: "30 client daemons on one path each share one server's 200 Mbit/s uplink: Jain's index and the aggregate",
 		servers: 1, clients: 30, paths: 1, seconds: 30 * time.Second, uplink: "200mbit"},
 	{name: "scaleout", short: "20 two-path client daemons, 3 servers behind the nftables balancer, one killed and started again: stalls, where sessions land, paths per server, rekeys",
-		servers: 3, clients: 20, paths: 2, seconds: 50 * time.Second, kill: "1@15s", revive: 35 * time.Second, rekey: 10 * time.Second},
+		servers: 3, clients: 20, paths: 2, seconds: 50 * time.Second, uplink: "100mbit", kill: "1@15s", revive: 35 * time.Second, rekey: 10 * time.Second},
 }
 
 func newLabFleetCmd() *cobra.Command {

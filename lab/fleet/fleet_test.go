@@ -98,24 +98,30 @@ func TestCheck(t *testing.T) {
 // is closed by stall.
 func TestStall(t *testing.T) {
 	var p progress
+	var clk clock
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
-	from := ms(1000)
-	p.read(10, ms(100), from)
-	p.read(10, ms(900), from) // an 800 ms gap before the window
+	clk.from.Store(ms(1000))
+	p.read(10, ms(100), &clk)
+	p.read(10, ms(900), &clk) // an 800 ms gap before the window
 	if p.maxStall.Load() != 0 {
 		t.Fatalf("a stall before the window counted: %v", p.maxStall.Load())
 	}
-	p.read(10, ms(1300), from) // 300 ms from the window's start
-	p.read(10, ms(1400), from)
-	if got := p.maxStall.Load(); got != ms(300) || p.stallAt.Load() != from {
+	p.read(10, ms(1300), &clk) // 300 ms from the window's start
+	p.read(10, ms(1400), &clk)
+	if got := p.maxStall.Load(); got != ms(300) || p.stallAt.Load() != ms(1000) {
 		t.Errorf("stall %d ns at %d, want 300 ms at the window's start", got, p.stallAt.Load())
 	}
-	p.stall(ms(2000), from) // no byte since 1400 at the end
-	if got := p.maxStall.Load(); got != ms(600) || p.stallAt.Load() != ms(1400) {
-		t.Errorf("stall %d ns at %d, want 600 ms from 1400 ms", got, p.stallAt.Load())
+	clk.phase.Store(phaseAfterKill)
+	p.read(10, ms(1500), &clk)
+	p.stall(ms(2000), &clk) // no byte since 1500 at the end
+	if got := p.maxStall.Load(); got != ms(500) || p.stallAt.Load() != ms(1500) {
+		t.Errorf("stall %d ns at %d, want 500 ms from 1500 ms", got, p.stallAt.Load())
 	}
-	if p.bytes.Load() != 40 {
-		t.Errorf("%d bytes, want 40", p.bytes.Load())
+	if b, a := p.phaseStall[phaseBeforeKill].Load(), p.phaseStall[phaseAfterKill].Load(); b != ms(300) || a != ms(500) {
+		t.Errorf("phase stalls %d and %d ns, want 300 and 500 ms", b, a)
+	}
+	if p.bytes.Load() != 50 {
+		t.Errorf("%d bytes, want 50", p.bytes.Load())
 	}
 }
 
@@ -133,7 +139,8 @@ func TestFinish(t *testing.T) {
 	r.Clients[3].Holders = h(Holder{0, 1}, Holder{10.2, -1}, Holder{15, 0}, Holder{20, 2}, Holder{21, 0})
 	for i, g := range []float64{40, 20, 20, 10} {
 		r.Clients[i].GoodputMbps = g
-		r.Clients[i].LongestStallMs = []float64{7000, 50, 80, 6000}[i]
+		r.Clients[i].LongestStallMs = []float64{7000, 50, 90, 6000}[i]
+		r.Clients[i].PhaseStallMs = [][]float64{{30, 7000, 0}, {50, 40, 0}, {90, 80, 60}, {20, 5000, 6000}}[i]
 	}
 	// Client 2 has one path usable on its server, client 3 one bringing
 	// server 2 bytes although server 0 holds its session.
@@ -141,14 +148,14 @@ func TestFinish(t *testing.T) {
 	receiving := [][]int{{0, 0, 1}, {2, 0, 0}, {0, 0, 1}, {1, 0, 1}}
 	r.finish(usable, receiving, []int{2, 0, 3})
 	s := r.Summary
-	if s.AggregateMbps != 90 || s.UplinkShare != 0.9 {
+	if s.AggregateMbps != 90 || s.UplinkShare != 0.3 { // three servers' uplinks
 		t.Errorf("aggregate %v, share %v", s.AggregateMbps, s.UplinkShare)
 	}
 	if want := 90.0 * 90 / (4 * (1600 + 400 + 400 + 100)); s.Jain != want {
 		t.Errorf("Jain %v, want %v", s.Jain, want)
 	}
-	if s.KilledClients != 2 || s.KilledStallMs != 7000 || s.OthersStallMs != 80 {
-		t.Errorf("killed %d, their stall %v, the others' %v", s.KilledClients, s.KilledStallMs, s.OthersStallMs)
+	if s.KilledClients != 2 || s.KilledStallMs != 7000 || s.OthersStallMs != 80 || s.OthersBaselineMs != 90 {
+		t.Errorf("killed %d, their stall %v, the others' %v after the kill and %v before", s.KilledClients, s.KilledStallMs, s.OthersStallMs, s.OthersBaselineMs)
 	}
 	if len(s.KilledLanded) != 2 || s.KilledLanded[0] != 2 || s.KilledLanded[1] != 0 {
 		t.Errorf("landed on %v, want [2 0]", s.KilledLanded)

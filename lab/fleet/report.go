@@ -13,7 +13,7 @@ import (
 // Legend explains the report's columns (docs/lab.md, "Fleet", says more).
 var Legend = []string{
 	"goodput: bytes the client's download received in the measured window ÷ its length (Mbit/s, 10^6 bit)",
-	"stall: the longest time in the window with no byte received, and when it began (s into the window)",
+	"stall: the longest time in the window with no byte received, and when it began (s into the window); with a kill, also per phase (before the kill / after it / after the revival), a stall belonging to the phase where it ended",
 	"servers: the server holding the client's session at the window's start, just before the kill and at the end (-: none)",
 	"paths: per server, the client's paths that server's status lists as usable at the end / that brought it bytes in the run's last 500 ms; home = all usable on its session's server, none bringing another server bytes",
 	"moves: changes of server between two live servers that no kill forced (e.g. a rekey that moved)",
@@ -82,15 +82,16 @@ func (r *Results) summaryRows() [][]string {
 		{"longest stall, any client", ms(s.LongestStallMs), ""},
 	}
 	if s.UplinkShare > 0 {
-		rows = append(rows, []string{"aggregate ÷ uplink", fmt.Sprintf("%.3f", s.UplinkShare),
+		rows = append(rows, []string{"aggregate ÷ the servers' uplinks", fmt.Sprintf("%.3f", s.UplinkShare),
 			fmt.Sprintf("≥ %.2f: %s", TargetUplinkShare, verdict(s.UplinkShare >= TargetUplinkShare))})
 	}
 	if r.Setup.Kill >= 0 {
 		rows = append(rows,
 			[]string{"killed server's clients", strconv.Itoa(s.KilledClients), ""},
-			[]string{"their longest stall", ms(s.KilledStallMs), fmt.Sprintf("≤ %v: %s", TargetFailoverStall, verdict(s.KilledStallMs <= ms64(TargetFailoverStall)))},
+			[]string{"their longest stall from the kill on", ms(s.KilledStallMs), fmt.Sprintf("≤ %v: %s", TargetFailoverStall, verdict(s.KilledStallMs <= ms64(TargetFailoverStall)))},
 			[]string{"they landed on", fmt.Sprint(s.KilledLanded), ""},
-			[]string{"the others' longest stall", ms(s.OthersStallMs), fmt.Sprintf("≤ %v: %s", TargetUndisturbStall, verdict(s.OthersStallMs <= ms64(TargetUndisturbStall)))})
+			[]string{"the others' longest stall from the kill on", ms(s.OthersStallMs), fmt.Sprintf("≤ %v: %s", TargetUndisturbStall, verdict(s.OthersStallMs <= ms64(TargetUndisturbStall)))},
+			[]string{"the others' longest stall before the kill", ms(s.OthersBaselineMs), "(their baseline)"})
 	}
 	rows = append(rows,
 		[]string{"clients with every path home", fmt.Sprintf("%d of %d", s.ClientsPathsHome, len(r.Clients)), verdict(s.ClientsPathsHome == len(r.Clients))},
@@ -109,7 +110,7 @@ func server(j int) string {
 }
 
 func (r *Results) clientRows() [][]string {
-	rows := [][]string{{"client", "goodput Mbit/s", "stall", "at s", "servers", "paths", "moves", "broke"}}
+	rows := [][]string{{"client", "goodput Mbit/s", "stall", "at s", "stall by phase ms", "servers", "paths", "moves", "broke"}}
 	for _, c := range r.Clients {
 		servers := server(c.ServerStart)
 		if c.ServerBeforeKill != nil {
@@ -120,8 +121,12 @@ func (r *Results) clientRows() [][]string {
 		if c.PathsHome {
 			paths += " home"
 		}
+		phases := "-"
+		if r.Setup.Kill >= 0 {
+			phases = fmt.Sprintf("%.0f / %.0f / %.0f", c.PhaseStallMs[0], c.PhaseStallMs[1], c.PhaseStallMs[2])
+		}
 		rows = append(rows, []string{strconv.Itoa(c.Index), fmt.Sprintf("%.1f", c.GoodputMbps), ms(c.LongestStallMs),
-			fmt.Sprintf("%.2f", c.StallAtS), servers, paths, strconv.Itoa(c.Moves), strconv.Itoa(c.Failures)})
+			fmt.Sprintf("%.2f", c.StallAtS), phases, servers, paths, strconv.Itoa(c.Moves), strconv.Itoa(c.Failures)})
 	}
 	return rows
 }

@@ -70,6 +70,10 @@ type ClientResult struct {
 	// StallAtS when (seconds into the window) it began.
 	LongestStallMs float64 `json:"longest_stall_ms"`
 	StallAtS       float64 `json:"stall_at_seconds"`
+	// PhaseStallMs is the longest stall that ended before the kill,
+	// between the kill and the revival, and after the revival (0 for a
+	// phase the run did not have).
+	PhaseStallMs []float64 `json:"phase_stall_ms"`
 	// Failures counts downloads that broke and were started again.
 	Failures  int    `json:"failures,omitempty"`
 	LastError string `json:"last_error,omitempty"`
@@ -137,19 +141,22 @@ type Sample struct {
 // Summary is the run's headline figures.
 type Summary struct {
 	AggregateMbps float64 `json:"aggregate_mbps"`
-	// UplinkShare is AggregateMbps over the shaped uplink(s) (absent
-	// unshaped).
+	// UplinkShare is AggregateMbps over the servers' shaped uplinks
+	// together (absent unshaped).
 	UplinkShare    float64 `json:"uplink_share,omitempty"`
 	Jain           float64 `json:"jain"`
 	MinMbps        float64 `json:"min_mbps"`
 	MedianMbps     float64 `json:"median_mbps"`
 	MaxMbps        float64 `json:"max_mbps"`
 	LongestStallMs float64 `json:"longest_stall_ms"`
-	// With a kill: the killed server's clients and the others.
+	// With a kill: the killed server's clients, their longest stall from
+	// the kill on and where each landed first (-1: nowhere); the others'
+	// longest stall from the kill on, and before it (their baseline).
 	KilledClients       int     `json:"killed_clients,omitempty"`
 	KilledStallMs       float64 `json:"killed_longest_stall_ms,omitempty"`
-	KilledLanded        []int   `json:"killed_landed_on,omitempty"` // per killed client, the first live server after the kill (-1: none)
+	KilledLanded        []int   `json:"killed_landed_on,omitempty"`
 	OthersStallMs       float64 `json:"others_longest_stall_ms,omitempty"`
+	OthersBaselineMs    float64 `json:"others_stall_before_kill_ms,omitempty"`
 	ClientsPathsHome    int     `json:"clients_paths_home"`
 	Moves               int     `json:"moves"`
 	ClientsWithFailures int     `json:"clients_with_failures"`
@@ -182,6 +189,9 @@ func (cr *ClientResult) finish(c *client, base int64, t0, end time.Time) {
 	cr.Bytes = c.dl.bytes.Load() - base
 	cr.GoodputMbps = float64(cr.Bytes) * 8 / end.Sub(t0).Seconds() / 1e6
 	cr.LongestStallMs = float64(c.dl.maxStall.Load()) / 1e6
+	for i := range phases {
+		cr.PhaseStallMs = append(cr.PhaseStallMs, float64(c.dl.phaseStall[i].Load())/1e6)
+	}
 	if at := c.dl.stallAt.Load(); at > 0 {
 		cr.StallAtS = time.Unix(0, at).Sub(t0).Seconds()
 	}
@@ -241,12 +251,14 @@ func (r *Results) finish(usable, receiving [][]int, established []int) {
 			prev = h.Server
 		}
 		s.Moves += c.Moves
+		afterKill := slices.Max(c.PhaseStallMs[phaseAfterKill:])
 		if c.Killed {
 			s.KilledClients++
-			s.KilledStallMs = max(s.KilledStallMs, c.LongestStallMs)
+			s.KilledStallMs = max(s.KilledStallMs, afterKill)
 			s.KilledLanded = append(s.KilledLanded, landed)
 		} else if r.BeforeKill != nil {
-			s.OthersStallMs = max(s.OthersStallMs, c.LongestStallMs)
+			s.OthersStallMs = max(s.OthersStallMs, afterKill)
+			s.OthersBaselineMs = max(s.OthersBaselineMs, c.PhaseStallMs[phaseBeforeKill])
 		}
 	}
 	for j := range r.Servers {
@@ -272,7 +284,7 @@ func (r *Results) finish(usable, receiving [][]int, established []int) {
 	s.MinMbps, s.MaxMbps = slices.Min(goodputs), slices.Max(goodputs)
 	s.MedianMbps = stats.Median(goodputs)
 	if r.Setup.UplinkBps > 0 {
-		s.UplinkShare = s.AggregateMbps * 1e6 / float64(r.Setup.UplinkBps)
+		s.UplinkShare = s.AggregateMbps * 1e6 / float64(r.Setup.UplinkBps*uint64(r.Setup.Servers))
 	}
 	if math.IsNaN(s.Jain) {
 		s.Jain = 0 // no bytes at all: JSON has no NaN

@@ -15,45 +15,67 @@ import (
 	"github.com/braid-vpn/braid/httpbench"
 )
 
+// Phases of the window whose stalls are told apart: a kill's effect on
+// the clients is measured against what the same clients saw before it.
+const (
+	phaseBeforeKill = iota
+	phaseAfterKill
+	phaseAfterRevive
+	phases
+)
+
+// clock is what every download's stall accounting shares: the window's
+// start (unix ns; no stall counts before it) and the phase it is in.
+type clock struct {
+	from  atomic.Int64
+	phase atomic.Int32
+}
+
 // progress is one client's download as its reading goroutine sees it;
 // the sampler and the report read it while it runs.
 type progress struct {
-	bytes    atomic.Int64
-	last     atomic.Int64 // unix ns of the last read that brought bytes
-	maxStall atomic.Int64 // ns, within the measured window
-	stallAt  atomic.Int64 // unix ns when the longest stall began
-	failures atomic.Int64 // downloads that ended in an error and were started again
-	lastErr  atomic.Value // string
+	bytes      atomic.Int64
+	last       atomic.Int64 // unix ns of the last read that brought bytes
+	maxStall   atomic.Int64 // ns, within the measured window
+	stallAt    atomic.Int64 // unix ns when the longest stall began
+	phaseStall [phases]atomic.Int64
+	failures   atomic.Int64 // downloads that ended in an error and were started again
+	lastErr    atomic.Value // string
 }
 
-// read records n more bytes at now; stalls count only from from (unix ns,
-// the start of the measured window).
-func (p *progress) read(n int64, now, from int64) {
+// read records n more bytes at now.
+func (p *progress) read(n int64, now int64, clk *clock) {
 	p.bytes.Add(n)
-	p.stall(now, from)
+	p.stall(now, clk)
 	p.last.Store(now)
 }
 
-// stall records the gap from the last progress (or from) to now.
-func (p *progress) stall(now, from int64) {
+// stall records the gap from the last progress (or the window's start) to
+// now; a stall belongs to the phase in which it ends.
+func (p *progress) stall(now int64, clk *clock) {
+	from := clk.from.Load()
 	if now <= from {
 		return
 	}
 	begin := max(p.last.Load(), from)
-	if gap := now - begin; gap > p.maxStall.Load() {
+	gap := now - begin
+	if gap > p.maxStall.Load() {
 		p.maxStall.Store(gap)
 		p.stallAt.Store(begin)
+	}
+	if ph := &p.phaseStall[clk.phase.Load()]; gap > ph.Load() {
+		ph.Store(gap)
 	}
 }
 
 // download fetches objects of size from the backend through c's tunnel
 // until ctx ends, starting again after an error (the stall goes on).
-func (c *client) download(ctx context.Context, size int64, from *atomic.Int64) {
+func (c *client) download(ctx context.Context, size int64, clk *clock) {
 	url := httpbench.URL(netip.AddrPortFrom(backendAddr, WebPort).String(), size)
 	for ctx.Err() == nil {
 		var seen int64
 		_, err := httpbench.Fetch(ctx, url, httpbench.Options{Dial: c.dialer.Dial, OnProgress: func(total int64) {
-			c.dl.read(total-seen, time.Now().UnixNano(), from.Load())
+			c.dl.read(total-seen, time.Now().UnixNano(), clk)
 			seen = total
 		}})
 		if err != nil && ctx.Err() == nil {
@@ -91,11 +113,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 func (l *lab) run(ctx context.Context, res *Results) error {
 	cfg := l.cfg
 	dctx, stop := context.WithCancel(ctx)
-	var from atomic.Int64
-	from.Store(time.Now().Add(cfg.Warmup + time.Hour).UnixNano()) // no stall counts before the window
+	var clk clock
+	clk.from.Store(time.Now().Add(cfg.Warmup + time.Hour).UnixNano()) // no stall counts before the window
 	var wg sync.WaitGroup
 	for _, c := range l.clients {
-		wg.Go(func() { c.download(dctx, cfg.Object, &from) })
+		wg.Go(func() { c.download(dctx, cfg.Object, &clk) })
 	}
 	defer func() { stop(); wg.Wait() }()
 	cfg.Progress(fmt.Sprintf("%d downloads running; warm-up %v, then %v measured", len(l.clients), cfg.Warmup, cfg.Duration))
@@ -103,13 +125,13 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 		return err
 	}
 	t0 := time.Now()
-	from.Store(t0.UnixNano())
+	clk.from.Store(t0.UnixNano())
 	res.Window = t0
 	base := make([]int64, len(l.clients))
 	for i, c := range l.clients {
 		base[i] = c.dl.bytes.Load()
 	}
-	w := watch{l: l, res: res, t0: t0}
+	w := watch{l: l, res: res, t0: t0, clk: &clk}
 	w.poll() // who holds each session at the start
 	res.holdersAt(&res.Start, w.holders)
 
@@ -155,7 +177,7 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 	stop()
 	wg.Wait()
 	for i, c := range l.clients {
-		c.dl.stall(end.UnixNano(), t0.UnixNano()) // a client still stalled at the end
+		c.dl.stall(end.UnixNano(), &clk) // a client still stalled at the end
 		res.Clients[i].finish(c, base[i], t0, end)
 	}
 	res.finish(w.pathsOn())
@@ -177,6 +199,7 @@ type watch struct {
 	l       *lab
 	res     *Results
 	t0      time.Time
+	clk     *clock
 	dead    []bool
 	holders []int // per client: the server holding its session, -1: none
 	// lastStatus and prevStatus are each server's last two status reads
@@ -254,6 +277,7 @@ func (w *watch) kill(j int) error {
 		time.Sleep(time.Millisecond)
 	}
 	w.dead[j], w.lastStatus[j], w.prevStatus[j] = true, nil, nil
+	w.clk.phase.Store(phaseAfterKill)
 	w.res.Events = append(w.res.Events, Event{T: time.Since(w.t0).Seconds(), What: fmt.Sprintf("server %d killed (SIGKILL)", j)})
 	w.l.cfg.Progress(fmt.Sprintf("%.1fs: killed server %d", time.Since(w.t0).Seconds(), j))
 	return nil
@@ -265,6 +289,7 @@ func (w *watch) revive(ctx context.Context, j int) error {
 		return errors.Join(fmt.Errorf("starting server %d again", j), err)
 	}
 	w.dead[j] = false
+	w.clk.phase.Store(phaseAfterRevive)
 	w.res.Events = append(w.res.Events, Event{T: time.Since(w.t0).Seconds(), What: fmt.Sprintf("server %d started again", j)})
 	w.l.cfg.Progress(fmt.Sprintf("%.1fs: server %d started again", time.Since(w.t0).Seconds(), j))
 	return nil
