@@ -113,7 +113,7 @@ func newLabFleetScenarioCmd(sc fleetScenario) *cobra.Command {
 	f.DurationVar(&cfg.Warmup, "warmup", fleet.DefaultWarmup, "downloads run this long before the window")
 	f.StringVar(&uplink, "uplink", sc.uplink, `shape each server's link toward the clients (tbf), e.g. "200mbit"; "" or 0: unshaped`)
 	f.StringVar(&object, "object", "", `size of each download, repeated (e.g. "16MiB", the papers'); default one download for the whole run`)
-	f.StringVar(&kill, "kill", sc.kill, `SERVER@TIME: SIGKILL that server's daemon TIME into the window, e.g. "1@15s"; "" or "none": no kill`)
+	f.StringVar(&kill, "kill", sc.kill, `SERVER@TIME: SIGKILL that server's daemon TIME into the window, e.g. "1@15s"; SERVER "busiest": the one holding the most sessions then; "" or "none": no kill`)
 	f.DurationVar(&cfg.ReviveAt, "revive", sc.revive, "start the killed server again this far into the window (0: never)")
 	f.DurationVar(&cfg.RekeyAfter, "rekey-after", sc.rekey, "every daemon's security.rekey_after_time (0: braid's default)")
 	f.DurationVar(&cfg.Sample, "sample", fleet.DefaultSample, "how often each client's received bytes are read")
@@ -123,8 +123,8 @@ func newLabFleetScenarioCmd(sc fleetScenario) *cobra.Command {
 	return cmd
 }
 
-// parseKill reads --kill: "SERVER@TIME", or "" / "none" for no kill (a
-// zero time).
+// parseKill reads --kill: "SERVER@TIME" (SERVER a number or "busiest"), or
+// "" / "none" for no kill (a zero time).
 func parseKill(s string) (server int, at time.Duration, err error) {
 	if s == "" || s == "none" {
 		return 0, 0, nil
@@ -133,8 +133,10 @@ func parseKill(s string) (server int, at time.Duration, err error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("%q is not SERVER@TIME (e.g. 1@15s)", s)
 	}
-	if server, err = strconv.Atoi(id); err != nil || server < 0 {
-		return 0, 0, fmt.Errorf("%q: server %q is not a server number", s, id)
+	if id == "busiest" {
+		server = fleet.KillBusiest
+	} else if server, err = strconv.Atoi(id); err != nil || server < 0 {
+		return 0, 0, fmt.Errorf("%q: server %q is neither a server number nor \"busiest\"", s, id)
 	}
 	if at, err = time.ParseDuration(t); err != nil || at <= 0 {
 		return 0, 0, fmt.Errorf("%q: %q is not a time after the window's start", s, t)

@@ -77,20 +77,22 @@ func TestLabFleetFairness(t *testing.T) {
 }
 
 // TestLabFleetScaleout runs the scale-out scenario small: two servers
-// behind the balancer, four two-path clients, server 1 killed: every client
-// ends on server 0 with both paths there, and every download moved again
-// after its longest stall.
+// behind the balancer, four two-path clients, the server holding the most
+// sessions killed: every client ends on the other with both paths there,
+// and every download moved again after its longest stall.
 func TestLabFleetScaleout(t *testing.T) {
 	labTestBraid(t, "needs root: builds network namespaces, veth pairs and nftables rules and starts braid daemons")
 	const seconds, killAt = 18.0, 3.0
 	res := runFleet(t, "scaleout", "--servers", "2", "--clients", "4", "--paths", "2", "--seconds", "18s", "--warmup", "2s",
-		"--kill", "1@3s", "--revive", "0", "--rekey-after", "0")
-	if res.Summary.KilledClients == 0 {
-		t.Fatalf("no client was on server 1 before the kill: start %v", res.Summary)
+		"--kill", "busiest@3s", "--revive", "0", "--rekey-after", "0")
+	killed := res.Setup.Kill
+	if killed < 0 || res.Summary.KilledClients < 2 {
+		t.Fatalf("killed server %d with %d of 4 clients, want the busiest, which has 2 or more", killed, res.Summary.KilledClients)
 	}
+	live := 1 - killed
 	for _, c := range res.Clients {
-		if c.ServerEnd != 0 || !c.PathsHome {
-			t.Errorf("client %d: on server %d at the end with paths %v / %v, want every path on server 0", c.Index, c.ServerEnd, c.PathsUsable, c.PathsReceiving)
+		if c.ServerEnd != live || !c.PathsHome {
+			t.Errorf("client %d: on server %d at the end with paths %v / %v, want every path on server %d", c.Index, c.ServerEnd, c.PathsUsable, c.PathsReceiving, live)
 		}
 		if end := c.StallAtS + c.LongestStallMs/1000; end > seconds-0.5 {
 			t.Errorf("client %d: stalled from %.2f s to the end of the window (%v s)", c.Index, c.StallAtS, seconds)
@@ -100,12 +102,12 @@ func TestLabFleetScaleout(t *testing.T) {
 		}
 	}
 	for _, l := range res.Summary.KilledLanded {
-		if l != 0 {
-			t.Errorf("a killed client landed on %d, want 0", l)
+		if l != live {
+			t.Errorf("a killed client landed on %d, want %d", l, live)
 		}
 	}
-	if !res.Servers[1].Killed || res.Servers[1].Sessions != 0 {
-		t.Errorf("server 1: %+v", res.Servers[1])
+	if s := res.Servers[killed]; !s.Killed || s.Sessions != 0 || s.Established != 0 {
+		t.Errorf("killed server: %+v", s)
 	}
 }
 

@@ -36,6 +36,9 @@ const (
 	// ObjectSize is the papers' object, for --object.
 	ObjectSize = 16 * httpbench.MB
 	WebPort    = 8080
+	// KillBusiest as Config.Kill kills the server holding the most
+	// sessions at the time of the kill.
+	KillBusiest = -1
 )
 
 // Config of a fleet run. Zero fields take the defaults above.
@@ -53,8 +56,8 @@ type Config struct {
 	// Object is the size of each download a client repeats; 0 = one
 	// download for the whole run (Continuous).
 	Object int64
-	// Kill is the server SIGKILLed KillAt into the measured run (0: no
-	// kill) and started again at ReviveAt (0: never).
+	// Kill is the server (or KillBusiest) SIGKILLed KillAt into the
+	// measured run (0: no kill) and started again at ReviveAt (0: never).
 	Kill              int
 	KillAt, ReviveAt  time.Duration
 	RekeyAfter        time.Duration // every daemon's security.rekey_after_time; 0 = braid's
@@ -122,7 +125,7 @@ func (c Config) Check() error {
 		bad("--kill: the time %v is negative", c.KillAt)
 	}
 	if c.KillAt > 0 {
-		if c.Kill < 0 || c.Kill >= c.Servers {
+		if c.Kill < KillBusiest || c.Kill >= c.Servers {
 			bad("--kill: server %d does not exist (servers 0..%d)", c.Kill, c.Servers-1)
 		}
 		if c.KillAt >= c.Duration {

@@ -56,7 +56,7 @@ func TestAddressPlan(t *testing.T) {
 	if got := clientInner(300).Addr().String(); got != "100.64.1.46" {
 		t.Errorf("client 300's inner address %s, want 100.64.1.46", got)
 	}
-	for n, want := range map[int]int{1: 0, 2: 1, 3: 2, 4: 2, 5: 3, 64: 6} {
+	for n, want := range map[int]int{1: 0, 2: 8, 3: 8, 64: 8, 256: 8, 257: 9} {
 		if got := serverIDBits(n); got != want {
 			t.Errorf("serverIDBits(%d) = %d, want %d", n, got, want)
 		}
@@ -78,6 +78,7 @@ func TestCheck(t *testing.T) {
 		{func(c *Config) { c.Paths = MaxClientPaths }, "--paths"},
 		{func(c *Config) { c.Duration = 0 }, "--seconds"},
 		{func(c *Config) { c.Kill = 3 }, "--kill: server 3 does not exist"},
+		{func(c *Config) { c.Kill = -2 }, "--kill: server -2 does not exist"},
 		{func(c *Config) { c.KillAt = time.Minute }, "outside the run"},
 		{func(c *Config) { c.ReviveAt = 10 * time.Second }, "--revive"},
 		{func(c *Config) { c.Servers, c.Kill = 1, 0 }, "the only server"},
@@ -131,6 +132,7 @@ func TestStall(t *testing.T) {
 // moves again.
 func TestFinish(t *testing.T) {
 	r := newResults(Config{Servers: 3, Clients: 4, Paths: 2, Duration: 30 * time.Second, Kill: 1, KillAt: 10 * time.Second, Uplink: 100e6}.withDefaults())
+	r.Setup.Kill = 1 // as the kill sets it
 	r.Start, r.BeforeKill, r.End = []int{1, 0, 0, 1}, []int{1, 0, 2, 1}, []int{2, 0, 2, 0}
 	h := func(hs ...Holder) []Holder { return hs }
 	r.Clients[0].Holders = h(Holder{0, 1}, Holder{10.2, -1}, Holder{16, 2})

@@ -312,9 +312,19 @@ func (l *lab) serverFile(j int, peers []config.FilePeer) *config.File {
 	return f
 }
 
-// serverIDBits is the fewest bits that number n servers.
+// MinServerIDBits is the fleet's least server_id_bits with a balancer:
+// the balancer maps the values no server has by hashing over the live
+// servers, so with 256 values fresh handshakes spread evenly, where with
+// the fewest bits (2 for 3 servers) one server would take half of them.
+const MinServerIDBits = 8
+
+// serverIDBits is the server_id_bits of n servers: at least
+// MinServerIDBits, more if n needs them (0 for one server: no balancer).
 func serverIDBits(n int) int {
-	b := 0
+	if n <= 1 {
+		return 0
+	}
+	b := MinServerIDBits
 	for 1<<b < n {
 		b++
 	}

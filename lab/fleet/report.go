@@ -54,6 +54,10 @@ func (r *Results) Document() *report.Doc {
 		JSON:   r,
 		CSV:    []report.CSV{{Name: "samples.csv", Rows: r.sampleRows()}},
 	}
+	if c := r.CPU; c != nil {
+		d.Notes = append(d.Notes, fmt.Sprintf("CPU over the window, cores busy of %d: machine %.2f (every process), client daemons %.2f, server daemons %.2f, the lab process %.2f",
+			c.CPUs, c.Machine, c.Clients, c.Servers, c.Lab))
+	}
 	for _, e := range r.Events {
 		d.Notes = append(d.Notes, fmt.Sprintf("%.2f s: %s", e.T, e.What))
 	}

@@ -30,6 +30,7 @@ type Results struct {
 	Servers []ServerResult `json:"servers"`
 	Events  []Event        `json:"events,omitempty"`
 	Summary Summary        `json:"summary"`
+	CPU     *CPU           `json:"cpu,omitempty"`
 	// Samples are every client's bytes since the window began, every
 	// Setup.SampleMs (written as samples.csv, not into results.json).
 	Samples []Sample `json:"-"`
@@ -50,7 +51,7 @@ type Setup struct {
 	WarmupS      float64 `json:"warmup_seconds"`
 	UplinkBps    uint64  `json:"uplink_bps,omitempty"`
 	ObjectBytes  int64   `json:"object_bytes"`
-	Kill         int     `json:"kill_server"` // -1: none
+	Kill         int     `json:"kill_server"` // the server killed; -1: none
 	KillAtS      float64 `json:"kill_at_seconds,omitempty"`
 	ReviveAtS    float64 `json:"revive_at_seconds,omitempty"`
 	RekeyAfterS  float64 `json:"rekey_after_seconds,omitempty"` // 0: braid's default
@@ -165,14 +166,14 @@ type Summary struct {
 func newResults(cfg Config) *Results {
 	r := &Results{Scenario: cfg.Scenario, Seed: cfg.Seed, Started: time.Now(), Setup: Setup{
 		Servers: cfg.Servers, Clients: cfg.Clients, Paths: cfg.Paths, Seconds: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
-		UplinkBps: cfg.Uplink, ObjectBytes: cfg.Object, Kill: cfg.Kill, RekeyAfterS: cfg.RekeyAfter.Seconds(),
+		UplinkBps: cfg.Uplink, ObjectBytes: cfg.Object, Kill: -1, RekeyAfterS: cfg.RekeyAfter.Seconds(),
 		SampleMs: float64(cfg.Sample) / float64(time.Millisecond), CC: cfg.CC,
 	}}
 	if cfg.Servers > 1 {
 		r.Setup.ServerIDBits = serverIDBits(cfg.Servers)
 	}
-	if r.Setup.Kill = -1; cfg.KillAt > 0 {
-		r.Setup.Kill, r.Setup.KillAtS, r.Setup.ReviveAtS = cfg.Kill, cfg.KillAt.Seconds(), cfg.ReviveAt.Seconds()
+	if cfg.KillAt > 0 { // the server is named when it is killed (KillBusiest)
+		r.Setup.KillAtS, r.Setup.ReviveAtS = cfg.KillAt.Seconds(), cfg.ReviveAt.Seconds()
 	}
 	r.Clients = make([]ClientResult, cfg.Clients)
 	for i := range r.Clients {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +132,7 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 	for i, c := range l.clients {
 		base[i] = c.dl.bytes.Load()
 	}
+	cpu0, cpus, cpuErr := l.cpu()
 	w := watch{l: l, res: res, t0: t0, clk: &clk}
 	w.poll() // who holds each session at the start
 	res.holdersAt(&res.Start, w.holders)
@@ -143,7 +145,7 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 	if cfg.KillAt > 0 {
 		events = append(events, event{cfg.KillAt, func() error { return w.kill(cfg.Kill) }})
 		if cfg.ReviveAt > 0 {
-			events = append(events, event{cfg.ReviveAt, func() error { return w.revive(ctx, cfg.Kill) }})
+			events = append(events, event{cfg.ReviveAt, func() error { return w.revive(ctx, res.Setup.Kill) }})
 		}
 	}
 	events = append(events, event{cfg.Duration, nil})
@@ -171,6 +173,9 @@ func (l *lab) run(ctx context.Context, res *Results) error {
 		next.Stop()
 	}
 	end := time.Now()
+	if cpu1, _, err := l.cpu(); cpuErr == nil && err == nil {
+		res.CPU = cpuOver(cpu0, cpu1, cpus, end.Sub(t0).Seconds())
+	}
 	res.Samples = append(res.Samples, w.sample(base))
 	w.poll()
 	res.holdersAt(&res.End, w.holders)
@@ -264,10 +269,21 @@ func (w *watch) poll() {
 	}
 }
 
-// kill SIGKILLs server j's daemon: no goodbye to its clients.
+// kill SIGKILLs server j's daemon (KillBusiest: the one holding the most
+// sessions now): no goodbye to its clients.
 func (w *watch) kill(j int) error {
 	w.poll()
 	w.res.holdersAt(&w.res.BeforeKill, w.holders)
+	if j == KillBusiest {
+		held := make([]int, len(w.l.servers))
+		for _, h := range w.holders {
+			if h >= 0 {
+				held[h]++
+			}
+		}
+		j = slices.Index(held, slices.Max(held))
+	}
+	w.res.Setup.Kill = j
 	s := w.l.servers[j]
 	child := s.current()
 	if err := unix.Kill(child.PID(), unix.SIGKILL); err != nil {
