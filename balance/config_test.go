@@ -124,3 +124,13 @@ func TestInitMap(t *testing.T) {
 		t.Errorf("none live: the map points as if all were, got 1 → %d, 2 → %d", none[1], none[2])
 	}
 }
+
+func TestExampleParses(t *testing.T) {
+	c, err := Load("../examples/scale/balance.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Servers) != 3 {
+		t.Errorf("%d servers", len(c.Servers))
+	}
+}
