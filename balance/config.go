@@ -145,7 +145,8 @@ func (f *File) Config(path string) (*Config, error) {
 		c.ServerIDBits = int(f.ServerIDBits)
 	}
 	c.HealthInterval = p.duration("health_interval", f.HealthInterval, DefaultHealthInterval)
-	c.HealthTimeout = p.duration("health_timeout", f.HealthTimeout, DefaultHealthTimeout)
+	// Unset, the timeout shrinks with a short interval: checks never overlap.
+	c.HealthTimeout = p.duration("health_timeout", f.HealthTimeout, min(DefaultHealthTimeout, c.HealthInterval))
 	c.RoutePoll = p.duration("route_poll", f.RoutePoll, DefaultRoutePoll)
 	if c.HealthTimeout > c.HealthInterval && c.HealthInterval > 0 {
 		p.fail("health_timeout", "%v is longer than health_interval %v", c.HealthTimeout, c.HealthInterval)

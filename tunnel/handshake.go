@@ -391,7 +391,6 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, pro
 	e.setIndex(idx, indexEntry{peer: p, kp: acc.Keypair})
 	e.idxMu.Unlock()
 	p.next = acc.Keypair
-	p.lastHS = now
 	e.sendHandshake(cs, acc.Response, ep)
 	e.log.Debug("handshake answered", "peer", p.name, "from", ep.Remote.String())
 	return p, acc.Response, nil
@@ -497,6 +496,10 @@ func (p *peer) confirmNext(now time.Time) {
 	if string(pend.ts[:]) > string(p.lastTS[:]) {
 		p.lastTS = pend.ts
 	}
+	// The last handshake is the last one the client completed: an answered
+	// initiation may be a replay, and a balancer routes the client's prefixes
+	// to the server with the newest one (docs/scale.md).
+	p.lastHS = pend.at
 	if pend.params {
 		if err := p.applyParams(pend.want); err != nil {
 			p.logClient(now, slog.LevelWarn, "client asked for unusable session parameters; using defaults", "err", err)

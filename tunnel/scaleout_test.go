@@ -195,3 +195,42 @@ func TestRekeyJitterSpread(t *testing.T) {
 		t.Errorf("no jitter: rekey at %v, want %v", at, tn.RekeyAfterTime)
 	}
 }
+
+// A server's last handshake with a client is the last one the client
+// confirmed: an initiation it answered that nobody confirms (a replay, sent
+// by whoever holds a copy) must not make it look newer than the server
+// that holds the client's session, or a balancer would move the client's
+// routes there.
+func TestEngineUnconfirmedHandshakeKeepsLastHandshake(t *testing.T) {
+	stranger := netip.MustParseAddrPort("198.18.9.9:4000")
+	answered := make(chan struct{}, 1)
+	r := newRig(t, rigOpts{links: func(n *conntest.Network) {
+		n.Capture(func(from, to netip.AddrPort, b []byte) {
+			if to == stranger && wire.MessageType(b) == wire.TypeHandshakeResp {
+				select {
+				case answered <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}})
+	waitUsable(t, r.srv, "a", 2)
+	before := r.srv.Status().Peers[0].LastHandshake
+	if before.IsZero() {
+		t.Fatal("no last handshake after the session was established")
+	}
+	msg, _, err := noise.CreateInitiation(r.cfgA.PrivateKey, r.srv.PublicKey(), r.cfgA.PSK, 0x1234, nil, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * DefaultTunables().HandshakeMinInterval)
+	r.net.Inject(stranger, srvAddr1, msg)
+	select {
+	case <-answered:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the server did not answer the initiation")
+	}
+	if p := r.srv.Status().Peers[0]; !p.LastHandshake.Equal(before) || !p.Established {
+		t.Fatalf("after an unconfirmed handshake: last handshake %v (was %v), established %v", p.LastHandshake, before, p.Established)
+	}
+}
