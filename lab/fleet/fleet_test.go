@@ -184,3 +184,11 @@ func TestFinish(t *testing.T) {
 		t.Errorf("paths home %d, servers %+v, want %+v", s.ClientsPathsHome, r.Servers, want)
 	}
 }
+
+// TestUplinkCeiling pins the ceiling docs/lab.md quotes: 1328 bytes of TCP
+// payload in a 1475-byte frame.
+func TestUplinkCeiling(t *testing.T) {
+	if got, want := uplinkCeiling, 1328.0/1475; got != want {
+		t.Errorf("ceiling %v, want %v (docs/lab.md)", got, want)
+	}
+}

@@ -86,7 +86,7 @@ func (r *Results) summaryRows() [][]string {
 		{"longest stall, any client", ms(s.LongestStallMs), ""},
 	}
 	if s.UplinkShare > 0 {
-		rows = append(rows, []string{"aggregate ÷ the servers' uplinks", fmt.Sprintf("%.3f", s.UplinkShare),
+		rows = append(rows, []string{"aggregate ÷ the servers' uplinks", fmt.Sprintf("%.3f (ceiling %.3f)", s.UplinkShare, s.UplinkCeiling),
 			fmt.Sprintf("≥ %.2f: %s", TargetUplinkShare, verdict(s.UplinkShare >= TargetUplinkShare))})
 	}
 	if r.Setup.Kill >= 0 {

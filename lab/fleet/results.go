@@ -5,7 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/braid-vpn/braid/config"
 	"github.com/braid-vpn/braid/lab/stats"
+	"github.com/braid-vpn/braid/wire"
 )
 
 // Issue 35's targets, which the report checks.
@@ -143,8 +145,10 @@ type Sample struct {
 type Summary struct {
 	AggregateMbps float64 `json:"aggregate_mbps"`
 	// UplinkShare is AggregateMbps over the servers' shaped uplinks
-	// together (absent unshaped).
+	// together (absent unshaped); UplinkCeiling the most it can be
+	// (uplinkCeiling).
 	UplinkShare    float64 `json:"uplink_share,omitempty"`
+	UplinkCeiling  float64 `json:"uplink_ceiling,omitempty"`
 	Jain           float64 `json:"jain"`
 	MinMbps        float64 `json:"min_mbps"`
 	MedianMbps     float64 `json:"median_mbps"`
@@ -162,6 +166,18 @@ type Summary struct {
 	Moves               int     `json:"moves"`
 	ClientsWithFailures int     `json:"clients_with_failures"`
 }
+
+// uplinkCeiling is the TCP payload's share of the bytes a shaped uplink
+// carries when every tunnel packet is full: a TCP segment (with
+// timestamps) in braid's default inner MTU, and braid's, UDP's, IPv4's and
+// Ethernet's headers around it (tbf counts the frame). The clients' ACKs
+// toward the backend also cross the uplink and lower it a little more.
+var uplinkCeiling = float64(config.DefaultMTU-tcpIPHeaders) / float64(config.DefaultMTU+wire.DataPacketOverhead+udpIPEthHeaders)
+
+const (
+	tcpIPHeaders    = 20 + 32 // IPv4, TCP with timestamps
+	udpIPEthHeaders = 8 + 20 + 14
+)
 
 func newResults(cfg Config) *Results {
 	r := &Results{Scenario: cfg.Scenario, Seed: cfg.Seed, Started: time.Now(), Setup: Setup{
@@ -286,6 +302,8 @@ func (r *Results) finish(usable, receiving [][]int, established []int) {
 	s.MedianMbps = stats.Median(goodputs)
 	if r.Setup.UplinkBps > 0 {
 		s.UplinkShare = s.AggregateMbps * 1e6 / float64(r.Setup.UplinkBps*uint64(r.Setup.Servers))
+		s.UplinkCeiling = uplinkCeiling
+		s.UplinkCeiling = uplinkCeiling
 	}
 	if math.IsNaN(s.Jain) {
 		s.Jain = 0 // no bytes at all: JSON has no NaN
