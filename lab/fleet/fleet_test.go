@@ -159,8 +159,8 @@ func TestFinish(t *testing.T) {
 	if s.KilledClients != 2 || s.KilledStallMs != 7000 || s.OthersStallMs != 80 || s.OthersBaselineMs != 90 {
 		t.Errorf("killed %d, their stall %v, the others' %v after the kill and %v before", s.KilledClients, s.KilledStallMs, s.OthersStallMs, s.OthersBaselineMs)
 	}
-	if len(s.KilledLanded) != 2 || s.KilledLanded[0] != 2 || s.KilledLanded[1] != 0 {
-		t.Errorf("landed on %v, want [2 0]", s.KilledLanded)
+	if len(s.KilledLanded) != 2 || s.KilledLanded[0] != 2 || s.KilledLanded[1] != 0 || s.KilledSessionBackS != 6 {
+		t.Errorf("landed on %v, back within %v s, want [2 0] and 6 s", s.KilledLanded, s.KilledSessionBackS)
 	}
 	for i, want := range []int{0, 0, 1, 2} {
 		if r.Clients[i].Moves != want {

@@ -94,6 +94,7 @@ func (r *Results) summaryRows() [][]string {
 			[]string{"killed server's clients", strconv.Itoa(s.KilledClients), ""},
 			[]string{"their longest stall from the kill on", ms(s.KilledStallMs), fmt.Sprintf("≤ %v: %s", TargetFailoverStall, verdict(s.KilledStallMs <= ms64(TargetFailoverStall)))},
 			[]string{"they landed on", fmt.Sprint(s.KilledLanded), ""},
+			[]string{"their sessions back on a live server within", fmt.Sprintf("%.1f s", s.KilledSessionBackS), "(the tunnel's part of the stall)"},
 			[]string{"the others' longest stall from the kill on", ms(s.OthersStallMs), fmt.Sprintf("≤ %v: %s", TargetUndisturbStall, verdict(s.OthersStallMs <= ms64(TargetUndisturbStall)))},
 			[]string{"the others' longest stall before the kill", ms(s.OthersBaselineMs), "(their baseline)"})
 	}

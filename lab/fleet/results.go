@@ -157,9 +157,13 @@ type Summary struct {
 	// With a kill: the killed server's clients, their longest stall from
 	// the kill on and where each landed first (-1: nowhere); the others'
 	// longest stall from the kill on, and before it (their baseline).
-	KilledClients       int     `json:"killed_clients,omitempty"`
-	KilledStallMs       float64 `json:"killed_longest_stall_ms,omitempty"`
-	KilledLanded        []int   `json:"killed_landed_on,omitempty"`
+	KilledClients int     `json:"killed_clients,omitempty"`
+	KilledStallMs float64 `json:"killed_longest_stall_ms,omitempty"`
+	KilledLanded  []int   `json:"killed_landed_on,omitempty"`
+	// KilledSessionBackS is the longest time from the kill until a killed
+	// client's session was seen on a live server (within StatusEvery): the
+	// tunnel's part of their stall, the rest being TCP's and the routes'.
+	KilledSessionBackS  float64 `json:"killed_session_back_seconds,omitempty"`
 	OthersStallMs       float64 `json:"others_longest_stall_ms,omitempty"`
 	OthersBaselineMs    float64 `json:"others_stall_before_kill_ms,omitempty"`
 	ClientsPathsHome    int     `json:"clients_paths_home"`
@@ -264,6 +268,7 @@ func (r *Results) finish(usable, receiving [][]int, established []int) {
 			}
 			if c.Killed && h.T >= killAt && landed < 0 && h.Server != r.Setup.Kill {
 				landed = h.Server
+				s.KilledSessionBackS = max(s.KilledSessionBackS, h.T-killAt)
 			}
 			prev = h.Server
 		}
