@@ -54,7 +54,8 @@ const (
 // contentType is the text format's media type, as Prometheus expects it.
 const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// ServeMetrics serves c at http://addr/metrics until ctx is done. On a
+// ServeMetrics serves c at http://addr/metrics (and HealthPath and
+// SessionsPath for load balancers) until ctx is done. On a
 // loopback address it answers only requests for a loopback host (a web page
 // cannot read it by DNS rebinding); elsewhere it serves anyone who can reach
 // addr.
@@ -77,6 +78,8 @@ func ServeMetrics(ctx context.Context, addr string, c *Collector) error {
 func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", newPage("/metrics", contentType, c.appendText))
+	mux.HandleFunc("GET "+HealthPath, serveHealth)
+	mux.Handle(SessionsPath, newPage(SessionsPath, "application/json", c.appendSessions))
 	return serveHTTP(ctx, ln, mux)
 }
 

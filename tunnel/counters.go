@@ -33,6 +33,7 @@ const (
 	dropHandshakeTooSoon
 	dropChallengeUnanswered
 	dropHandshakeCookieRationed
+	dropWrongServer
 	numDropReasons
 )
 
@@ -64,6 +65,7 @@ var dropNames = [numDropReasons]string{
 	dropHandshakeTooSoon:        "handshake_too_soon",
 	dropChallengeUnanswered:     "challenge_not_answered",
 	dropHandshakeCookieRationed: "handshake_cookie_rationed",
+	dropWrongServer:             "wrong_server",
 }
 
 type counters struct {

@@ -14,18 +14,20 @@ import (
 	"github.com/braid-vpn/braid/wire"
 )
 
-// newIndex picks a free receiver session index; it gives up (false) after a bounded
-// number of tries, when the index space is nearly full. Its top ServerIDBits carry
-// the server id, so a stateless load balancer can route every path of a session
-// (whatever its source address) to this server. Caller holds e.idxMu.
-func (e *Engine) newIndex() (uint32, bool) {
+// newIndex picks a free receiver session index with top in its top bits
+// (none with bits 0) and the rest random; it gives up (false) after a
+// bounded number of tries, when the index space is nearly full. A server
+// puts its server id there, so a stateless load balancer can route every
+// path of a session (whatever its source address) to it; a client rekeying
+// puts its server's (stickyBits). Caller holds e.idxMu.
+func (e *Engine) newIndex(top uint32, bits int) (uint32, bool) {
 	for range 64 {
 		var b [4]byte
 		rand.Read(b[:])
 		idx := binary.BigEndian.Uint32(b[:])
-		if bits := e.cfg.ServerIDBits; e.role == Server && bits > 0 {
+		if bits > 0 {
 			shift := 32 - bits
-			idx = e.cfg.ServerID<<shift | idx&(1<<shift-1)
+			idx = top<<shift | idx&(1<<shift-1)
 		}
 		if _, used := e.indices[idx]; !used && idx != 0 {
 			return idx, true
@@ -34,11 +36,29 @@ func (e *Engine) newIndex() (uint32, bool) {
 	return 0, false
 }
 
-// reserveIndex reserves a free session index for a handshake in progress.
-func (e *Engine) reserveIndex(ent indexEntry) (uint32, bool) {
+// stickyBits is how many top bits of its current server's receiver index a
+// client copies into the sender index of a rekey's initiation: as many as a
+// server id can take, so that a balancer steering initiations by those bits
+// sends the rekey to the server that holds the session, whatever
+// server_id_bits the servers use (docs/protocol.md, docs/scale.md).
+const stickyBits = wire.MaxServerIDBits
+
+// otherServer reports whether receiver index idx names a server other than
+// this one. Behind a balancer that steers by those bits it cannot happen,
+// unless the balancer's server list disagrees with the servers' own
+// server_id: counting the drop (and skipping the index lookup) makes that
+// misconfiguration visible.
+func (e *Engine) otherServer(idx uint32) bool {
+	bits := e.cfg.ServerIDBits
+	return e.role == Server && bits > 0 && idx>>(32-bits) != e.cfg.ServerID
+}
+
+// reserveIndex reserves a free session index for a handshake in progress,
+// with top in its top bits (bits 0: all random).
+func (e *Engine) reserveIndex(ent indexEntry, top uint32, bits int) (uint32, bool) {
 	e.idxMu.Lock()
 	defer e.idxMu.Unlock()
-	idx, ok := e.newIndex()
+	idx, ok := e.newIndex(top, bits)
 	if ok {
 		e.setIndex(idx, ent)
 	}
@@ -80,7 +100,15 @@ func (p *peer) initiateLocked(now time.Time, first bool) {
 		e.releaseIndex(p.hsIndex)
 		p.hs, p.hsIndex = nil, 0
 	}
-	idx, ok := e.reserveIndex(indexEntry{peer: p})
+	// A rekey of a live session goes back to the session's server behind a
+	// balancer; a fresh handshake (no session, or one silent for
+	// SessionDeadAfter: its server may be dead) is spread at random.
+	var top uint32
+	bits := 0
+	if p.cur != nil && now.Sub(p.lastRx) < e.tn.SessionDeadAfter {
+		top, bits = p.cur.RemoteIndex>>(32-stickyBits), stickyBits
+	}
+	idx, ok := e.reserveIndex(indexEntry{peer: p}, top, bits)
 	if !ok {
 		e.log.Error("handshake: no free session index")
 		return
@@ -303,7 +331,8 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, pro
 	var idx uint32
 	newIdx := func() (uint32, bool) {
 		var ok bool
-		idx, ok = e.reserveIndex(indexEntry{}) // reserved while the response is made
+		// Reserved while the response is made.
+		idx, ok = e.reserveIndex(indexEntry{}, e.cfg.ServerID, e.cfg.ServerIDBits)
 		return idx, ok
 	}
 	acc, err := e.responder.ConsumeInitiationFrom(d, ep.Remote, proof, lookup, newIdx, now)
@@ -362,7 +391,6 @@ func (e *Engine) handleInitiation(cs *connState, d []byte, ep conn.Endpoint, pro
 	e.setIndex(idx, indexEntry{peer: p, kp: acc.Keypair})
 	e.idxMu.Unlock()
 	p.next = acc.Keypair
-	p.lastHS = now
 	e.sendHandshake(cs, acc.Response, ep)
 	e.log.Debug("handshake answered", "peer", p.name, "from", ep.Remote.String())
 	return p, acc.Response, nil
@@ -468,6 +496,10 @@ func (p *peer) confirmNext(now time.Time) {
 	if string(pend.ts[:]) > string(p.lastTS[:]) {
 		p.lastTS = pend.ts
 	}
+	// The last handshake is the last one the client completed: an answered
+	// initiation may be a replay, and a balancer routes the client's prefixes
+	// to the server with the newest one (docs/scale.md).
+	p.lastHS = pend.at
 	if pend.params {
 		if err := p.applyParams(pend.want); err != nil {
 			p.logClient(now, slog.LevelWarn, "client asked for unusable session parameters; using defaults", "err", err)

@@ -153,6 +153,9 @@ func (in *inbound) keysFor(d []byte) (ent indexEntry, drop dropReason, ok bool) 
 	if err != nil {
 		return indexEntry{}, dropMalformed, false
 	}
+	if in.e.otherServer(h.Receiver) {
+		return indexEntry{}, dropWrongServer, false
+	}
 	ent, found := in.lookupIndex(h.Receiver)
 	if !found || ent.kp == nil {
 		return indexEntry{}, dropUnknownIndex, false

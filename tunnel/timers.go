@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/braid-vpn/braid/lanes"
+	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -209,7 +210,7 @@ func (p *peer) clientTick(now time.Time) {
 		}
 	case p.cur == nil:
 		p.initiateLocked(now, true)
-	case now.Sub(p.cur.Created) >= tn.RekeyAfterTime,
+	case now.Sub(p.cur.Created) >= tn.rekeyAfter(p.cur),
 		p.cur.SendCounter() >= tn.RekeyAfterMessages,
 		p.cur.MaxRecvCounter() >= tn.RekeyAfterMessages:
 		p.initiateLocked(now, true)
@@ -229,6 +230,15 @@ func (p *peer) clientTick(now time.Time) {
 		p.e.log.Warn("session keys expired")
 		p.endSessionKeysOnly()
 	}
+}
+
+// rekeyAfter is the age at which a client rekeys kp: RekeyAfterTime less a
+// share of RekeyJitter of it taken from the low 16 bits of kp's local index.
+// Those bits are random (newIndex), so the share is uniform over sessions
+// and needs no state of its own.
+func (tn *Tunables) rekeyAfter(kp *noise.Keypair) time.Duration {
+	share := float64(kp.LocalIndex&0xffff) / (1 << 16)
+	return tn.RekeyAfterTime - time.Duration(float64(tn.RekeyAfterTime)*tn.RekeyJitter*share)
 }
 
 // serverTick expires a client's keys.

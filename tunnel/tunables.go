@@ -23,8 +23,12 @@ type Tunables struct {
 	// 750 ms at 1 Gbit/s of 1400-byte packets.
 	ReplayWindow int
 
-	// RekeyAfterTime: the client starts a new handshake when its keys are this old.
+	// RekeyAfterTime: the client starts a new handshake when its keys are this old,
+	// less up to RekeyJitter of it (a fraction, 0..1) drawn per session: a
+	// thousand clients that handshook within seconds (after a server restart)
+	// would otherwise rekey in the same burst, every RekeyAfterTime.
 	RekeyAfterTime time.Duration
+	RekeyJitter    float64
 	// RejectAfterTime: keys older than this are never used again (either side).
 	RejectAfterTime time.Duration
 	// RekeyAfterMessages: the client rekeys when either direction's counter passes
@@ -185,6 +189,7 @@ func DefaultTunables() Tunables {
 		Path:                 path.DefaultConfig(),
 		ReplayWindow:         noise.DefaultReplayWindow,
 		RekeyAfterTime:       noise.RekeyAfterTime,
+		RekeyJitter:          0.1,
 		RejectAfterTime:      noise.RejectAfterTime,
 		RekeyAfterMessages:   noise.DefaultRekeyAfterMessages,
 		HandshakeRetry:       time.Second,

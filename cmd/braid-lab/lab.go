@@ -38,7 +38,7 @@ func newLabCmd() *cobra.Command {
 		Short: "The multipath testbed and its workload",
 	}
 	lab.AddCommand(newLabServeCmd(), newLabFetchCmd(), newLabRunCmd(), newLabDemoCmd(), newLabMergeCmd(), newLabReportCmd(), newLabBenchCmd(), newLabMeshCmd())
-	lab.AddCommand(newLabLoadCmd())
+	lab.AddCommand(newLabLoadCmd(), newLabFleetCmd())
 	return lab
 }
 

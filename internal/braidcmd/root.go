@@ -22,7 +22,7 @@ Keys are base64, as with wg:  braid genkey > x.key;  braid pubkey < x.key
 The configuration file is described in docs/config.md.
 The testbed and the route tools are a separate binary, braid-lab; "braid lab ..."
 and "braid routes ..." run it (see docs/lab.md).`, version)
-	root.AddCommand(newGenkeyCmd(), newPubkeyCmd(), newGenpskCmd(), newStatusCmd(), upcmd.NewUpCmd())
+	root.AddCommand(newGenkeyCmd(), newPubkeyCmd(), newGenpskCmd(), newStatusCmd(), upcmd.NewUpCmd(), newBalanceCmd())
 	for _, f := range extra {
 		root.AddCommand(f())
 	}

@@ -1,0 +1,52 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Paths that ServeMetricsOn serves beside /metrics, for load balancers
+// (package balance, cloud health checks); docs/control.md describes them.
+const (
+	// HealthPath answers 200 "ok" while the daemon serves: a process that
+	// died or hung stops answering, which is what a balancer must notice.
+	HealthPath = "/healthz"
+	// SessionsPath lists the established sessions as a JSON array of
+	// Session, so a balancer can route each client's inner prefixes to the
+	// server that holds its session.
+	SessionsPath = "/sessions"
+)
+
+// Session is one established session in the SessionsPath document.
+type Session struct {
+	PublicKey  string   `json:"public_key"`
+	AllowedIPs []string `json:"allowed_ips"`
+	// LastHandshake tells the newer of two sessions of one client (on two
+	// servers, after a failover) apart.
+	LastHandshake time.Time `json:"last_handshake"`
+	SessionIndex  uint32    `json:"session_index"`
+}
+
+// Sessions returns the established sessions in s.
+func (s *Status) Sessions() []Session {
+	out := []Session{}
+	for _, p := range s.Peers {
+		if p.Established {
+			out = append(out, Session{PublicKey: p.PublicKey, AllowedIPs: p.AllowedIPs, LastHandshake: p.LastHandshake, SessionIndex: p.SessionIndex})
+		}
+	}
+	return out
+}
+
+func serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte("ok\n"))
+}
+
+func (c *Collector) appendSessions(b *bytes.Buffer) {
+	s := c.provider()
+	json.NewEncoder(b).Encode(s.Sessions())
+}
