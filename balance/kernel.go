@@ -24,7 +24,7 @@ import (
 // routeProtocol tags every route the balancer installs (the rtnetlink
 // protocol field, like "proto static"), so that Close and a restart after
 // a crash find exactly its own routes and no one else's.
-const routeProtocol = 0xbd
+const routeProtocol = 98
 
 // Offsets into the UDP datagram as nftables' transport-header base sees it
 // (the UDP header is 8 bytes; braid's datagram follows).
