@@ -49,9 +49,10 @@ type Balancer struct {
 	k      *kernel
 
 	mu      sync.Mutex
-	health  []health             // by index in cfg.Servers
-	initMap []uint32             // sender bits value → server id
-	routes  map[netip.Prefix]int // installed client prefix → server index
+	health  []health              // by index in cfg.Servers
+	initMap []uint32              // sender bits value → server id
+	routes  map[netip.Prefix]int  // installed client prefix → server index
+	refused map[netip.Prefix]bool // prefixes whose route the kernel refused (warned)
 	closed  bool
 }
 
@@ -105,7 +106,7 @@ func Install(cfg *Config, opt Options) (*Balancer, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	b := &Balancer{cfg: cfg, log: opt.Log, client: opt.Client, routes: map[netip.Prefix]int{}}
+	b := &Balancer{cfg: cfg, log: opt.Log, client: opt.Client, routes: map[netip.Prefix]int{}, refused: map[netip.Prefix]bool{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -203,14 +204,20 @@ func (b *Balancer) State() State {
 }
 
 // rewriteLocked recomputes the initiation map from the live set and writes
-// the entries that changed. Caller holds b.mu.
+// the entries that differ from the installed map. After a failed write the
+// installed map is unknown, so the next call writes every entry. Caller
+// holds b.mu.
 func (b *Balancer) rewriteLocked() error {
 	if b.closed {
 		return errors.New("balance: closed")
 	}
 	next := b.buildInitMap()
+	if b.initMap != nil && slices.Equal(next, b.initMap) {
+		return nil
+	}
 	if err := b.k.updateInitMap(b.initMap, next); err != nil {
-		return err
+		b.initMap = nil
+		return fmt.Errorf("balance: writing the initiation map: %w", err)
 	}
 	b.initMap = next
 	return nil
@@ -266,28 +273,25 @@ func rendezvous(v uint32, ids []uint32) uint32 {
 }
 
 // Run health-checks every server each HealthInterval and polls their
-// sessions each RoutePoll until ctx is done; it returns ctx's error, or
-// the first error that leaves the kernel state unknown.
+// sessions each RoutePoll until ctx is done, and returns ctx's error. A
+// failed kernel update is logged and retried at the next tick: the rules
+// in place keep steering meanwhile.
 func (b *Balancer) Run(ctx context.Context) error {
 	hc := time.NewTicker(b.cfg.HealthInterval)
 	defer hc.Stop()
 	rp := time.NewTicker(b.cfg.RoutePoll)
 	defer rp.Stop()
-	if err := b.pollRoutes(ctx); err != nil {
-		return err
-	}
+	b.pollRoutes(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-hc.C:
 			if err := b.checkHealth(ctx); err != nil {
-				return err
+				b.log.Error("health", "err", err)
 			}
 		case <-rp.C:
-			if err := b.pollRoutes(ctx); err != nil {
-				return err
-			}
+			b.pollRoutes(ctx)
 		}
 	}
 }

@@ -536,7 +536,10 @@ func TestBalanceHealthAndRoutes(t *testing.T) {
 	fs := []*fakeServer{serveControl(t, tp.srv[0], srvAddr(0)), serveControl(t, tp.srv[1], srvAddr(1))}
 	inner := netip.MustParsePrefix("198.19.100.2/32")
 	t0 := time.Now()
-	fs[0].set(control.Session{PublicKey: "a", AllowedIPs: []string{inner.String()}, LastHandshake: t0})
+	// The client also claims the balancer's own connected network and a
+	// default route: neither may replace the balancer's routes.
+	connected := netip.PrefixFrom(plan4.cli, plan4.linkBits).Masked()
+	fs[0].set(control.Session{PublicKey: "a", AllowedIPs: []string{inner.String(), connected.String(), "0.0.0.0/0"}, LastHandshake: t0})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -561,6 +564,15 @@ func TestBalanceHealthAndRoutes(t *testing.T) {
 		return netip.Addr{}
 	}
 	waitFor(t, "the client route via server 0", func() bool { return routeVia() == srvAddr(0) })
+	all, err := tp.bal.Netlink().RouteList(nil, unix.AF_INET)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		if r.Dst == nil || r.Dst.String() == connected.String() && r.Protocol != unix.RTPROT_KERNEL {
+			t.Errorf("the balancer's route %v was replaced (protocol %d, gateway %v)", r.Dst, r.Protocol, r.Gw)
+		}
+	}
 
 	// The client handshook again with server 1; server 0 still lists its
 	// old session for a while.
