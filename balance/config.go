@@ -28,8 +28,10 @@ const (
 	// flapping server does not attract fresh handshakes on every blip.
 	DefaultRises = 2
 	// DefaultRoutePoll: clients' inner routes follow their sessions this
-	// often; a client that moved server is reachable again within it.
-	DefaultRoutePoll = time.Second
+	// often; a client that moved server is reachable again within it (and
+	// the servers' 100 ms cache of the page). Each poll is one small GET per
+	// server.
+	DefaultRoutePoll = 500 * time.Millisecond
 	// DefaultMarkBase + server id is the fwmark that steers to that server.
 	DefaultMarkBase = 0x62720000
 	// DefaultTableBase + server id is the routing table holding the route to

@@ -19,6 +19,11 @@ const (
 	SessionsPath = "/sessions"
 )
 
+// sessionsTTL is how long a built SessionsPath page is served again: short,
+// since a balancer moves a client's routes when it sees the client's new
+// session there, yet enough to build it once for balancers polling together.
+const sessionsTTL = 100 * time.Millisecond
+
 // Session is one established session in the SessionsPath document.
 type Session struct {
 	PublicKey  string   `json:"public_key"`
