@@ -32,6 +32,9 @@ func (b *Balancer) checkHealth(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
 	changed := false
 	for i, err := range errs {
 		h := &b.health[i]
