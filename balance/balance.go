@@ -39,6 +39,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/braid-vpn/braid/wire"
 )
 
 // Balancer is an installed balancer. Its methods are safe for concurrent use.
@@ -75,7 +77,7 @@ type ServerState struct {
 	ID      uint32
 	Address netip.Addr
 	Live    bool
-	// Sessions is how many client prefixes are routed to it now.
+	// Prefixes is how many client prefixes are routed to it now.
 	Prefixes int
 	// LastError is why the last health check or session poll failed ("").
 	LastError string
@@ -133,7 +135,7 @@ func Install(cfg *Config, opt Options) (*Balancer, error) {
 
 // check rejects a Config built in code that Parse would have refused.
 func (c *Config) check() error {
-	if !c.VIP.IsValid() || c.Port == 0 || c.ServerIDBits < 1 || c.ServerIDBits > 16 || len(c.Servers) == 0 {
+	if !c.VIP.IsValid() || c.Port == 0 || c.ServerIDBits < 1 || c.ServerIDBits > wire.MaxServerIDBits || len(c.Servers) == 0 {
 		return errors.New("balance: config needs vip, port, server_id_bits (1..16) and servers (use Parse or Load)")
 	}
 	if c.NftTable == "" || c.HealthInterval <= 0 || c.HealthTimeout <= 0 || c.RoutePoll <= 0 || c.Failures < 1 || c.Rises < 1 || c.TableBase < 1 || c.RouteTable < 1 {
@@ -149,7 +151,8 @@ func (c *Config) check() error {
 
 // Close removes everything Install and Run installed: the nftables table,
 // the fwmark rules, the per-server tables and the client routes. It is
-// idempotent; Run should have returned first.
+// idempotent. A Run still going touches nothing after it, and returns when
+// its context is done.
 func (b *Balancer) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -162,9 +165,10 @@ func (b *Balancer) Close() error {
 	return err
 }
 
-// SetLive marks the server with id up or down at once (as the health checker
-// does after Failures or Rises checks) and rewrites the initiation map. An
-// operator drains a server this way; tests use it to skip the waiting.
+// SetLive marks the server with id up or down at once, as the health checker
+// does after Failures or Rises checks, and rewrites the initiation map; the
+// checks go on from there (a server marked down that answers comes back
+// after Rises checks). Tests and lab scenarios use it to skip the waiting.
 func (b *Balancer) SetLive(id uint32, live bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
