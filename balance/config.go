@@ -16,8 +16,11 @@ import (
 // quote them, and Parse is the only place that applies them.
 const (
 	// DefaultHealthInterval: a server is checked this often, so a dead one
-	// leaves the initiation map within about DefaultFailures intervals.
-	DefaultHealthInterval = time.Second
+	// leaves the initiation map within about DefaultFailures intervals
+	// (1.5 s): before the clients of a server that stopped cleanly (they
+	// handshake again at once) retry their first initiation (1 s), and well
+	// before those of a killed one notice (5 s).
+	DefaultHealthInterval = 500 * time.Millisecond
 	// DefaultHealthTimeout bounds one check; a healthy server answers
 	// /healthz in well under a millisecond on a LAN.
 	DefaultHealthTimeout = 500 * time.Millisecond

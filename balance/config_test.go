@@ -79,7 +79,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad control", strings.Replace(goodConfig, `control = "http://10.1.0.12:9100"`, `control = "10.1.0.12:9100"`, 1), "bal.toml: servers[0].control:"},
 		{"no servers", goodConfig[:strings.Index(goodConfig, "[[servers]]")], "bal.toml: servers: no [[servers]]"},
 		{"bad duration", "health_interval = \"often\"\n" + goodConfig, `bal.toml: health_interval: "often" is not a positive duration`},
-		{"timeout past interval", "health_timeout = \"2s\"\n" + goodConfig, "bal.toml: health_timeout: 2s is longer than health_interval 1s"},
+		{"timeout past interval", "health_timeout = \"2s\"\n" + goodConfig, "bal.toml: health_timeout: 2s is longer than health_interval 500ms"},
 		{"unknown key", "vipp = 1\n" + goodConfig, `unknown key "vipp"`},
 		{"priority", "rule_priority = 40000\n" + goodConfig, "bal.toml: rule_priority: 40000 out of range"},
 	} {
