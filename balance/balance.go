@@ -29,10 +29,8 @@ package balance
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -229,51 +227,46 @@ func (b *Balancer) rewriteLocked() error {
 
 // buildInitMap assigns every value of the sender index's server-id bits to
 // a live server: a value that is a live server's id to that server (a rekey
-// goes home), any other value by rendezvous hashing over the live servers,
-// so that a change of the live set moves only the values it must. With no
-// server live the map is built as if all were: nothing better exists, and
-// the first to come back is then found by rekeys at once. Caller holds b.mu (or owns b).
+// goes home), every other value to the live server holding the fewest values
+// so far, so that fresh handshakes, whose bits are random, spread evenly.
+// Only the own-id entries must stay put while their server lives; the others
+// matter only at the instant of a fresh handshake and are reassigned freely.
+// With no server live the map is built as if all were: nothing better
+// exists, and the first to come back is then found by rekeys at once.
+// Caller holds b.mu (or owns b).
 func (b *Balancer) buildInitMap() []uint32 {
-	var live []uint32
-	byID := map[uint32]bool{}
+	var live []uint32 // sorted: cfg.Servers is
 	for i, s := range b.cfg.Servers {
 		if b.health[i].live {
 			live = append(live, s.ID)
-			byID[s.ID] = true
 		}
 	}
 	if len(live) == 0 {
 		for _, s := range b.cfg.Servers {
 			live = append(live, s.ID)
-			byID[s.ID] = true
 		}
 	}
 	m := make([]uint32, 1<<b.cfg.ServerIDBits)
+	load := make(map[uint32]int, len(live))
+	own := make([]bool, len(m))
+	for _, id := range live {
+		m[id], own[id] = id, true
+		load[id]++
+	}
 	for v := range m {
-		if byID[uint32(v)] {
-			m[v] = uint32(v)
+		if own[v] {
 			continue
 		}
-		m[v] = rendezvous(uint32(v), live)
+		best := live[0]
+		for _, id := range live[1:] {
+			if load[id] < load[best] {
+				best = id
+			}
+		}
+		m[v] = best
+		load[best]++
 	}
 	return m
-}
-
-// rendezvous picks the server whose hash with v is highest.
-func rendezvous(v uint32, ids []uint32) uint32 {
-	var best uint32
-	var top uint64
-	for i, id := range ids {
-		h := fnv.New64a()
-		var k [8]byte
-		binary.BigEndian.PutUint32(k[:4], v)
-		binary.BigEndian.PutUint32(k[4:], id)
-		h.Write(k[:])
-		if s := h.Sum64(); i == 0 || s > top {
-			best, top = id, s
-		}
-	}
-	return best
 }
 
 // Run health-checks every server each HealthInterval and polls their
