@@ -11,7 +11,8 @@ import (
 // (package balance, cloud health checks); docs/control.md describes them.
 const (
 	// HealthPath answers 200 "ok" while the daemon serves: a process that
-	// died or hung stops answering, which is what a balancer must notice.
+	// was killed or stopped, or a host that is gone, stops answering, which
+	// is what a balancer must notice. It does not probe the engine.
 	HealthPath = "/healthz"
 	// SessionsPath lists the established sessions as a JSON array of
 	// Session, so a balancer can route each client's inner prefixes to the
