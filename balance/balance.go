@@ -29,16 +29,16 @@ package balance
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/braid-vpn/braid/wire"
 )
 
 // Balancer is an installed balancer. Its methods are safe for concurrent use.
@@ -49,9 +49,10 @@ type Balancer struct {
 	k      *kernel
 
 	mu      sync.Mutex
-	health  []health             // by index in cfg.Servers
-	initMap []uint32             // sender bits value → server id
-	routes  map[netip.Prefix]int // installed client prefix → server index
+	health  []health              // by index in cfg.Servers
+	initMap []uint32              // sender bits value → server id
+	routes  map[netip.Prefix]int  // installed client prefix → server index
+	refused map[netip.Prefix]bool // prefixes whose route the kernel refused (warned)
 	closed  bool
 }
 
@@ -74,7 +75,7 @@ type ServerState struct {
 	ID      uint32
 	Address netip.Addr
 	Live    bool
-	// Sessions is how many client prefixes are routed to it now.
+	// Prefixes is how many client prefixes are routed to it now.
 	Prefixes int
 	// LastError is why the last health check or session poll failed ("").
 	LastError string
@@ -105,7 +106,7 @@ func Install(cfg *Config, opt Options) (*Balancer, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	b := &Balancer{cfg: cfg, log: opt.Log, client: opt.Client, routes: map[netip.Prefix]int{}}
+	b := &Balancer{cfg: cfg, log: opt.Log, client: opt.Client, routes: map[netip.Prefix]int{}, refused: map[netip.Prefix]bool{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -132,7 +133,7 @@ func Install(cfg *Config, opt Options) (*Balancer, error) {
 
 // check rejects a Config built in code that Parse would have refused.
 func (c *Config) check() error {
-	if !c.VIP.IsValid() || c.Port == 0 || c.ServerIDBits < 1 || c.ServerIDBits > 16 || len(c.Servers) == 0 {
+	if !c.VIP.IsValid() || c.Port == 0 || c.ServerIDBits < 1 || c.ServerIDBits > wire.MaxServerIDBits || len(c.Servers) == 0 {
 		return errors.New("balance: config needs vip, port, server_id_bits (1..16) and servers (use Parse or Load)")
 	}
 	if c.NftTable == "" || c.HealthInterval <= 0 || c.HealthTimeout <= 0 || c.RoutePoll <= 0 || c.Failures < 1 || c.Rises < 1 || c.TableBase < 1 || c.RouteTable < 1 {
@@ -148,7 +149,8 @@ func (c *Config) check() error {
 
 // Close removes everything Install and Run installed: the nftables table,
 // the fwmark rules, the per-server tables and the client routes. It is
-// idempotent; Run should have returned first.
+// idempotent. A Run still going touches nothing after it, and returns when
+// its context is done.
 func (b *Balancer) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -161,9 +163,10 @@ func (b *Balancer) Close() error {
 	return err
 }
 
-// SetLive marks the server with id up or down at once (as the health checker
-// does after Failures or Rises checks) and rewrites the initiation map. An
-// operator drains a server this way; tests use it to skip the waiting.
+// SetLive marks the server with id up or down at once, as the health checker
+// does after Failures or Rises checks, and rewrites the initiation map; the
+// checks go on from there (a server marked down that answers comes back
+// after Rises checks). Tests and lab scenarios use it to skip the waiting.
 func (b *Balancer) SetLive(id uint32, live bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -203,14 +206,20 @@ func (b *Balancer) State() State {
 }
 
 // rewriteLocked recomputes the initiation map from the live set and writes
-// the entries that changed. Caller holds b.mu.
+// the entries that differ from the installed map. After a failed write the
+// installed map is unknown, so the next call writes every entry. Caller
+// holds b.mu.
 func (b *Balancer) rewriteLocked() error {
 	if b.closed {
 		return errors.New("balance: closed")
 	}
 	next := b.buildInitMap()
+	if b.initMap != nil && slices.Equal(next, b.initMap) {
+		return nil
+	}
 	if err := b.k.updateInitMap(b.initMap, next); err != nil {
-		return err
+		b.initMap = nil
+		return fmt.Errorf("balance: writing the initiation map: %w", err)
 	}
 	b.initMap = next
 	return nil
@@ -218,76 +227,68 @@ func (b *Balancer) rewriteLocked() error {
 
 // buildInitMap assigns every value of the sender index's server-id bits to
 // a live server: a value that is a live server's id to that server (a rekey
-// goes home), any other value by rendezvous hashing over the live servers,
-// so that a change of the live set moves only the values it must. With no
-// server live the map is built as if all were: nothing better exists, and
-// the first to come back is then found by rekeys at once. Caller holds b.mu (or owns b).
+// goes home), every other value to the live server holding the fewest values
+// so far, so that fresh handshakes, whose bits are random, spread evenly.
+// Only the own-id entries must stay put while their server lives; the others
+// matter only at the instant of a fresh handshake and are reassigned freely.
+// With no server live the map is built as if all were: nothing better
+// exists, and the first to come back is then found by rekeys at once.
+// Caller holds b.mu (or owns b).
 func (b *Balancer) buildInitMap() []uint32 {
-	var live []uint32
-	byID := map[uint32]bool{}
+	var live []uint32 // sorted: cfg.Servers is
 	for i, s := range b.cfg.Servers {
 		if b.health[i].live {
 			live = append(live, s.ID)
-			byID[s.ID] = true
 		}
 	}
 	if len(live) == 0 {
 		for _, s := range b.cfg.Servers {
 			live = append(live, s.ID)
-			byID[s.ID] = true
 		}
 	}
 	m := make([]uint32, 1<<b.cfg.ServerIDBits)
+	load := make(map[uint32]int, len(live))
+	own := make([]bool, len(m))
+	for _, id := range live {
+		m[id], own[id] = id, true
+		load[id]++
+	}
 	for v := range m {
-		if byID[uint32(v)] {
-			m[v] = uint32(v)
+		if own[v] {
 			continue
 		}
-		m[v] = rendezvous(uint32(v), live)
+		best := live[0]
+		for _, id := range live[1:] {
+			if load[id] < load[best] {
+				best = id
+			}
+		}
+		m[v] = best
+		load[best]++
 	}
 	return m
 }
 
-// rendezvous picks the server whose hash with v is highest.
-func rendezvous(v uint32, ids []uint32) uint32 {
-	var best uint32
-	var top uint64
-	for i, id := range ids {
-		h := fnv.New64a()
-		var k [8]byte
-		binary.BigEndian.PutUint32(k[:4], v)
-		binary.BigEndian.PutUint32(k[4:], id)
-		h.Write(k[:])
-		if s := h.Sum64(); i == 0 || s > top {
-			best, top = id, s
-		}
-	}
-	return best
-}
-
 // Run health-checks every server each HealthInterval and polls their
-// sessions each RoutePoll until ctx is done; it returns ctx's error, or
-// the first error that leaves the kernel state unknown.
+// sessions each RoutePoll until ctx is done, and returns ctx's error. A
+// failed kernel update is logged and retried at the next tick: the rules
+// in place keep steering meanwhile.
 func (b *Balancer) Run(ctx context.Context) error {
 	hc := time.NewTicker(b.cfg.HealthInterval)
 	defer hc.Stop()
 	rp := time.NewTicker(b.cfg.RoutePoll)
 	defer rp.Stop()
-	if err := b.pollRoutes(ctx); err != nil {
-		return err
-	}
+	b.pollRoutes(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-hc.C:
 			if err := b.checkHealth(ctx); err != nil {
-				return err
+				b.log.Error("health", "err", err)
 			}
 		case <-rp.C:
-			if err := b.pollRoutes(ctx); err != nil {
-				return err
-			}
+			b.pollRoutes(ctx)
 		}
 	}
 }

@@ -29,18 +29,39 @@ import (
 //
 //	cli 198.18.0.1/30 ─ 198.18.0.2 bal 198.18.1.{4i+1}/30 ─ 198.18.1.{4i+2} srv i (lo: VIP)
 var (
-	testVIP    = netip.MustParseAddr("198.19.0.1")
-	testCli    = netip.MustParseAddr("198.18.0.1")
-	testBalUp  = netip.MustParseAddr("198.18.0.2")
 	testPort   = 51820
 	testIDBits = 4
 	ctlPort    = 9100
 )
 
+// plan holds a topology's addresses: IPv4 (the lab's 198.18.0.0/15) or IPv6.
+type plan struct {
+	vip, cli, balUp  netip.Addr
+	srv, balSide     func(i int) netip.Addr
+	linkBits         int
+	anyDst           netip.Prefix
+	forward, network string // the forwarding sysctl, the UDP network
+}
+
+var plan4 = plan{
+	vip: netip.MustParseAddr("198.19.0.1"), cli: netip.MustParseAddr("198.18.0.1"), balUp: netip.MustParseAddr("198.18.0.2"),
+	srv: srvAddr, balSide: balSideAddr, linkBits: 30, anyDst: netip.MustParsePrefix("0.0.0.0/0"),
+	forward: "net.ipv4.ip_forward", network: "udp4",
+}
+
+var plan6 = plan{
+	vip: netip.MustParseAddr("fd00:bb::1"), cli: netip.MustParseAddr("fd00:b0::1"), balUp: netip.MustParseAddr("fd00:b0::2"),
+	srv:      func(i int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0xb1, 0, byte(i), 14: 0, 15: 2}) },
+	balSide:  func(i int) netip.Addr { return netip.AddrFrom16([16]byte{0xfd, 0, 0, 0xb1, 0, byte(i), 14: 0, 15: 1}) },
+	linkBits: 64, anyDst: netip.MustParsePrefix("::/0"),
+	forward: "net.ipv6.conf.all.forwarding", network: "udp6",
+}
+
 func srvAddr(i int) netip.Addr     { return netip.AddrFrom4([4]byte{198, 18, 1, byte(4*i + 2)}) }
 func balSideAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 1, byte(4*i + 1)}) }
 
 type topo struct {
+	p        plan
 	bal, cli *netns.Namespace
 	srv      []*netns.Namespace
 	cfg      *Config
@@ -66,35 +87,53 @@ func newNS(t *testing.T) *netns.Namespace {
 
 // newTopo builds the namespaces for n servers and parses a balancer config
 // for them (ids 0..n-1, the given health and poll settings).
-func newTopo(t *testing.T, n int, extra string) *topo {
+// newNS makes a namespace without IPv6 duplicate address detection, which
+// would hold a new link's link-local address tentative for a second or two
+// (waitOperUp waits for it): an IPv6 router sends no neighbour solicitation
+// meanwhile.
+func (p plan) newNS(t *testing.T) *netns.Namespace {
+	t.Helper()
+	ns := newNS(t)
+	for _, k := range []string{"net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"} {
+		if err := ns.SetSysctl(k, "0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+func newTopo(t *testing.T, n int, extra string) *topo { return newTopoOn(t, plan4, n, extra) }
+
+func newTopoOn(t *testing.T, p plan, n int, extra string) *topo {
 	needRoot(t)
-	tp := &topo{bal: newNS(t), cli: newNS(t)}
-	p30 := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, 30) }
-	if err := netns.AddVeth(netns.VethEnd{NS: tp.cli, Name: "up", Addrs: []netip.Prefix{p30(testCli)}},
-		netns.VethEnd{NS: tp.bal, Name: "cli", Addrs: []netip.Prefix{p30(testBalUp)}}); err != nil {
+	tp := &topo{p: p}
+	tp.bal, tp.cli = p.newNS(t), p.newNS(t)
+	link := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, p.linkBits) }
+	if err := netns.AddVeth(netns.VethEnd{NS: tp.cli, Name: "up", Addrs: []netip.Prefix{link(p.cli)}},
+		netns.VethEnd{NS: tp.bal, Name: "cli", Addrs: []netip.Prefix{link(p.balUp)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tp.cli.AddRoute(netns.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Via: testBalUp}); err != nil {
+	if err := tp.cli.AddRoute(netns.Route{Dst: p.anyDst, Via: p.balUp}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tp.bal.SetSysctl("net.ipv4.ip_forward", "1"); err != nil {
+	if err := tp.bal.SetSysctl(p.forward, "1"); err != nil {
 		t.Fatal(err)
 	}
-	toml := fmt.Sprintf("vip = %q\nport = %d\nserver_id_bits = %d\n%s\n", testVIP, testPort, testIDBits, extra)
+	toml := fmt.Sprintf("vip = %q\nport = %d\nserver_id_bits = %d\n%s\n", p.vip, testPort, testIDBits, extra)
 	for i := range n {
-		s := newNS(t)
-		if err := netns.AddVeth(netns.VethEnd{NS: tp.bal, Name: fmt.Sprintf("s%d", i), Addrs: []netip.Prefix{p30(balSideAddr(i))}},
-			netns.VethEnd{NS: s, Name: "lan", Addrs: []netip.Prefix{p30(srvAddr(i))}}); err != nil {
+		s := p.newNS(t)
+		if err := netns.AddVeth(netns.VethEnd{NS: tp.bal, Name: fmt.Sprintf("s%d", i), Addrs: []netip.Prefix{link(p.balSide(i))}},
+			netns.VethEnd{NS: s, Name: "lan", Addrs: []netip.Prefix{link(p.srv(i))}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddAddr("lo", netip.PrefixFrom(testVIP, 32)); err != nil {
+		if err := s.AddAddr("lo", netip.PrefixFrom(p.vip, p.vip.BitLen())); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AddRoute(netns.Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Via: balSideAddr(i)}); err != nil {
+		if err := s.AddRoute(netns.Route{Dst: p.anyDst, Via: p.balSide(i)}); err != nil {
 			t.Fatal(err)
 		}
 		tp.srv = append(tp.srv, s)
-		toml += fmt.Sprintf("[[servers]]\nid = %d\naddress = %q\ncontrol = \"http://%s:%d\"\n", i, srvAddr(i), srvAddr(i), ctlPort)
+		toml += fmt.Sprintf("[[servers]]\nid = %d\naddress = %q\ncontrol = \"http://%s\"\n", i, p.srv(i), netip.AddrPortFrom(p.srv(i), uint16(ctlPort)))
 	}
 	// A veth passes nothing until the kernel has seen its carrier (the
 	// link watcher runs up to a second late).
@@ -117,7 +156,21 @@ func waitOperUp(t *testing.T, ns *netns.Namespace, name string) {
 	t.Helper()
 	waitFor(t, name+" up", func() bool {
 		l, err := ns.Netlink().LinkByName(name)
-		return err == nil && l.Attrs().OperState == netlink.OperUp
+		if err != nil || l.Attrs().OperState != netlink.OperUp {
+			return false
+		}
+		// An IPv6 router sends neighbour solicitations only from a link-local
+		// address that is no longer tentative.
+		addrs, err := ns.Netlink().AddrList(l, unix.AF_INET6)
+		if err != nil {
+			return false
+		}
+		for _, a := range addrs {
+			if a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
+				return false
+			}
+		}
+		return true
 	})
 }
 
@@ -131,12 +184,12 @@ func (tp *topo) install(t *testing.T) *Balancer {
 	return b
 }
 
-func listenUDP(t *testing.T, ns *netns.Namespace, addr string) *net.UDPConn {
+func listenUDP(t *testing.T, ns *netns.Namespace, addr netip.AddrPort) *net.UDPConn {
 	t.Helper()
 	var c *net.UDPConn
 	if err := ns.Do(func() error {
 		var err error
-		c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+		c, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -166,10 +219,10 @@ func deliveries(t *testing.T, tp *topo, dgrams [][]byte) []int {
 	t.Helper()
 	srvs := make([]*net.UDPConn, len(tp.srv))
 	for i, ns := range tp.srv {
-		srvs[i] = listenUDP(t, ns, fmt.Sprintf("%s:%d", testVIP, testPort))
+		srvs[i] = listenUDP(t, ns, netip.AddrPortFrom(tp.p.vip, uint16(testPort)))
 	}
-	cli := listenUDP(t, tp.cli, testCli.String()+":0")
-	vip := net.UDPAddrFromAddrPort(netip.AddrPortFrom(testVIP, uint16(testPort)))
+	cli := listenUDP(t, tp.cli, netip.AddrPortFrom(tp.p.cli, 0))
+	vip := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tp.p.vip, uint16(testPort)))
 	got := make([]int, len(dgrams))
 	for k := range got {
 		got[k] = -1
@@ -211,7 +264,7 @@ func deliveries(t *testing.T, tp *topo, dgrams [][]byte) []int {
 		if err != nil {
 			break
 		}
-		if from.Addr() != testVIP {
+		if from.Addr().Unmap() != tp.p.vip {
 			t.Errorf("reply from %v, not from the VIP", from)
 		}
 		replies++
@@ -292,11 +345,25 @@ func TestBalanceSteering(t *testing.T) {
 	tp := newTopo(t, 3, "")
 	b := tp.install(t)
 	trackAll(t, tp.bal)
+	checkSteering(t, tp, b)
+	checkNoConntrack(t, tp)
+}
 
+func TestBalanceSteeringIPv6(t *testing.T) {
+	tp := newTopoOn(t, plan6, 2, "")
+	checkSteering(t, tp, tp.install(t))
+}
+
+// checkSteering sends data for every server (and for one not configured),
+// an initiation for every value of the server-id bits and a datagram of a
+// type clients do not send, and checks where each arrives.
+func checkSteering(t *testing.T, tp *topo, b *Balancer) {
+	t.Helper()
+	n := len(tp.srv)
 	var dgrams [][]byte
 	var want []int
 	// Data by the receiver index's server id: several indices per server.
-	for id := range 3 {
+	for id := range n {
 		for low := range uint32(4) {
 			dgrams = append(dgrams, datagram(wire.TypeData, index(uint32(id), low*0x9e3779b1)))
 			want = append(want, id)
@@ -322,11 +389,10 @@ func TestBalanceSteering(t *testing.T) {
 		}
 	}
 	for v, id := range m {
-		if v < 3 && id != uint32(v) {
+		if v < n && id != uint32(v) {
 			t.Errorf("initiation map: value %d → server %d, want its own server", v, id)
 		}
 	}
-	checkNoConntrack(t, tp)
 }
 
 // trackAll makes the namespace track connections (a rule that reads ct
@@ -353,7 +419,7 @@ func trackAll(t *testing.T, ns *netns.Namespace) {
 // service, after checking that it does track an ordinary UDP flow.
 func checkNoConntrack(t *testing.T, tp *topo) {
 	t.Helper()
-	cli := listenUDP(t, tp.cli, testCli.String()+":0")
+	cli := listenUDP(t, tp.cli, netip.AddrPortFrom(tp.p.cli, 0))
 	other := net.UDPAddrFromAddrPort(netip.AddrPortFrom(srvAddr(0), 9))
 	if _, err := cli.WriteToUDP([]byte("tracked"), other); err != nil {
 		t.Fatal(err)
@@ -376,7 +442,7 @@ func checkNoConntrack(t *testing.T, tp *topo) {
 		t.Fatal("the control flow was not tracked: conntrack is not active in the balancer's namespace, the test proves nothing")
 	}
 	for _, f := range flows {
-		if f.Forward.DstIP.Equal(testVIP.AsSlice()) || f.Forward.SrcIP.Equal(testVIP.AsSlice()) {
+		if f.Forward.DstIP.Equal(tp.p.vip.AsSlice()) || f.Forward.SrcIP.Equal(tp.p.vip.AsSlice()) {
 			t.Errorf("conntrack holds a service flow: %v", f)
 		}
 	}
@@ -470,7 +536,10 @@ func TestBalanceHealthAndRoutes(t *testing.T) {
 	fs := []*fakeServer{serveControl(t, tp.srv[0], srvAddr(0)), serveControl(t, tp.srv[1], srvAddr(1))}
 	inner := netip.MustParsePrefix("198.19.100.2/32")
 	t0 := time.Now()
-	fs[0].set(control.Session{PublicKey: "a", AllowedIPs: []string{inner.String()}, LastHandshake: t0})
+	// The client also claims the balancer's own connected network and a
+	// default route: neither may replace the balancer's routes.
+	connected := netip.PrefixFrom(plan4.cli, plan4.linkBits).Masked()
+	fs[0].set(control.Session{PublicKey: "a", AllowedIPs: []string{inner.String(), connected.String(), "0.0.0.0/0"}, LastHandshake: t0})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -495,6 +564,15 @@ func TestBalanceHealthAndRoutes(t *testing.T) {
 		return netip.Addr{}
 	}
 	waitFor(t, "the client route via server 0", func() bool { return routeVia() == srvAddr(0) })
+	all, err := tp.bal.Netlink().RouteList(nil, unix.AF_INET)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all {
+		if r.Dst == nil || r.Dst.String() == connected.String() && r.Protocol != unix.RTPROT_KERNEL {
+			t.Errorf("the balancer's route %v was replaced (protocol %d, gateway %v)", r.Dst, r.Protocol, r.Gw)
+		}
+	}
 
 	// The client handshook again with server 1; server 0 still lists its
 	// old session for a while.

@@ -16,8 +16,11 @@ import (
 // quote them, and Parse is the only place that applies them.
 const (
 	// DefaultHealthInterval: a server is checked this often, so a dead one
-	// leaves the initiation map within about DefaultFailures intervals.
-	DefaultHealthInterval = time.Second
+	// leaves the initiation map within about DefaultFailures intervals
+	// (1.5 s): before the clients of a server that stopped cleanly (they
+	// handshake again at once) retry their first initiation (1 s), and well
+	// before those of a killed one notice (5 s).
+	DefaultHealthInterval = 500 * time.Millisecond
 	// DefaultHealthTimeout bounds one check; a healthy server answers
 	// /healthz in well under a millisecond on a LAN.
 	DefaultHealthTimeout = 500 * time.Millisecond
@@ -28,8 +31,10 @@ const (
 	// flapping server does not attract fresh handshakes on every blip.
 	DefaultRises = 2
 	// DefaultRoutePoll: clients' inner routes follow their sessions this
-	// often; a client that moved server is reachable again within it.
-	DefaultRoutePoll = time.Second
+	// often; a client that moved server is reachable again within it (and
+	// the servers' 100 ms cache of the page). Each poll is one small GET per
+	// server.
+	DefaultRoutePoll = 500 * time.Millisecond
 	// DefaultMarkBase + server id is the fwmark that steers to that server.
 	DefaultMarkBase = 0x62720000
 	// DefaultTableBase + server id is the routing table holding the route to

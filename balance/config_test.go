@@ -1,6 +1,7 @@
 package balance
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad control", strings.Replace(goodConfig, `control = "http://10.1.0.12:9100"`, `control = "10.1.0.12:9100"`, 1), "bal.toml: servers[0].control:"},
 		{"no servers", goodConfig[:strings.Index(goodConfig, "[[servers]]")], "bal.toml: servers: no [[servers]]"},
 		{"bad duration", "health_interval = \"often\"\n" + goodConfig, `bal.toml: health_interval: "often" is not a positive duration`},
-		{"timeout past interval", "health_timeout = \"2s\"\n" + goodConfig, "bal.toml: health_timeout: 2s is longer than health_interval 1s"},
+		{"timeout past interval", "health_timeout = \"2s\"\n" + goodConfig, "bal.toml: health_timeout: 2s is longer than health_interval 500ms"},
 		{"unknown key", "vipp = 1\n" + goodConfig, `unknown key "vipp"`},
 		{"priority", "rule_priority = 40000\n" + goodConfig, "bal.toml: rule_priority: 40000 out of range"},
 	} {
@@ -92,36 +93,60 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// Initiation map: each live server's own id maps to it; the other values
-// spread over the live servers; a server going down moves only the values
-// it had.
+// Initiation map: each live server's own id maps to it; all values spread
+// evenly over the live servers; a server down leaves none.
 func TestInitMap(t *testing.T) {
-	c, err := Parse("bal.toml", []byte(strings.Replace(goodConfig, "server_id_bits = 4", "server_id_bits = 8", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &Balancer{cfg: c, health: []health{{live: true}, {live: true}}}
-	m := b.buildInitMap()
-	if len(m) != 256 || m[1] != 1 || m[2] != 2 {
-		t.Fatalf("map of %d: value 1 → %d, 2 → %d", len(m), m[1], m[2])
-	}
-	n := map[uint32]int{}
-	for _, id := range m {
-		n[id]++
-	}
-	if len(n) != 2 || n[1] < 256/4 || n[2] < 256/4 {
-		t.Errorf("values per server %v: want both near half", n)
-	}
-	b.health[0].live = false
-	down := b.buildInitMap()
-	for v := range down {
-		if down[v] != 2 {
-			t.Fatalf("server 1 down: value %d → %d", v, down[v])
+	for _, bits := range []int{1, 4, 8} {
+		c, err := Parse("bal.toml", []byte(strings.Replace(goodConfig, "server_id_bits = 4", fmt.Sprintf("server_id_bits = %d", bits), 1)+
+			"[[servers]]\nid = 0\naddress = \"10.1.0.10\"\ncontrol = \"http://10.1.0.10:9100\"\n"))
+		if err != nil {
+			if bits == 1 { // ids 1 and 2 do not fit: two servers, ids 0 and 1
+				c, err = Parse("bal.toml", []byte(strings.Replace(strings.Replace(goodConfig, "server_id_bits = 4", "server_id_bits = 1", 1), "id = 2", "id = 0", 1)))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	b.health[0].live, b.health[1].live = false, false
-	if none := b.buildInitMap(); none[1] != 1 || none[2] != 2 {
-		t.Errorf("none live: the map points as if all were, got 1 → %d, 2 → %d", none[1], none[2])
+		n := len(c.Servers)
+		b := &Balancer{cfg: c, health: make([]health, n)}
+		for i := range b.health {
+			b.health[i].live = true
+		}
+		check := func(what string, live map[uint32]bool) {
+			m := b.buildInitMap()
+			count := map[uint32]int{}
+			for v, id := range m {
+				if !live[id] {
+					t.Fatalf("%d bits, %s: value %d → server %d, not live", bits, what, v, id)
+				}
+				if live[uint32(v)] && id != uint32(v) {
+					t.Errorf("%d bits, %s: value %d → %d, not its own live server", bits, what, v, id)
+				}
+				count[id]++
+			}
+			lo, hi := len(m), 0
+			for id := range live {
+				lo, hi = min(lo, count[id]), max(hi, count[id])
+			}
+			if hi-lo > 1 {
+				t.Errorf("%d bits, %s: values per server %v, want even", bits, what, count)
+			}
+		}
+		all := map[uint32]bool{}
+		for _, s := range c.Servers {
+			all[s.ID] = true
+		}
+		check("all live", all)
+		b.health[0].live = false
+		rest := map[uint32]bool{}
+		for _, s := range c.Servers[1:] {
+			rest[s.ID] = true
+		}
+		check(fmt.Sprintf("server %d down", c.Servers[0].ID), rest)
+		for i := range b.health {
+			b.health[i].live = false
+		}
+		check("none live (as if all were)", all)
 	}
 }
 

@@ -32,6 +32,9 @@ func (b *Balancer) checkHealth(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
 	changed := false
 	for i, err := range errs {
 		h := &b.health[i]
@@ -52,7 +55,7 @@ func (b *Balancer) checkHealth(ctx context.Context) error {
 			b.log.Info("server up", "id", s.ID, "address", s.Address)
 		}
 	}
-	if !changed {
+	if !changed && b.initMap != nil {
 		return nil
 	}
 	return b.rewriteLocked()
@@ -60,8 +63,9 @@ func (b *Balancer) checkHealth(ctx context.Context) error {
 
 // pollRoutes reads every live server's sessions and routes each client
 // prefix via the server holding the newest session that lists it; routes
-// to prefixes no live server lists are removed.
-func (b *Balancer) pollRoutes(ctx context.Context) error {
+// to prefixes no live server lists are removed. A route it cannot set is
+// logged and tried again at the next poll.
+func (b *Balancer) pollRoutes(ctx context.Context) {
 	b.mu.Lock()
 	live := make([]bool, len(b.health))
 	for i, h := range b.health {
@@ -86,13 +90,13 @@ func (b *Balancer) pollRoutes(ctx context.Context) error {
 		return nil
 	})
 	if ctx.Err() != nil {
-		return nil
+		return
 	}
-	want := wantedRoutes(docs, errs)
+	want := wantedRoutes(docs, errs, b.cfg.VIP.Is4())
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil
+		return
 	}
 	for i, err := range errs {
 		if err != nil {
@@ -113,10 +117,20 @@ func (b *Balancer) pollRoutes(ctx context.Context) error {
 			continue
 		}
 		if err := b.k.setClientRoute(p, b.cfg.Servers[i].Address); err != nil {
-			b.log.Warn("client route", "prefix", p, "via", b.cfg.Servers[i].Address, "err", err)
+			// Tried again every poll, but said once.
+			if !b.refused[p] {
+				b.log.Warn("client route", "prefix", p, "via", b.cfg.Servers[i].Address, "err", err)
+				b.refused[p] = true
+			}
 			continue
 		}
+		delete(b.refused, p)
 		b.routes[p] = i
+	}
+	for p := range b.refused {
+		if _, ok := want[p]; !ok {
+			delete(b.refused, p)
+		}
 	}
 	for p := range b.routes {
 		if _, ok := want[p]; !ok {
@@ -126,12 +140,13 @@ func (b *Balancer) pollRoutes(ctx context.Context) error {
 			delete(b.routes, p)
 		}
 	}
-	return nil
 }
 
 // wantedRoutes picks, for every prefix the servers list, the server whose
-// session with it is newest.
-func wantedRoutes(docs [][]control.Session, errs []error) map[netip.Prefix]int {
+// session with it is newest. Only prefixes of the servers' address family
+// (IPv4 if is4) can go via them, and never a default route: a client that
+// claims 0.0.0.0/0 must not take the balancer's own.
+func wantedRoutes(docs [][]control.Session, errs []error, is4 bool) map[netip.Prefix]int {
 	want := map[netip.Prefix]int{}
 	newest := map[netip.Prefix]time.Time{}
 	for i, doc := range docs {
@@ -141,7 +156,7 @@ func wantedRoutes(docs [][]control.Session, errs []error) map[netip.Prefix]int {
 		for _, s := range doc {
 			for _, a := range s.AllowedIPs {
 				p, err := netip.ParsePrefix(a)
-				if err != nil {
+				if err != nil || p.Addr().Is4() != is4 || p.Bits() == 0 {
 					continue
 				}
 				p = p.Masked()

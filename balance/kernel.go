@@ -24,7 +24,7 @@ import (
 // routeProtocol tags every route the balancer installs (the rtnetlink
 // protocol field, like "proto static"), so that Close and a restart after
 // a crash find exactly its own routes and no one else's.
-const routeProtocol = 0xbd
+const routeProtocol = 98
 
 // Offsets into the UDP datagram as nftables' transport-header base sees it
 // (the UDP header is 8 bytes; braid's datagram follows).
@@ -307,10 +307,21 @@ func (k *kernel) updateInitMap(old, next []uint32) error {
 	return nil
 }
 
-// setClientRoute routes dst via the server at gw (replacing any route of
-// ours to dst); delClientRoute removes it.
+// setClientRoute routes dst via the server at gw, replacing a route of ours
+// to dst but not someone else's (a connected network, a static route);
+// delClientRoute removes it.
 func (k *kernel) setClientRoute(dst netip.Prefix, gw netip.Addr) error {
-	return k.nl.RouteReplace(k.route(dst, gw, k.cfg.RouteTable))
+	r := k.route(dst, gw, k.cfg.RouteTable)
+	have, err := k.nl.RouteListFiltered(k.family, &netlink.Route{Dst: r.Dst, Table: r.Table}, netlink.RT_FILTER_DST|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return err
+	}
+	for _, h := range have {
+		if h.Protocol != routeProtocol {
+			return fmt.Errorf("table %d already has a route to %v (protocol %d) that is not the balancer's", r.Table, dst, h.Protocol)
+		}
+	}
+	return k.nl.RouteReplace(r)
 }
 
 func (k *kernel) delClientRoute(dst netip.Prefix) error {

@@ -79,7 +79,9 @@ func ServeMetricsOn(ctx context.Context, ln net.Listener, c *Collector) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", newPage("/metrics", contentType, c.appendText))
 	mux.HandleFunc("GET "+HealthPath, serveHealth)
-	mux.Handle(SessionsPath, newPage(SessionsPath, "application/json", c.appendSessions))
+	sessions := newPage(SessionsPath, "application/json", c.appendSessions)
+	sessions.ttl = sessionsTTL
+	mux.Handle(SessionsPath, sessions)
 	return serveHTTP(ctx, ln, mux)
 }
 
@@ -98,7 +100,7 @@ func CachedPage(path, ctype string, build func(*bytes.Buffer)) http.Handler {
 }
 
 func newPage(path, ctype string, build func(*bytes.Buffer)) *page {
-	return &page{path: path, build: build, ctype: ctype, sends: rate.NewLimiter(pagesPerSecond, pageBurst)}
+	return &page{path: path, build: build, ctype: ctype, ttl: pageTTL, sends: rate.NewLimiter(pagesPerSecond, pageBurst)}
 }
 
 // serveHTTP serves h on ln with the limits above until ctx is done.
@@ -167,6 +169,7 @@ type page struct {
 	path  string
 	build func(*bytes.Buffer)
 	ctype string
+	ttl   time.Duration
 	sends *rate.Limiter // pages sent, all clients together
 
 	mu   sync.Mutex
@@ -201,7 +204,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *page) get(now time.Time) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.body == nil || now.Sub(p.at) >= pageTTL || now.Before(p.at) {
+	if p.body == nil || now.Sub(p.at) >= p.ttl || now.Before(p.at) {
 		var b bytes.Buffer
 		p.build(&b)
 		p.body, p.at = b.Bytes(), now

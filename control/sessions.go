@@ -11,13 +11,19 @@ import (
 // (package balance, cloud health checks); docs/control.md describes them.
 const (
 	// HealthPath answers 200 "ok" while the daemon serves: a process that
-	// died or hung stops answering, which is what a balancer must notice.
+	// was killed or stopped, or a host that is gone, stops answering, which
+	// is what a balancer must notice. It does not probe the engine.
 	HealthPath = "/healthz"
 	// SessionsPath lists the established sessions as a JSON array of
 	// Session, so a balancer can route each client's inner prefixes to the
 	// server that holds its session.
 	SessionsPath = "/sessions"
 )
+
+// sessionsTTL is how long a built SessionsPath page is served again: short,
+// since a balancer moves a client's routes when it sees the client's new
+// session there, yet enough to build it once for balancers polling together.
+const sessionsTTL = 100 * time.Millisecond
 
 // Session is one established session in the SessionsPath document.
 type Session struct {

@@ -45,7 +45,11 @@ The configuration file is described in docs/config.md ("The balancer").`,
 			if errors.Is(runErr, context.Canceled) {
 				runErr = nil
 			}
-			return errors.Join(runErr, b.Close())
+			closeErr := b.Close()
+			if closeErr == nil {
+				log.Info("balancer removed")
+			}
+			return errors.Join(runErr, closeErr)
 		},
 	}
 	cmd.Flags().StringVarP(&configFile, "config", "c", "", "balancer config file")
