@@ -234,3 +234,49 @@ func TestEngineUnconfirmedHandshakeKeepsLastHandshake(t *testing.T) {
 		t.Fatalf("after an unconfirmed handshake: last handshake %v (was %v), established %v", p.LastHandshake, before, p.Established)
 	}
 }
+
+// A server silent for SessionSuspectAfter (every path quiet) gets an early
+// rekey carrying its own id, before SessionDeadAfter: behind a balancer that
+// has taken the dead server out, that rekey reaches a live server. Only one per
+// silence: the handshake's retries follow, not a rekey per tick.
+func TestEngineSilentServerEarlyRekey(t *testing.T) {
+	var seen inits
+	const suspect = 400 * time.Millisecond
+	r := newRig(t, rigOpts{
+		tunables: func(tn *Tunables) {
+			tn.SessionSuspectAfter = suspect
+			tn.SessionDeadAfter = 10 * time.Second
+			tn.HandshakeRetry = 5 * time.Second
+		},
+		links: seen.capture,
+	})
+	waitUsable(t, r.cliA, "server", 2)
+	srvIdx := r.srv.Status().Peers[0].SessionIndex
+	before := len(seen.list())
+	cut := time.Now()
+	for _, a := range []netip.Addr{cliAddr1, cliAddr2} {
+		for _, s := range []netip.Addr{srvAddr1.Addr(), srvAddr2.Addr()} {
+			r.net.SetLink(s, a, conntest.LinkOptions{Down: true})
+		}
+	}
+	time.Sleep(suspect + 1500*time.Millisecond)
+	got := seen.list()[before:]
+	if len(got) == 0 {
+		t.Fatalf("no initiation %v after the server went silent (SessionSuspectAfter %v)", time.Since(cut).Round(time.Millisecond), suspect)
+	}
+	first := got[0]
+	if d := first.at.Sub(cut); d < suspect {
+		t.Errorf("early rekey %v after the silence began, before SessionSuspectAfter", d)
+	}
+	if first.sender>>16 != srvIdx>>16 {
+		t.Errorf("early rekey's sender index %#08x does not carry the server's top bits %#04x", first.sender, srvIdx>>16)
+	}
+	// One initiation, sent on every path (4 copies), and no retry yet (5 s).
+	senders := map[uint32]bool{}
+	for _, in := range got {
+		senders[in.sender] = true
+	}
+	if len(senders) != 1 {
+		t.Errorf("%d handshakes in %v of silence, want one early rekey", len(senders), time.Since(cut).Round(time.Millisecond))
+	}
+}

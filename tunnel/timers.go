@@ -219,6 +219,12 @@ func (p *peer) clientTick(now time.Time) {
 		// session (restart) or every path is dead: handshake again.
 		p.e.log.Info("no answer from server; handshaking again", "silent", now.Sub(p.lastRx).Round(time.Millisecond).String())
 		p.initiateLocked(now, true)
+	case tn.SessionSuspectAfter > 0 && now.Sub(p.lastRx) >= tn.SessionSuspectAfter && p.lastHS.Before(p.lastRx):
+		// Silent for a while: rekey early, to the same server (see
+		// SessionSuspectAfter). Once per silence: the handshake's own retries
+		// follow, and turn random at SessionDeadAfter.
+		p.e.log.Info("server silent; rekeying early", "silent", now.Sub(p.lastRx).Round(time.Millisecond).String())
+		p.initiateLocked(now, true)
 	}
 	if p.prev != nil && now.Sub(p.prev.Created) >= tn.RejectAfterTime {
 		// releaseIndex counts the change (idxGen): a reader's kept entry for

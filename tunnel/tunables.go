@@ -60,6 +60,14 @@ type Tunables struct {
 	// SessionDeadAfter: a client that has heard nothing authenticated from the server
 	// for this long (idle paths are probed, so silence means trouble) handshakes again.
 	SessionDeadAfter time.Duration
+	// SessionSuspectAfter: after this much silence the client rekeys early, to
+	// the same server (the rekey's sender index names it). A server that is
+	// alive answers and nothing is lost; behind a balancer that has taken a
+	// dead server out, the rekey reaches a live one, which starts the session
+	// afresh, well before SessionDeadAfter. Above the time an idle path needs
+	// to be declared Down (path.Config: ProbeInterval + DownIdle, 1.8 s), so
+	// one lost probe never triggers it.
+	SessionSuspectAfter time.Duration
 
 	// ChallengeRetry is how often an unanswered path challenge is repeated, and
 	// ChallengeTries how many challenges a new source gets before it is forgotten
@@ -195,6 +203,7 @@ func DefaultTunables() Tunables {
 		HandshakeRetry:       time.Second,
 		HandshakeRetryMax:    8 * time.Second,
 		SessionDeadAfter:     5 * time.Second,
+		SessionSuspectAfter:  2 * time.Second,
 		HandshakeQueue:       1024,
 		HandshakeLoadHold:    time.Second,
 		HandshakeBudget:      1000,
