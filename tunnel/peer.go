@@ -557,3 +557,7 @@ func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...an
 	}
 	p.e.log.Log(context.Background(), level, msg, args...)
 }
+
+// idleRelease is how long a peer goes without data before the buffers only
+// traffic needs are given back.
+const idleRelease = 5 * time.Second
