@@ -181,7 +181,7 @@ type Buffer[T any] struct {
 	maxHeld   int
 	saved     []savedFlow
 	savedSeen []uint64
-	held  int
+	held      int
 	// heaps holds, per class, the flows holding packets: min-heaps on since (all
 	// flows of a class wait the same hold, so the oldest gap expires first).
 	heaps [numClasses][]int32
