@@ -573,7 +573,8 @@ const idleRelease = 5 * time.Second
 
 // releaseIdle gives back, once the peer has been idleRelease without data, the
 // memory only a busy peer needs: the reorder buffer's flow tables and slots,
-// the FEC encoder's symbols and the decoder, the per-peer queue, and the sent
+// the FEC encoder's symbols and the decoder, the rings of retained payloads,
+// the per-peer queue, and the sent
 // rings of the paths beyond their smallest size. Each is taken again (from the
 // pools the released ones go to) when traffic needs it. Packets received count
 // by the reorder buffer's counters, so the per-packet path pays nothing but
@@ -597,6 +598,9 @@ func (p *peer) releaseIdle(now time.Time) {
 		p.fecDec.Reset()
 		putDecoder(p.fecDec, p.e.pool.size)
 		p.fecDec = nil
+	}
+	if p.store != nil {
+		done = p.store.Release() && done
 	}
 	p.ccq.release()
 	done = done && p.ccq.mem == nil
