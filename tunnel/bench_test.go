@@ -155,21 +155,8 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Keys from a real handshake.
 	now := time.Now()
-	msg, st, err := noise.CreateInitiation(cliKey, srvKey.Public(), keys.Key{}, 1, nil, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
-	acc, err := r.ConsumeInitiation(msg, cliAddr1, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return 2, true }, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ikp, _, err := st.ConsumeResponse(acc.Response, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ikp, skp := sessionKeys(tb, cliKey, srvKey, cliAddr1, 2, now)
 	cp := bp.cli.server
 	cp.cur = ikp
 	bp.cli.setIndex(ikp.LocalIndex, indexEntry{peer: cp, kp: ikp})
@@ -177,8 +164,8 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	if bp.srvPeer.pub != cliKey.Public() {
 		tb.Fatal("the driven client is not the server's first peer")
 	}
-	bp.srvPeer.cur = acc.Keypair
-	bp.srv.setIndex(acc.Keypair.LocalIndex, indexEntry{peer: bp.srvPeer, kp: acc.Keypair})
+	bp.srvPeer.cur = skp
+	bp.srv.setIndex(skp.LocalIndex, indexEntry{peer: bp.srvPeer, kp: skp})
 	// Every client path has been measured (so the scheduler uses it) with equal
 	// delay and rate.
 	for _, ps := range cp.paths {
@@ -194,6 +181,27 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	bp.pkt = udp4(inCliA, inSrv, 4000, 5000, make([]byte, 1300))
 	bp.serverSock = bp.srv.conns[0]
 	return bp
+}
+
+// sessionKeys returns the client's and the server's keys of a real handshake
+// between cliKey and srvKey (the client at src), made with the noise package
+// directly; idx is the server's session index.
+func sessionKeys(tb testing.TB, cliKey, srvKey keys.Key, src netip.Addr, idx uint32, now time.Time) (cli, srv *noise.Keypair) {
+	tb.Helper()
+	msg, st, err := noise.CreateInitiation(cliKey, srvKey.Public(), keys.Key{}, 1, nil, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
+	acc, err := r.ConsumeInitiation(msg, src, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return idx, true }, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ikp, _, err := st.ConsumeResponse(acc.Response, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ikp, acc.Keypair
 }
 
 // benchClients is the server's client list: the driven client first, then

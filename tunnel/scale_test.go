@@ -11,7 +11,6 @@ import (
 
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/keys"
-	"github.com/braid-vpn/braid/noise"
 	"github.com/braid-vpn/braid/path"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -114,30 +113,18 @@ func (r *scaleRig) connect(tb testing.TB, i int, k keys.Key) *scaleClient {
 		tb.Fatal(err)
 	}
 	now := r.now
-	msg, st, err := noise.CreateInitiation(k, r.srvKey.Public(), keys.Key{}, 1, nil, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	idx := uint32(i + 2)
-	resp := noise.NewResponder(r.srvKey, noise.ResponderConfig{})
-	acc, err := resp.ConsumeInitiation(msg, scaleAddr(i, 0), func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return idx, true }, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ikp, _, err := st.ConsumeResponse(acc.Response, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ikp, skp := sessionKeys(tb, k, r.srvKey, scaleAddr(i, 0), idx, now)
 	cp := c.e.server
 	cp.cur = ikp
 	c.e.setIndex(ikp.LocalIndex, indexEntry{peer: cp, kp: ikp})
 	sp := c.srvP
 	sp.mu.Lock()
-	sp.cur = acc.Keypair
+	sp.cur = skp
 	sp.estab, sp.everEstab = now, true
 	sp.mu.Unlock()
 	r.srv.idxMu.Lock()
-	r.srv.setIndex(idx, indexEntry{peer: sp, kp: acc.Keypair})
+	r.srv.setIndex(idx, indexEntry{peer: sp, kp: skp})
 	r.srv.idxMu.Unlock()
 	c.w = newBatchWriter(c.e)
 	c.in = &inbound{e: c.e, w: c.w}
