@@ -246,10 +246,20 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 const minRing = 64
 
 // tracked reports whether p is a packet the ring must still remember: in
-// flight, or recent enough that an ack (its bitmap reaches 64 below the
-// largest) may still name it.
+// flight; or, within RingSize of the next seq (where a ring at RingSize still
+// has it), not acknowledged — a packet that is not ack-eliciting is credited
+// when an ack covers it, one declared lost is counted spurious if acked. Only
+// acknowledged packets, which nothing looks up again, give their slots away
+// early, so a small ring behaves as the full one; a path with few packets in
+// flight and its acks arriving keeps it small.
 func (s *Sender) tracked(p *sentPkt) bool {
-	return p.state == slotOutstanding || p.state != slotEmpty && (!s.haveLargest || int32(p.seq-s.largestAcked) > -64)
+	switch p.state {
+	case slotOutstanding:
+		return true
+	case slotSentNE, slotLost:
+		return int32(s.next-p.seq) < int32(s.cfg.RingSize)
+	}
+	return false
 }
 
 // resize moves the ring and the send-order queue to n slots (a power of two,
