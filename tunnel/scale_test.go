@@ -453,7 +453,11 @@ func BenchmarkServerPeers(b *testing.B) {
 				b.Logf("%d clients in session in %v", n, time.Since(start).Round(time.Millisecond))
 				scaleRigs[n] = r
 			}
-			for k := range 64 * len(r.clients) { // warm: every driven client's buffers taken
+			// Warm: every driven client's buffers taken, the sent rings grown
+			// to what this traffic keeps (acks that are not acked themselves
+			// fill them up to RingSize), so that what is timed is the steady
+			// state.
+			for k := range 40000 {
 				c := r.clients[k%len(r.clients)]
 				r.up(c)
 				r.down(c)
