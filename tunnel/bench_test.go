@@ -218,25 +218,35 @@ func benchClients(tb testing.TB, driven keys.Key, idle int) []ClientPeer {
 // send runs the client's inside path for one packet; the datagram ends up in the
 // capture of the socket it was sent on.
 func (bp *benchPair) send(now time.Time) *capConn {
-	e := bp.cli
-	p := e.server
-	pb := e.pool.get()
-	n := copy(pb.b[wire.DataPrefixLen:], bp.pkt)
-	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
-	p.mu.Lock()
-	p.refreshInfos(time.Now())
-	if !p.sendPacket(bp.cliW, pb, now) {
-		e.pool.put(pb)
-	}
-	bp.cliW.seal()
-	if len(p.picks) == 0 {
-		p.mu.Unlock()
+	ps := sendInner(bp.cli.server, bp.cliW, bp.pkt, time.Now(), now)
+	if ps == nil {
 		return nil // queued for window room (congestion control)
 	}
-	ps := p.infoP[p.picks[0]]
-	p.mu.Unlock()
 	bp.cliW.flush()
 	return bp.cliConn[ps.cs.idx]
+}
+
+// sendInner runs p's inside path for inner packet pkt as routineInside does
+// (the scheduler's view refreshed at refreshAt) and returns the path it took
+// first, nil if none (no path, or it waits for window room). The datagram is
+// sealed in w, not flushed.
+func sendInner(p *peer, w *writer, pkt []byte, refreshAt, now time.Time) *pathState {
+	e := p.e
+	pb := e.pool.get()
+	n := copy(pb.b[wire.DataPrefixLen:], pkt)
+	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
+	p.mu.Lock()
+	p.refreshInfos(refreshAt)
+	if !p.sendPacket(w, pb, now) {
+		e.pool.put(pb)
+	}
+	w.seal()
+	var ps *pathState
+	if len(p.picks) > 0 {
+		ps = p.infoP[p.picks[0]]
+	}
+	p.mu.Unlock()
+	return ps
 }
 
 // receive runs the server's outside path for the datagram in c.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/aqm"
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/path"
@@ -181,27 +182,12 @@ func measurePaths(p *peer, now time.Time) {
 // path to the server's TUN, and the server's answers (acks) back to the client.
 func (r *scaleRig) up(c *scaleClient) {
 	r.now = r.now.Add(scaleStep)
-	e := c.e
-	p := e.server
-	pb := e.pool.get()
-	n := copy(pb.b[wire.DataPrefixLen:], c.up)
-	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
-	p.mu.Lock()
-	p.refreshInfos(r.now)
-	if !p.sendPacket(c.w, pb, r.now) {
-		e.pool.put(pb)
-	}
-	c.w.seal()
-	picked := len(p.picks) > 0
-	var cs *capConn
-	if picked {
-		cs = c.conns[p.infoP[p.picks[0]].cs.idx]
-	}
-	p.mu.Unlock()
+	ps := sendInner(c.e.server, c.w, c.up, r.now, r.now)
 	c.w.flush()
-	if cs == nil {
+	if ps == nil {
 		return
 	}
+	cs := c.conns[ps.cs.idx]
 	writes := r.srvConn.writes
 	r.hand(r.in, r.srv.conns[0], cs.last, conn.Endpoint{Remote: cs.addr})
 	r.back(c, writes)
@@ -211,24 +197,11 @@ func (r *scaleRig) up(c *scaleClient) {
 // inner address, schedule, seal, socket) to the client engine's outside path.
 func (r *scaleRig) down(c *scaleClient) {
 	r.now = r.now.Add(scaleStep)
-	e := r.srv
-	pb := e.pool.get()
-	n := copy(pb.b[wire.DataPrefixLen:], c.down)
-	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
 	writes := r.srvConn.writes
-	p := e.routeOut(pb.b[pb.start:pb.end], &r.route)
-	if p == nil {
-		e.pool.put(pb)
-		return
+	if p := r.srv.routeOut(c.down, &r.route); p != nil {
+		sendInner(p, r.w, c.down, r.now, r.now)
+		r.w.flush()
 	}
-	p.mu.Lock()
-	p.refreshInfos(r.now)
-	if !p.sendPacket(r.w, pb, r.now) {
-		e.pool.put(pb)
-	}
-	r.w.seal()
-	p.mu.Unlock()
-	r.w.flush()
 	r.back(c, writes)
 	r.acks(c)
 }
@@ -483,4 +456,42 @@ func nonZero(m map[string]uint64) map[string]uint64 {
 		}
 	}
 	return out
+}
+
+// The per-peer queue takes its rings with the first packet that waits, keeps
+// them while packets wait, and gives them back empty; packets queued after a
+// release leave in order, and the per-flow counts start from zero again.
+func TestCCQueueRelease(t *testing.T) {
+	var q ccQueue
+	q.init(16, 8, aqm.DefaultConfig())
+	if q.mem != nil {
+		t.Fatal("rings taken before any packet")
+	}
+	now := time.Now()
+	for round := range 3 {
+		for id := range 10 {
+			pb := &packetBuf{b: []byte{byte(id)}, end: 1}
+			if !q.push(ccEntry{pb: pb, at: now, flow: 3}) {
+				t.Fatalf("round %d: push %d refused", round, id)
+			}
+		}
+		q.release()
+		if q.mem == nil || q.len() != 10 {
+			t.Fatalf("round %d: released with %d packets waiting", round, q.len())
+		}
+		for id := range 10 {
+			r := q.next()
+			if r == nil || r.front().pb.b[0] != byte(id) {
+				t.Fatalf("round %d: packet %d out of order", round, id)
+			}
+			q.pop(r)
+		}
+		if q.inq[3] != 0 || q.inSparse[3] != 0 || q.bulk.bytes != 0 {
+			t.Fatalf("round %d: counts left: %d %d %d", round, q.inq[3], q.inSparse[3], q.bulk.bytes)
+		}
+		q.release()
+		if q.mem != nil || q.inq != nil || q.next() != nil {
+			t.Fatalf("round %d: empty queue kept its rings", round)
+		}
+	}
 }
