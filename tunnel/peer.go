@@ -574,8 +574,8 @@ const idleRelease = 5 * time.Second
 // releaseIdle gives back, once the peer has been idleRelease without data, the
 // memory only a busy peer needs: the reorder buffer's flow tables and slots,
 // the FEC encoder's symbols and the decoder, the rings of retained payloads,
-// the per-peer queue, and the sent
-// rings of the paths beyond their smallest size. Each is taken again (from the
+// the per-peer queue, and the paths' sent rings beyond their smallest size;
+// after askedFor, the flows' asked times too. Each is taken again (from the
 // pools the released ones go to) when traffic needs it. Packets received count
 // by the reorder buffer's counters, so the per-packet path pays nothing but
 // dataAt on sending. The timer calls it; caller holds p.mu.
@@ -587,7 +587,13 @@ func (p *peer) releaseIdle(now time.Time) {
 			p.idleRx, p.dataAt, p.released = rx, now, false
 		}
 	}
-	if p.released || now.Sub(p.dataAt) < idleRelease {
+	idle := now.Sub(p.dataAt)
+	if idle >= askedFor {
+		// Every flow's "asked" has expired with the last data received: the
+		// times (32 KiB) go, markAsked makes them anew.
+		p.askedAt = nil
+	}
+	if p.released || idle < idleRelease {
 		return
 	}
 	done := p.reorder == nil || p.reorder.Release()
