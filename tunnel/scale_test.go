@@ -13,6 +13,7 @@ import (
 	"github.com/braid-vpn/braid/conn"
 	"github.com/braid-vpn/braid/keys"
 	"github.com/braid-vpn/braid/path"
+	"github.com/braid-vpn/braid/tundev/tuntest"
 	"github.com/braid-vpn/braid/wire"
 )
 
@@ -493,5 +494,59 @@ func TestCCQueueRelease(t *testing.T) {
 		if q.mem != nil || q.inq != nil || q.next() != nil {
 			t.Fatalf("round %d: empty queue kept its rings", round)
 		}
+	}
+}
+
+// With the engines' own goroutines and timers: the server's peer of a client
+// that went idle gives its buffers back (routineTimers → releaseIdle), and
+// when traffic returns every packet gets through both ways, once. Run with
+// -race: the release and the new taking race with the readers and the TUN
+// writes if anything is touched outside the peer's lock. It waits idleRelease
+// and a little more.
+func TestEngineIdleReleaseAndBack(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	waitUsable(t, r.cliA, "server", 2)
+	waitUsable(t, r.srv, "a", 2)
+	sp := r.srv.peers[0]
+	exchange := func(round int) {
+		t.Helper()
+		const n = 100
+		for _, dir := range []struct {
+			from, to *tuntest.Device
+			src, dst netip.Addr
+		}{{r.cliATun, r.srvTun, inCliA, inSrv}, {r.srvTun, r.cliATun, inSrv, inCliA}} {
+			for i := range n {
+				dir.from.Inject(udp4(dir.src, dir.dst, 4000, 5000, fmt.Appendf(nil, "%d %d", round, i)))
+			}
+			seen := map[string]bool{}
+			for _, p := range recvN(t, dir.to, n, 5*time.Second) {
+				seen[string(p[28:])] = true
+			}
+			for i := range n {
+				if !seen[fmt.Sprintf("%d %d", round, i)] {
+					t.Fatalf("round %d, %v → %v: packet %d missing", round, dir.src, dir.dst, i)
+				}
+			}
+		}
+	}
+	released := func() bool {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return sp.reorder.Released() && sp.ccq.mem == nil && sp.fecDec == nil
+	}
+	exchange(0)
+	if released() {
+		t.Fatal("buffers released right after traffic")
+	}
+	deadline := time.Now().Add(idleRelease + 5*time.Second)
+	for !released() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle peer kept its buffers %v after its traffic", idleRelease+5*time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	exchange(1)
+	if released() {
+		t.Fatal("buffers still released with traffic")
 	}
 }
