@@ -426,7 +426,8 @@ func TestBulkDelay(t *testing.T) {
 }
 
 // An encoder holds no symbol memory until a block opens, and gives it back
-// between blocks; blocks made after a Release are numbered on and decode.
+// (with the ledger) between blocks; blocks made after a Release are numbered
+// on, decode, and are in the ledger.
 func TestEncoderRelease(t *testing.T) {
 	e := NewEncoder(EncoderConfig{})
 	now := time.Now()
@@ -464,8 +465,14 @@ func TestEncoderRelease(t *testing.T) {
 		if id, got := d.Rebuilt(0); id.Seq != seq+1 || string(got) != string(b) {
 			t.Fatalf("round %d: rebuilt %v %q", round, id, got)
 		}
-		if !e.Release() || e.mem != nil || e.Ready() != 0 {
+		if _, _, ok := e.Lost(SourceID{Flow: 1, Seq: seq + 1}); !ok {
+			t.Fatalf("round %d: the ledger does not know the block just closed", round)
+		}
+		if !e.Release() || e.mem != nil || e.Ready() != 0 || e.ledger.entries != nil {
 			t.Fatalf("round %d: memory kept between blocks", round)
+		}
+		if _, _, ok := e.Lost(SourceID{Flow: 1, Seq: seq}); ok {
+			t.Fatalf("round %d: the ledger knows a block from before the release", round)
 		}
 	}
 }

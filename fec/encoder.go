@@ -163,11 +163,13 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	return e
 }
 
-// encoderBufs is an Encoder's symbol memory (sources of both lanes, parity):
-// about 100 KiB, taken when a block opens and given back by Release.
+// encoderBufs is an Encoder's memory (sources of both lanes, parity, the
+// ledger's table): about 115 KiB, taken when a block opens and given back by
+// Release.
 type encoderBufs struct {
-	size int
-	bufs [][]byte
+	size   int
+	bufs   [][]byte
+	ledger *[ledgerBlocks]ledgerEntry // the ledger's table (nil: none yet)
 }
 
 // encoderPool recycles the symbol memory Encoders release.
@@ -181,6 +183,10 @@ func (e *Encoder) take() {
 		m = &encoderBufs{size: sz, bufs: symbolBufs(2*MaxK+MaxM, sz)}
 	}
 	e.mem = m
+	if e.ledger.entries == nil {
+		e.ledger.entries = m.ledger
+	}
+	m.ledger = nil
 	for l := range e.lanes {
 		for i := range e.lanes[l].src {
 			e.lanes[l].src[i] = m.bufs[l*MaxK+i][:0]
@@ -191,10 +197,11 @@ func (e *Encoder) take() {
 	}
 }
 
-// Release gives the symbol memory back (for other Encoders, or the collector)
-// when no block is open, and drops the last block's repairs; the next block
-// takes memory again. Rate, block numbering and the ledger stay. It reports
-// whether the memory is released (false: a block is open).
+// Release gives the memory back (for other Encoders, or the collector) when no
+// block is open, and drops the last block's repairs and the ledger (Lost knows
+// no block closed before); the next block takes memory again. Rate and block
+// numbering stay. It reports whether the memory is released (false: a block is
+// open).
 func (e *Encoder) Release() bool {
 	if e.mem == nil {
 		return true
@@ -208,6 +215,10 @@ func (e *Encoder) Release() bool {
 	}
 	clear(e.parity[:])
 	clear(e.shards[:])
+	// Blocks closed before are long past a loss's detection when the engine
+	// releases (an idle peer): the ledger's table goes too.
+	e.mem.ledger, e.ledger.entries = e.ledger.entries, nil
+	e.ledger.Reset()
 	encoderPool.Put(e.mem)
 	e.mem = nil
 	return true

@@ -323,7 +323,7 @@ func TestIdleClientMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector adds its own memory")
 	}
-	const bound = 192 << 10
+	const bound = 160 << 10
 	cfg, idle := idleClientBytes(t, 200)
 	t.Logf("server heap per client: configured %.1f KiB, idle in session %.1f KiB", cfg/1024, idle/1024)
 	if idle > bound {
