@@ -23,6 +23,7 @@ func TestSymbolBuffersAligned(t *testing.T) {
 	}
 	for _, mp := range []int{1, 1401, DefaultMaxPayload} {
 		e := NewEncoder(EncoderConfig{MaxPayload: mp})
+		e.take() // the memory a block opening takes
 		for l := range e.lanes {
 			for i, b := range e.lanes[l].src {
 				aligned("encoder source", mp, i, b)

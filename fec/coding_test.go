@@ -424,3 +424,55 @@ func TestBulkDelay(t *testing.T) {
 		t.Fatal("a block is still open")
 	}
 }
+
+// An encoder holds no symbol memory until a block opens, and gives it back
+// (with the ledger) between blocks; blocks made after a Release are numbered
+// on, decode, and are in the ledger.
+func TestEncoderRelease(t *testing.T) {
+	e := NewEncoder(EncoderConfig{})
+	now := time.Now()
+	if e.mem != nil {
+		t.Fatal("symbol memory taken before any block")
+	}
+	e.Add(SourceID{Flow: 1, Seq: 0}, []byte("before the rate"), now, true)
+	if e.mem != nil {
+		t.Fatal("symbol memory taken with repairs off")
+	}
+	e.SetRate(FixedRate(2, 1))
+	d := NewDecoder(DecoderConfig{})
+	for round := range 3 {
+		seq := uint32(10 * round)
+		a, b := []byte(fmt.Sprintf("first %d", round)), []byte(fmt.Sprintf("second of round %d", round))
+		e.Add(SourceID{Flow: 1, Seq: seq}, a, now, true)
+		if e.Release() {
+			t.Fatalf("round %d: released with a block open", round)
+		}
+		if n := e.Add(SourceID{Flow: 1, Seq: seq + 1}, b, now, true); n != 1 {
+			t.Fatalf("round %d: %d repairs ready, want 1", round, n)
+		}
+		var r Repair
+		if _, err := ParseRepair(e.AppendRepair(nil, 0), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Block != uint32(round) {
+			t.Fatalf("round %d: block %d", round, r.Block)
+		}
+		// The second source is lost: the first and the repair rebuild it.
+		d.AddSource(SourceID{Flow: 1, Seq: seq}, a)
+		if n := d.AddRepair(&r, now); n != 1 {
+			t.Fatalf("round %d: %d rebuilt", round, n)
+		}
+		if id, got := d.Rebuilt(0); id.Seq != seq+1 || string(got) != string(b) {
+			t.Fatalf("round %d: rebuilt %v %q", round, id, got)
+		}
+		if _, _, ok := e.Lost(SourceID{Flow: 1, Seq: seq + 1}); !ok {
+			t.Fatalf("round %d: the ledger does not know the block just closed", round)
+		}
+		if !e.Release() || e.mem != nil || e.Ready() != 0 || e.ledger.entries != nil {
+			t.Fatalf("round %d: memory kept between blocks", round)
+		}
+		if _, _, ok := e.Lost(SourceID{Flow: 1, Seq: seq}); ok {
+			t.Fatalf("round %d: the ledger knows a block from before the release", round)
+		}
+	}
+}

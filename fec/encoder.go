@@ -1,6 +1,7 @@
 package fec
 
 import (
+	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/wire"
@@ -117,6 +118,7 @@ type Encoder struct {
 	bulk   bool // the block came from the bulk lane
 	parity [MaxM][]byte
 	shards [MaxK + MaxM][]byte
+	mem    *encoderBufs // nil: no symbol memory (see Release)
 
 	stats EncoderStats
 }
@@ -158,17 +160,68 @@ func NewEncoder(cfg EncoderConfig) *Encoder {
 	cfg.MaxPayload = min(cfg.MaxPayload, 65535-LenPrefix)
 	e := &Encoder{cfg: cfg}
 	e.lanes[bulkLane].delay, e.lanes[urgentLane].delay = cfg.BulkDelay, cfg.MaxDelay
-	sz := LenPrefix + cfg.MaxPayload
-	bufs := symbolBufs(2*MaxK+MaxM, sz)
+	return e
+}
+
+// encoderBufs is an Encoder's memory (sources of both lanes, parity, the
+// ledger's table): about 115 KiB, taken when a block opens and given back by
+// Release.
+type encoderBufs struct {
+	size   int
+	bufs   [][]byte
+	ledger *[ledgerBlocks]ledgerEntry // the ledger's table (nil: none yet)
+}
+
+// encoderPool recycles the symbol memory Encoders release.
+var encoderPool sync.Pool
+
+// take gives the encoder its symbol memory.
+func (e *Encoder) take() {
+	sz := LenPrefix + e.cfg.MaxPayload
+	m, _ := encoderPool.Get().(*encoderBufs)
+	if m == nil || m.size != sz {
+		m = &encoderBufs{size: sz, bufs: symbolBufs(2*MaxK+MaxM, sz)}
+	}
+	e.mem = m
+	if e.ledger.entries == nil {
+		e.ledger.entries = m.ledger
+	}
+	m.ledger = nil
 	for l := range e.lanes {
 		for i := range e.lanes[l].src {
-			e.lanes[l].src[i] = bufs[l*MaxK+i]
+			e.lanes[l].src[i] = m.bufs[l*MaxK+i][:0]
 		}
 	}
 	for i := range e.parity {
-		e.parity[i] = bufs[2*MaxK+i]
+		e.parity[i] = m.bufs[2*MaxK+i][:0]
 	}
-	return e
+}
+
+// Release gives the memory back (for other Encoders, or the collector) when no
+// block is open, and drops the last block's repairs and the ledger (Lost knows
+// no block closed before); the next block takes memory again. Rate and block
+// numbering stay. It reports whether the memory is released (false: a block is
+// open).
+func (e *Encoder) Release() bool {
+	if e.mem == nil {
+		return true
+	}
+	if e.lanes[bulkLane].open || e.lanes[urgentLane].open {
+		return false
+	}
+	e.ready = 0
+	for l := range e.lanes {
+		clear(e.lanes[l].src[:])
+	}
+	clear(e.parity[:])
+	clear(e.shards[:])
+	// Blocks closed before are long past a loss's detection when the engine
+	// releases (an idle peer): the ledger's table goes too.
+	e.mem.ledger, e.ledger.entries = e.ledger.entries, nil
+	e.ledger.Reset()
+	encoderPool.Put(e.mem)
+	e.mem = nil
+	return true
 }
 
 // SetRate sets the rate for blocks opened from now on; the open block keeps its own.
@@ -245,6 +298,9 @@ func (e *Encoder) Add(id SourceID, payload []byte, now time.Time, bulk bool) int
 	if !ln.open {
 		if e.rate.Off() {
 			return closed
+		}
+		if e.mem == nil {
+			e.take()
 		}
 		ln.open, ln.r, ln.n, ln.nruns, ln.maxLen = true, e.rate, 0, 0, 0
 		ln.closeBy = now.Add(ln.delay)

@@ -99,8 +99,10 @@
 //
 // # Cost
 //
-// OnSent, OnAck, OnTimer, OnPacket, BuildAck and Stats do not allocate. The
-// sent ring (RingSize entries of 16 bytes plus a 4-byte queue slot) is
-// allocated once in NewSender; a packet whose slot is reused before any
-// verdict counts as lost.
+// OnSent, OnAck, OnTimer, OnPacket, BuildAck and Stats do not allocate in
+// steady state. The sent ring (entries of 16 bytes plus a 4-byte queue slot)
+// starts at 64 entries and OnSent doubles it, up to RingSize, when the slot a
+// packet needs still holds one in flight or within an ack's reach; Shrink
+// gives it back on an idle path. A packet whose slot is reused before any
+// verdict (the ring at RingSize) counts as lost.
 package path

@@ -162,9 +162,9 @@ func NewSender(cfg Config, now time.Time) *Sender {
 	s := &Sender{
 		cfg:          cfg,
 		epoch:        now,
-		mask:         uint32(cfg.RingSize - 1),
-		ring:         make([]sentPkt, cfg.RingSize),
-		q:            make([]uint32, cfg.RingSize),
+		mask:         uint32(min(cfg.RingSize, minRing) - 1),
+		ring:         make([]sentPkt, min(cfg.RingSize, minRing)),
+		q:            make([]uint32, min(cfg.RingSize, minRing)),
 		next:         1,
 		srtt:         int64(cfg.InitialRTT),
 		rttvar:       int64(cfg.InitialRTT) / 2,
@@ -195,6 +195,9 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 		size = 0
 	} else if size > 0xFFFF {
 		size = 0xFFFF
+	}
+	for len(s.ring) < s.cfg.RingSize && s.tracked(&s.ring[seq&s.mask]) {
+		s.resize(2 * len(s.ring))
 	}
 	slot := &s.ring[seq&s.mask]
 	if slot.state == slotOutstanding {
@@ -234,6 +237,59 @@ func (s *Sender) OnSent(seq uint32, size int, ackEliciting bool, now time.Time) 
 	}
 	s.next = seq + 1
 	s.sentAny = true
+}
+
+// minRing is the sent ring's size on a new or idle path. The ring doubles, up to
+// RingSize, when a packet would take the slot of one still in flight or within
+// an ack's reach, and Shrink gives the memory back: a server's idle clients then
+// hold 1.25 KiB per path instead of RingSize's 160 KiB.
+const minRing = 64
+
+// tracked reports whether p is a packet the ring must still remember: in
+// flight; or, within RingSize of the next seq (where a ring at RingSize still
+// has it), not acknowledged — a packet that is not ack-eliciting is credited
+// when an ack covers it, one declared lost is counted spurious if acked. Only
+// acknowledged packets, which nothing looks up again, give their slots away
+// early, so a small ring behaves as the full one; a path with few packets in
+// flight and its acks arriving keeps it small.
+func (s *Sender) tracked(p *sentPkt) bool {
+	switch p.state {
+	case slotOutstanding:
+		return true
+	case slotSentNE, slotLost:
+		return int32(s.next-p.seq) < int32(s.cfg.RingSize)
+	}
+	return false
+}
+
+// resize moves the ring and the send-order queue to n slots (a power of two,
+// at least the queue's length), each packet at its seq's slot in the new ring.
+func (s *Sender) resize(n int) {
+	ring, q, mask := make([]sentPkt, n), make([]uint32, n), uint32(n-1)
+	for _, p := range s.ring {
+		if p.state != slotEmpty && (n >= len(s.ring) || int32(s.next-p.seq) <= int32(n)) {
+			ring[p.seq&mask] = p
+		}
+	}
+	for i := s.qHead; i != s.qTail; i++ {
+		q[i&mask] = s.q[i&s.mask]
+	}
+	s.ring, s.q, s.mask = ring, q, mask
+}
+
+// Shrink gives back the ring's memory beyond minRing when nothing is in
+// flight (an idle path); the engine calls it from its timer. It reports
+// whether the ring is at its smallest.
+func (s *Sender) Shrink() bool {
+	if len(s.ring) <= minRing {
+		return true
+	}
+	s.popResolved()
+	if s.inflight > 0 || s.qHead != s.qTail {
+		return false
+	}
+	s.resize(minRing)
+	return true
 }
 
 // FullSize reports whether a datagram of size bytes is full-size on this path:

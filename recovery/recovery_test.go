@@ -172,3 +172,35 @@ func TestStoreAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per Keep+Take", allocs)
 	}
 }
+
+// A store gives its rings back only when empty, and takes one again with the
+// next entry.
+func TestStoreRelease(t *testing.T) {
+	s := NewStore[int](128)
+	s.Keep(0, 5, Entry[int]{Item: 50})
+	s.Keep(1, 7, Entry[int]{Item: 70})
+	if s.Release() {
+		t.Fatal("released with entries")
+	}
+	if e, ok := s.Take(0, 5); !ok || e.Item != 50 {
+		t.Fatalf("take: %v %v", e, ok)
+	}
+	s.Take(1, 7)
+	if !s.Release() || s.paths[0] != nil || s.paths[1] != nil {
+		t.Fatal("empty store kept its rings")
+	}
+	if _, ok := s.Peek(0, 5); ok {
+		t.Fatal("an entry taken is back after the release")
+	}
+	s.Keep(0, 6, Entry[int]{Item: 60})
+	if e, ok := s.Peek(0, 6); !ok || e.Item != 60 || s.Len() != 1 {
+		t.Fatalf("after the release: %v %v, %d entries", e, ok, s.Len())
+	}
+	// A ring from the pool comes empty: nothing of the released store's
+	// slots shows through.
+	for seq := uint32(0); seq < 128; seq++ {
+		if _, ok := s.Peek(0, seq); ok != (seq == 6) {
+			t.Fatalf("slot %d: found %v", seq, ok)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package recovery
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Entry is one retained payload.
 type Entry[T any] struct {
@@ -51,7 +54,11 @@ func (s *Store[T]) Keep(id uint16, seq uint32, e Entry[T]) (old T, evicted bool)
 	}
 	r := s.paths[id]
 	if r == nil {
-		r = make([]slot[T], s.ringSize)
+		if pr, _ := rings.Get().(*[]slot[T]); pr != nil && len(*pr) == s.ringSize {
+			r = *pr
+		} else {
+			r = make([]slot[T], s.ringSize)
+		}
 		s.paths[id] = r
 	}
 	sl := &r[seq&s.mask]
@@ -62,6 +69,26 @@ func (s *Store[T]) Keep(id uint16, seq uint32, e Entry[T]) (old T, evicted bool)
 	*sl = slot[T]{e: e, seq: seq, ok: true}
 	s.n++
 	return old, evicted
+}
+
+// rings recycles the rings of empty stores (*[]slot[T], all slots empty; one
+// whose type or size does not fit is left to the collector).
+var rings sync.Pool
+
+// Release gives the rings of an empty store back (for other stores, or the
+// collector): 512 KiB a path with the default ring. A Keep takes one again. It
+// reports whether the store was empty.
+func (s *Store[T]) Release() bool {
+	if s.n > 0 {
+		return false
+	}
+	for id, r := range s.paths {
+		if r != nil {
+			rings.Put(&r)
+			s.paths[id] = nil
+		}
+	}
+	return true
 }
 
 // Peek returns the entry of packet seq of path id, keeping it.

@@ -402,6 +402,14 @@ func runBufferOps(t *testing.T, data []byte) {
 				if len(held) != 0 {
 					t.Fatalf("%s: %d items not released", what, len(held))
 				}
+				if x%8 >= 5 {
+					// An idle session gives its memory back; its flows go on
+					// where they were (the model's checks hold across it).
+					what.name = "Flush+Release"
+					if !b.Release() || !b.Released() {
+						t.Fatalf("%s: memory kept with nothing held", what)
+					}
+				}
 			}
 		}
 		check(what)
@@ -425,6 +433,12 @@ func runBufferOps(t *testing.T, data []byte) {
 // pool, and each class heap holds exactly the flows holding packets of that
 // class, in heap order.
 func checkBufferInternals[T any](t *testing.T, what fuzzOp, b *Buffer[T]) {
+	if b.Released() {
+		if b.held != 0 || b.flows != nil || b.nodes != nil {
+			t.Fatalf("%s: released with %d held", what, b.held)
+		}
+		return
+	}
 	total := 0
 	inHeap := 0
 	for fi := range b.flows {

@@ -25,11 +25,15 @@
 //   - Off mode delivers everything at once but still de-duplicates.
 //
 // State is per flow, so a packet lost in one flow never holds back another. Memory
-// is bounded and allocated by New: per-flow state and bitmaps, a pool of MaxHeld
-// slots shared by all flows, and a heap of flows ordered by gap age. When the pool
+// is bounded: per-flow state and bitmaps, a pool of MaxHeld slots shared by all
+// flows, and a heap of flows ordered by gap age. It is taken with the first
+// packet and given back by Release while nothing is held (an idle session), the
+// flows' positions and recent deliveries kept aside in proportion to the flows
+// used. When the pool
 // is full, the oldest gap of any flow is given up (Stats.Overflows) — the only way
 // one flow's traffic affects another's, and it only ever releases packets early.
-// Push, Expire and Flush never allocate when out has room.
+// Push, Expire and Flush never allocate when out has room, except the first Push
+// after New or Release when no released memory is there to reuse.
 //
 // A gap's wait starts when its first successor arrives. When one gap is resolved
 // and another follows, the second is timed from the arrival of the packet right

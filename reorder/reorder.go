@@ -2,6 +2,7 @@ package reorder
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -157,7 +158,9 @@ type flowState struct {
 }
 
 // Buffer reorders packets per flow. It is not safe for concurrent use; one Buffer
-// per session, used under the session's lock. All memory is allocated by New.
+// per session, used under the session's lock. Its memory is taken with the first
+// packet (from a pool of memory other Buffers released, or allocated) and given
+// back by Release while nothing is held.
 type Buffer[T any] struct {
 	mode             Mode
 	hold             time.Duration
@@ -171,7 +174,14 @@ type Buffer[T any] struct {
 
 	nodes []node[T]
 	free  int32 // free-list head; -1 when MaxHeld packets are held
-	held  int
+	// mem holds flows, seen, nodes and heaps while they are taken (nil:
+	// released, or never used); saved keeps the flows that are not in their
+	// initial state meanwhile, with their bitmap words in savedSeen.
+	mem       *arena[T]
+	maxHeld   int
+	saved     []savedFlow
+	savedSeen []uint64
+	held      int
 	// heaps holds, per class, the flows holding packets: min-heaps on since (all
 	// flows of a class wait the same hold, so the oldest gap expires first).
 	heaps [numClasses][]int32
@@ -193,6 +203,101 @@ type Buffer[T any] struct {
 	stats   Stats
 }
 
+// arena is the memory of a Buffer that sees packets.
+type arena[T any] struct {
+	flows []flowState
+	seen  []uint64
+	nodes []node[T]
+	heaps [numClasses][]int32
+}
+
+// arenas recycles the memory Buffers release (*arena[T]; one whose type or
+// sizes do not fit the Buffer that takes it is left to the collector).
+var arenas sync.Pool
+
+// savedFlow is a flow's state while its Buffer's memory is released.
+type savedFlow struct {
+	fi uint32
+	fs flowState
+}
+
+// take gives the Buffer its memory, with the flows Release saved restored.
+func (b *Buffer[T]) take() {
+	nf, words := int(b.flowMask)+1, int(b.words)
+	a, _ := arenas.Get().(*arena[T])
+	if a == nil || len(a.flows) != nf || len(a.seen) != nf*words || len(a.nodes) != b.maxHeld {
+		a = &arena[T]{
+			flows: make([]flowState, nf),
+			seen:  make([]uint64, nf*words),
+			nodes: make([]node[T], b.maxHeld),
+			heaps: [numClasses][]int32{make([]int32, 0, nf), make([]int32, 0, nf)},
+		}
+	}
+	b.mem = a
+	b.flows, b.seen, b.nodes = a.flows, a.seen, a.nodes
+	for c := range b.heaps {
+		b.heaps[c] = a.heaps[c][:0]
+	}
+	fresh := flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+	for i := range b.flows {
+		b.flows[i] = fresh
+	}
+	clear(b.seen)
+	for i := range b.nodes {
+		b.nodes[i] = node[T]{next: int32(i + 1)}
+	}
+	b.nodes[len(b.nodes)-1].next = -1
+	b.free = 0
+	for k, sf := range b.saved {
+		b.flows[sf.fi] = sf.fs
+		copy(b.seen[sf.fi*b.words:(sf.fi+1)*b.words], b.savedSeen[k*words:(k+1)*words])
+	}
+	b.saved, b.savedSeen = b.saved[:0], b.savedSeen[:0]
+}
+
+// Release gives the Buffer's memory back for other Buffers (or the collector)
+// when it holds no packet, keeping what its flows need to go on where they
+// are: their next sequence numbers and recent deliveries. The engine calls it
+// for a session that has gone idle; the next packet takes memory again. It
+// reports whether the memory was released (false: packets are held).
+func (b *Buffer[T]) Release() bool {
+	if b.mem == nil {
+		return true
+	}
+	if b.held > 0 {
+		return false
+	}
+	fresh := flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+	for fi := range b.flows {
+		seen := b.seen[uint32(fi)*b.words : uint32(fi+1)*b.words]
+		if b.flows[fi] == fresh && allZero(seen) {
+			continue
+		}
+		b.saved = append(b.saved, savedFlow{fi: uint32(fi), fs: b.flows[fi]})
+		b.savedSeen = append(b.savedSeen, seen...)
+	}
+	a := b.mem
+	for c := range b.heaps {
+		a.heaps[c] = b.heaps[c][:0]
+		b.heaps[c] = nil
+	}
+	b.mem, b.flows, b.seen, b.nodes, b.free = nil, nil, nil, nil, -1
+	arenas.Put(a)
+	return true
+}
+
+// Released reports whether the Buffer holds no memory of its own now.
+func (b *Buffer[T]) Released() bool { return b.mem == nil }
+
+func allZero(ws []uint64) bool {
+	for _, w := range ws {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func ceilPow2(n, lo, hi int) int {
 	p := lo
 	for p < n && p < hi {
@@ -201,7 +306,9 @@ func ceilPow2(n, lo, hi int) int {
 	return p
 }
 
-// New returns an empty Buffer with all its memory allocated.
+// New returns an empty Buffer. Its memory (per-flow state and bitmaps, the
+// MaxHeld slots, the heaps) is taken with the first packet and given back by
+// Release.
 func New[T any](cfg Config) *Buffer[T] {
 	d := DefaultConfig()
 	if cfg.Hold <= 0 {
@@ -229,20 +336,11 @@ func New[T any](cfg Config) *Buffer[T] {
 		flowMask: uint32(nf - 1),
 		wbits:    uint32(w),
 		words:    uint32(w / 64),
-		flows:    make([]flowState, nf),
-		seen:     make([]uint64, nf*w/64),
-		nodes:    make([]node[T], cfg.MaxHeld),
-		heaps:    [numClasses][]int32{make([]int32, 0, nf), make([]int32, 0, nf)},
+		maxHeld:  cfg.MaxHeld,
+		free:     -1,
 	}
 	b.maxRecHold = max(cfg.MaxRecoveryHold, 0)
 	b.startAtZero = cfg.StartAtZero
-	for i := range b.flows {
-		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: cfg.StartAtZero}
-	}
-	for i := range b.nodes {
-		b.nodes[i].next = int32(i + 1)
-	}
-	b.nodes[len(b.nodes)-1].next = -1
 	return b
 }
 
@@ -309,6 +407,7 @@ func (b *Buffer[T]) rotateLate(t int64) {
 // all flow state, as for a new session whose sender numbers flows from 0 again.
 func (b *Buffer[T]) Reset(out []T) []T {
 	out = b.Flush(out)
+	b.saved, b.savedSeen = b.saved[:0], b.savedSeen[:0]
 	for i := range b.flows {
 		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
 	}
@@ -345,6 +444,9 @@ func (b *Buffer[T]) Push(flow uint16, seq uint32, item T, now time.Time, out []T
 // PushClass is Push for a packet of a flow of class c; the class is taken when the
 // flow starts holding packets and kept until its held packets are released.
 func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time.Time, out []T) (res []T, dup bool) {
+	if b.mem == nil {
+		b.take()
+	}
 	t := b.clock(now)
 	fi := uint32(flow) & b.flowMask
 	fs := &b.flows[fi]
@@ -431,6 +533,9 @@ func (b *Buffer[T]) PushClass(flow uint16, seq uint32, item T, c Class, now time
 // recovery, so it goes out at once, ahead of the gap; a tombstone keeps its place,
 // so the flow moves past it when the gap closes and a copy of it is dropped.
 func (b *Buffer[T]) PushUnordered(flow uint16, seq uint32, item T, c Class, now time.Time, out []T) (res []T, dup bool) {
+	if b.mem == nil {
+		b.take()
+	}
 	fi := uint32(flow) & b.flowMask
 	fs := &b.flows[fi]
 	if ahead := seq - fs.next; b.mode == Off || !fs.started || ahead == 0 || ahead > 1<<31 {
@@ -516,6 +621,9 @@ func (b *Buffer[T]) oldest() uint32 {
 // happens when seq was already delivered or given up; if the packet turns up
 // later after all it is delivered once, as late.
 func (b *Buffer[T]) Abandon(flow uint16, seq uint32, now time.Time, out []T) []T {
+	if b.mem == nil {
+		b.take()
+	}
 	t := b.clock(now)
 	fi := uint32(flow) & b.flowMask
 	fs := &b.flows[fi]

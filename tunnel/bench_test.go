@@ -155,21 +155,8 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// Keys from a real handshake.
 	now := time.Now()
-	msg, st, err := noise.CreateInitiation(cliKey, srvKey.Public(), keys.Key{}, 1, nil, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
-	acc, err := r.ConsumeInitiation(msg, cliAddr1, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return 2, true }, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ikp, _, err := st.ConsumeResponse(acc.Response, now)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	ikp, skp := sessionKeys(tb, cliKey, srvKey, cliAddr1, 2, now)
 	cp := bp.cli.server
 	cp.cur = ikp
 	bp.cli.setIndex(ikp.LocalIndex, indexEntry{peer: cp, kp: ikp})
@@ -177,8 +164,8 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	if bp.srvPeer.pub != cliKey.Public() {
 		tb.Fatal("the driven client is not the server's first peer")
 	}
-	bp.srvPeer.cur = acc.Keypair
-	bp.srv.setIndex(acc.Keypair.LocalIndex, indexEntry{peer: bp.srvPeer, kp: acc.Keypair})
+	bp.srvPeer.cur = skp
+	bp.srv.setIndex(skp.LocalIndex, indexEntry{peer: bp.srvPeer, kp: skp})
 	// Every client path has been measured (so the scheduler uses it) with equal
 	// delay and rate.
 	for _, ps := range cp.paths {
@@ -196,6 +183,27 @@ func newBenchPairPeers(tb testing.TB, paths int, congestion string, idle int) *b
 	return bp
 }
 
+// sessionKeys returns the client's and the server's keys of a real handshake
+// between cliKey and srvKey (the client at src), made with the noise package
+// directly; idx is the server's session index.
+func sessionKeys(tb testing.TB, cliKey, srvKey keys.Key, src netip.Addr, idx uint32, now time.Time) (cli, srv *noise.Keypair) {
+	tb.Helper()
+	msg, st, err := noise.CreateInitiation(cliKey, srvKey.Public(), keys.Key{}, 1, nil, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := noise.NewResponder(srvKey, noise.ResponderConfig{})
+	acc, err := r.ConsumeInitiation(msg, src, func(keys.Key) (keys.Key, [12]byte, bool) { return keys.Key{}, [12]byte{}, true }, func() (uint32, bool) { return idx, true }, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ikp, _, err := st.ConsumeResponse(acc.Response, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ikp, acc.Keypair
+}
+
 // benchClients is the server's client list: the driven client first, then
 // idle ones with addresses of their own.
 func benchClients(tb testing.TB, driven keys.Key, idle int) []ClientPeer {
@@ -210,25 +218,35 @@ func benchClients(tb testing.TB, driven keys.Key, idle int) []ClientPeer {
 // send runs the client's inside path for one packet; the datagram ends up in the
 // capture of the socket it was sent on.
 func (bp *benchPair) send(now time.Time) *capConn {
-	e := bp.cli
-	p := e.server
-	pb := e.pool.get()
-	n := copy(pb.b[wire.DataPrefixLen:], bp.pkt)
-	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
-	p.mu.Lock()
-	p.refreshInfos(time.Now())
-	if !p.sendPacket(bp.cliW, pb, now) {
-		e.pool.put(pb)
-	}
-	bp.cliW.seal()
-	if len(p.picks) == 0 {
-		p.mu.Unlock()
+	ps := sendInner(bp.cli.server, bp.cliW, bp.pkt, time.Now(), now)
+	if ps == nil {
 		return nil // queued for window room (congestion control)
 	}
-	ps := p.infoP[p.picks[0]]
-	p.mu.Unlock()
 	bp.cliW.flush()
 	return bp.cliConn[ps.cs.idx]
+}
+
+// sendInner runs p's inside path for inner packet pkt as routineInside does
+// (the scheduler's view refreshed at refreshAt) and returns the path it took
+// first, nil if none (no path, or it waits for window room). The datagram is
+// sealed in w, not flushed.
+func sendInner(p *peer, w *writer, pkt []byte, refreshAt, now time.Time) *pathState {
+	e := p.e
+	pb := e.pool.get()
+	n := copy(pb.b[wire.DataPrefixLen:], pkt)
+	pb.start, pb.end = wire.DataPrefixLen, wire.DataPrefixLen+n
+	p.mu.Lock()
+	p.refreshInfos(refreshAt)
+	if !p.sendPacket(w, pb, now) {
+		e.pool.put(pb)
+	}
+	w.seal()
+	var ps *pathState
+	if len(p.picks) > 0 {
+		ps = p.infoP[p.picks[0]]
+	}
+	p.mu.Unlock()
+	return ps
 }
 
 // receive runs the server's outside path for the datagram in c.

@@ -145,6 +145,13 @@ type peer struct {
 
 	txBytes, rxBytes, txPackets, rxPackets uint64
 
+	// dataAt is when the peer last sent or received data, idleRx the
+	// reorder buffer's count of received packets then; released: what
+	// releaseIdle gives back is given back (until dataAt moves).
+	dataAt   time.Time
+	idleRx   uint64
+	released bool
+
 	logs clientLog // server: the bucket of logClient
 }
 
@@ -268,9 +275,11 @@ func (e *Engine) newPeer(name string, pub, psk keys.Key, allowed []netip.Prefix,
 		byKey:   make(map[pathKey]*pathState),
 		links:   make(map[string]int),
 		flowSq:  make([]uint32, e.tn.ReorderFlows),
-		infos:   make([]sched.PathInfo, 0, maxPaths),
-		infoP:   make([]*pathState, 0, maxPaths),
-		picks:   make([]int, 0, maxPaths),
+		// Room for a few paths; more grow it once (a full maxPaths each was
+		// 27 KiB per client).
+		infos: make([]sched.PathInfo, 0, 4),
+		infoP: make([]*pathState, 0, 4),
+		picks: make([]int, 0, 4),
 	}
 	if !isSrv {
 		p.pinned = params
@@ -556,4 +565,57 @@ func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...an
 		}
 	}
 	p.e.log.Log(context.Background(), level, msg, args...)
+}
+
+// idleRelease is how long a peer goes without data (sent or received) before
+// the memory only traffic needs is given back (releaseIdle).
+const idleRelease = 5 * time.Second
+
+// releaseIdle gives back, once the peer has been idleRelease without data, the
+// memory only a busy peer needs: the reorder buffer's flow tables and slots,
+// the FEC encoder's symbols and the decoder, the rings of retained payloads,
+// the per-peer queue, and the paths' sent rings beyond their smallest size;
+// after askedFor, the flows' asked times too. Each is taken again (from the
+// pools the released ones go to) when traffic needs it. Packets received count
+// by the reorder buffer's counters, so the per-packet path pays nothing but
+// dataAt on sending. The timer calls it; caller holds p.mu.
+func (p *peer) releaseIdle(now time.Time) {
+	if p.reorder != nil {
+		st := p.reorder.Stats()
+		rx := st.InOrder + st.Bypassed + st.Reordered + st.Late + st.Duplicates + st.Stale + st.Timeouts + st.Overflows
+		if rx != p.idleRx || st.Held > 0 {
+			p.idleRx, p.dataAt, p.released = rx, now, false
+		}
+	}
+	idle := now.Sub(p.dataAt)
+	if idle >= askedFor {
+		// Every flow's "asked" has expired with the last data received: the
+		// times (32 KiB) go, markAsked makes them anew.
+		p.askedAt = nil
+	}
+	if p.released || idle < idleRelease {
+		return
+	}
+	done := p.reorder == nil || p.reorder.Release()
+	if p.fecEnc != nil {
+		done = p.fecEnc.Release() && done
+	}
+	if p.fecDec != nil {
+		p.fecDec.Reset()
+		putDecoder(p.fecDec, p.e.pool.size)
+		p.fecDec = nil
+	}
+	if p.store != nil {
+		done = p.store.Release() && done
+	}
+	p.ccq.release()
+	done = done && p.ccq.mem == nil
+	for _, ps := range p.paths {
+		if ps != nil {
+			done = ps.sender.Shrink() && done
+		}
+	}
+	// Paths still with packets in flight shrink at a later tick; anything
+	// sent or received meanwhile makes the peer busy again.
+	p.released = done
 }

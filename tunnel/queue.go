@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"sync"
 	"time"
 
 	"github.com/braid-vpn/braid/aqm"
@@ -82,8 +83,12 @@ type ccQueue struct {
 	bulk, sparse ccRing
 	inq          []uint16 // queued packets per flow bucket
 	inSparse     []uint8  // the flow bucket's packets in the sparse ring
-	run          int      // sparse packets that left in a row while bulk ones waited
-	codel        *aqm.CoDel
+	// mem holds the rings and counts while packets may wait (nil: released,
+	// see release); packets and flows are their sizes.
+	mem            *ccQueueMem
+	packets, flows int
+	run            int // sparse packets that left in a row while bulk ones waited
+	codel          *aqm.CoDel
 	// sojourn is the smoothed time packets waited (EWMA 1/16 per packet leaving
 	// the queue); marks and drops count CoDel's verdicts.
 	sojourn      time.Duration
@@ -91,17 +96,56 @@ type ccQueue struct {
 }
 
 func (q *ccQueue) init(packets, flows int, cfg aqm.Config) {
-	q.bulk.buf = make([]ccEntry, max(packets, 1))
-	q.sparse.buf = make([]ccEntry, sparseSlots)
-	q.inq = make([]uint16, max(flows, 1))
-	q.inSparse = make([]uint8, max(flows, 1))
+	q.packets, q.flows = max(packets, 1), max(flows, 1)
 	q.codel = aqm.New(cfg)
+}
+
+// ccQueueMem is a ccQueue's memory (about 50 KiB with the default tunables):
+// taken when a packet first has to wait, given back when the peer is idle.
+type ccQueueMem struct {
+	bulk, sparse []ccEntry
+	inq          []uint16
+	inSparse     []uint8
+}
+
+// ccQueueMems recycles the memory of idle peers' queues.
+var ccQueueMems sync.Pool
+
+// take gives the queue its memory; its counts are all zero (an empty queue).
+func (q *ccQueue) take() {
+	m, _ := ccQueueMems.Get().(*ccQueueMem)
+	if m == nil || len(m.bulk) != q.packets || len(m.inq) != q.flows {
+		m = &ccQueueMem{
+			bulk:     make([]ccEntry, q.packets),
+			sparse:   make([]ccEntry, sparseSlots),
+			inq:      make([]uint16, q.flows),
+			inSparse: make([]uint8, q.flows),
+		}
+	}
+	q.mem = m
+	q.bulk = ccRing{buf: m.bulk}
+	q.sparse = ccRing{buf: m.sparse}
+	q.inq, q.inSparse = m.inq, m.inSparse
+}
+
+// release gives the memory of an empty queue back (packets that wait keep it).
+func (q *ccQueue) release() {
+	if q.mem == nil || q.len() > 0 {
+		return
+	}
+	ccQueueMems.Put(q.mem)
+	q.mem = nil
+	q.bulk, q.sparse = ccRing{}, ccRing{}
+	q.inq, q.inSparse = nil, nil
 }
 
 func (q *ccQueue) len() int { return q.bulk.size + q.sparse.size }
 
 // push queues e in its ring; false when that ring is full.
 func (q *ccQueue) push(e ccEntry) bool {
+	if q.mem == nil {
+		q.take()
+	}
 	r := &q.bulk
 	if n := q.inSparse[e.flow]; uint16(n) == q.inq[e.flow] && n < sparsePerFlow && q.sparse.size < len(q.sparse.buf) {
 		r = &q.sparse

@@ -143,6 +143,7 @@ func (p *peer) tick(now time.Time, w *writer, toTUN []*packetBuf) []*packetBuf {
 	} else {
 		p.serverTick(now)
 	}
+	p.releaseIdle(now)
 	return toTUN
 }
 
