@@ -567,11 +567,7 @@ func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...an
 	p.e.log.Log(context.Background(), level, msg, args...)
 }
 
-// idleRelease is how long a peer goes without data (sent or received) before
-// the memory only traffic needs is given back (releaseIdle).
-const idleRelease = 5 * time.Second
-
-// releaseIdle gives back, once the peer has been idleRelease without data, the
+// releaseIdle gives back, once the peer has been IdleRelease without data, the
 // memory only a busy peer needs: the reorder buffer's flow tables and slots,
 // the FEC encoder's symbols and the decoder, the rings of retained payloads,
 // the per-peer queue, and the paths' sent rings beyond their smallest size;
@@ -593,7 +589,7 @@ func (p *peer) releaseIdle(now time.Time) {
 		// times (32 KiB) go, markAsked makes them anew.
 		p.askedAt = nil
 	}
-	if p.released || idle < idleRelease {
+	if p.released || idle < p.e.tn.IdleRelease {
 		return
 	}
 	done := p.reorder == nil || p.reorder.Release()

@@ -550,3 +550,6 @@ func TestEngineIdleReleaseAndBack(t *testing.T) {
 		t.Fatal("buffers still released with traffic")
 	}
 }
+
+// idleRelease is the default the scale rig runs with.
+var idleRelease = DefaultTunables().IdleRelease

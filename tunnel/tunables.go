@@ -69,6 +69,12 @@ type Tunables struct {
 	// one lost probe never triggers it.
 	SessionSuspectAfter time.Duration
 
+	// IdleRelease: a peer this long without data (sent or received) gives back
+	// the memory only traffic needs (reorder slots, FEC, retained payloads,
+	// queue, sent rings), so an idle client costs the server about 80 KiB
+	// instead of about 1 MiB; traffic takes it again from pools.
+	IdleRelease time.Duration
+
 	// ChallengeRetry is how often an unanswered path challenge is repeated, and
 	// ChallengeTries how many challenges a new source gets before it is forgotten
 	// (a spoofed source must not become a reflector).
@@ -204,6 +210,7 @@ func DefaultTunables() Tunables {
 		HandshakeRetryMax:    8 * time.Second,
 		SessionDeadAfter:     5 * time.Second,
 		SessionSuspectAfter:  2 * time.Second,
+		IdleRelease:          5 * time.Second,
 		HandshakeQueue:       1024,
 		HandshakeLoadHold:    time.Second,
 		HandshakeBudget:      1000,
