@@ -85,8 +85,10 @@ type ServerState struct {
 type State struct {
 	Servers []ServerState
 	// InitMap[v] is the server id an initiation whose sender index has top
-	// bits v is steered to.
-	InitMap []uint32
+	// InitBits bits v is steered to; the top server_id_bits of v are the
+	// server id a rekey names (InitBits: see Config.InitBits).
+	InitMap  []uint32
+	InitBits int
 	// Routes maps each routed client prefix to the id of its server.
 	Routes map[netip.Prefix]uint32
 }
@@ -192,7 +194,7 @@ func (b *Balancer) index(id uint32) int {
 func (b *Balancer) State() State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	st := State{InitMap: slices.Clone(b.initMap), Routes: map[netip.Prefix]uint32{}}
+	st := State{InitMap: slices.Clone(b.initMap), InitBits: b.cfg.InitBits(), Routes: map[netip.Prefix]uint32{}}
 	count := make([]int, len(b.cfg.Servers))
 	for p, i := range b.routes {
 		st.Routes[p] = b.cfg.Servers[i].ID
@@ -246,15 +248,17 @@ func (b *Balancer) buildInitMap() []uint32 {
 			live = append(live, s.ID)
 		}
 	}
-	m := make([]uint32, 1<<b.cfg.ServerIDBits)
+	bits, spread := b.cfg.ServerIDBits, b.cfg.InitBits()-b.cfg.ServerIDBits
+	m := make([]uint32, 1<<(bits+spread))
+	isLive := make(map[uint32]bool, len(live))
 	load := make(map[uint32]int, len(live))
-	own := make([]bool, len(m))
 	for _, id := range live {
-		m[id], own[id] = id, true
-		load[id]++
+		isLive[id] = true
+		load[id] = 1 << spread // its own values
 	}
 	for v := range m {
-		if own[v] {
+		if id := uint32(v) >> spread; isLive[id] {
+			m[v] = id
 			continue
 		}
 		best := live[0]

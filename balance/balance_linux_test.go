@@ -213,6 +213,12 @@ func index(v uint32, low uint32) uint32 {
 	return v<<shift | low&(1<<shift-1)
 }
 
+// initIndex is a sender index whose top st.InitBits bits are v.
+func initIndex(st State, v, low uint32) uint32 {
+	shift := 32 - st.InitBits
+	return v<<shift | low&(1<<shift-1)
+}
+
 // deliveries sends each datagram from the client to VIP:port and reports
 // which server received each (-1: none within the wait).
 func deliveries(t *testing.T, tp *topo, dgrams [][]byte) []int {
@@ -373,9 +379,10 @@ func checkSteering(t *testing.T, tp *topo, b *Balancer) {
 	dgrams = append(dgrams, datagram(wire.TypeData, index(9, 7)))
 	want = append(want, -1)
 	// Initiations by the sender index's top bits, through the map.
-	m := b.State().InitMap
-	for v := range uint32(1 << testIDBits) {
-		dgrams = append(dgrams, datagram(wire.TypeHandshakeInit, index(v, 12345)))
+	st := b.State()
+	m := st.InitMap
+	for v := range uint32(len(m)) {
+		dgrams = append(dgrams, datagram(wire.TypeHandshakeInit, initIndex(st, v, 12345)))
 		want = append(want, int(m[v]))
 	}
 	// A type no client sends to the server is dropped.
@@ -389,8 +396,8 @@ func checkSteering(t *testing.T, tp *topo, b *Balancer) {
 		}
 	}
 	for v, id := range m {
-		if v < n && id != uint32(v) {
-			t.Errorf("initiation map: value %d → server %d, want its own server", v, id)
+		if own := uint32(v) >> (st.InitBits - testIDBits); own < uint32(n) && id != own {
+			t.Errorf("initiation map: value %d → server %d, want its own server %d", v, id, own)
 		}
 	}
 }
@@ -454,13 +461,21 @@ func TestBalanceServerDownRemapsInitiations(t *testing.T) {
 	if err := b.SetLive(1, false); err != nil {
 		t.Fatal(err)
 	}
-	m := b.State().InitMap
+	st := b.State()
+	m := st.InitMap
 	var dgrams [][]byte
+	spread := map[uint32]int{} // server 1's own values (its clients' rekeys) → server
 	for v, id := range m {
 		if id == 1 {
 			t.Errorf("value %d still maps to the dead server 1", v)
 		}
-		dgrams = append(dgrams, datagram(wire.TypeHandshakeInit, index(uint32(v), 99)))
+		if uint32(v)>>(st.InitBits-testIDBits) == 1 {
+			spread[id]++
+		}
+		dgrams = append(dgrams, datagram(wire.TypeHandshakeInit, initIndex(st, uint32(v), 99)))
+	}
+	if len(spread) != 2 || spread[0]-spread[2] > 1 || spread[2]-spread[0] > 1 {
+		t.Errorf("the dead server's own values go to %v; want them split evenly over servers 0 and 2", spread)
 	}
 	// Data of server 1's sessions still goes to server 1: its clients find
 	// out by themselves (silence), then handshake afresh.
@@ -477,8 +492,11 @@ func TestBalanceServerDownRemapsInitiations(t *testing.T) {
 	if err := b.SetLive(1, true); err != nil {
 		t.Fatal(err)
 	}
-	if m := b.State().InitMap; m[1] != 1 {
-		t.Errorf("back up: value 1 maps to %d", m[1])
+	st = b.State()
+	for v, id := range st.InitMap {
+		if uint32(v)>>(st.InitBits-testIDBits) == 1 && id != 1 {
+			t.Errorf("back up: value %d (server 1's) maps to %d", v, id)
+		}
 	}
 }
 

@@ -47,6 +47,17 @@ const (
 	DefaultNftTable = "braid_balance"
 )
 
+// InitSpreadBits is how many bits below the server id the init map also
+// reads (at most up to wire.MaxServerIDBits in all, the top bits a rekey
+// copies from its server's index; the rest of those are random per session).
+// They split a dead server's own values over the live servers: its clients'
+// rekeys, which name it, spread out instead of landing on one server.
+const InitSpreadBits = 4
+
+// InitBits is how many top bits of an initiation's sender index key the init
+// map: server_id_bits plus InitSpreadBits, at most wire.MaxServerIDBits.
+func (c *Config) InitBits() int { return min(c.ServerIDBits+InitSpreadBits, wire.MaxServerIDBits) }
+
 // Config is a balancer's configuration (docs/config.md, "balancer").
 type Config struct {
 	// Path is the file it came from ("" when built in code).

@@ -119,8 +119,8 @@ func TestInitMap(t *testing.T) {
 				if !live[id] {
 					t.Fatalf("%d bits, %s: value %d → server %d, not live", bits, what, v, id)
 				}
-				if live[uint32(v)] && id != uint32(v) {
-					t.Errorf("%d bits, %s: value %d → %d, not its own live server", bits, what, v, id)
+				if own := uint32(v) >> (c.InitBits() - bits); live[own] && id != own {
+					t.Errorf("%d bits, %s: value %d → %d, not its own live server %d", bits, what, v, id, own)
 				}
 				count[id]++
 			}
@@ -143,6 +143,21 @@ func TestInitMap(t *testing.T) {
 			rest[s.ID] = true
 		}
 		check(fmt.Sprintf("server %d down", c.Servers[0].ID), rest)
+		// The dead server's own values (its clients' rekeys) are split over
+		// the live servers, not handed to one.
+		theirs := map[uint32]int{}
+		for v, id := range b.buildInitMap() {
+			if uint32(v)>>(c.InitBits()-bits) == c.Servers[0].ID {
+				theirs[id]++
+			}
+		}
+		lo, hi := 1<<InitSpreadBits, 0
+		for id := range rest {
+			lo, hi = min(lo, theirs[id]), max(hi, theirs[id])
+		}
+		if hi-lo > 1 || lo == 0 {
+			t.Errorf("%d bits, server %d down: its values went %v, want an even split", bits, c.Servers[0].ID, theirs)
+		}
 		for i := range b.health {
 			b.health[i].live = false
 		}

@@ -54,6 +54,9 @@ type kernel struct {
 	steer   *nftables.Chain
 	idShift uint
 	idMask  uint32
+	// The init map's key: the top InitBits of the sender index.
+	initShift uint
+	initMask  uint32
 }
 
 func openKernel(cfg *Config, nsPath string) (*kernel, error) {
@@ -64,6 +67,8 @@ func openKernel(cfg *Config, nsPath string) (*kernel, error) {
 	}
 	k.idShift = uint(32 - cfg.ServerIDBits)
 	k.idMask = ^uint32(0) << k.idShift
+	k.initShift = uint(32 - cfg.InitBits())
+	k.initMask = ^uint32(0) << k.initShift
 	var err error
 	if nsPath == "" {
 		k.nft, err = nftables.New(nftables.AsLasting())
@@ -107,6 +112,9 @@ func (k *kernel) rtTable(id uint32) int { return k.cfg.TableBase + int(id) }
 // key is the map key of the server-id value v: the index with v in its top
 // bits and the rest zero, as the masked payload reads.
 func (k *kernel) key(v uint32) []byte { return binaryutil.BigEndian.PutUint32(v << k.idShift) }
+
+// initKey is the init map's key of value v (its top InitBits bits).
+func (k *kernel) initKey(v uint32) []byte { return binaryutil.BigEndian.PutUint32(v << k.initShift) }
 
 func (k *kernel) vipPrefix() netip.Prefix { return netip.PrefixFrom(k.cfg.VIP, k.cfg.VIP.BitLen()) }
 
@@ -213,8 +221,8 @@ func (k *kernel) installNft(initMap []uint32) error {
 	// untracked too, so no state exists in either direction.
 	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.pre, Exprs: join(
 		k.matchService(false), []expr.Any{&expr.Notrack{}, &expr.Counter{}})})
-	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.steer, Exprs: k.steerBy(wire.TypeData, k.dataMap)})
-	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.steer, Exprs: k.steerBy(wire.TypeHandshakeInit, k.initMap)})
+	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.steer, Exprs: k.steerBy(wire.TypeData, k.dataMap, k.idMask)})
+	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.steer, Exprs: k.steerBy(wire.TypeHandshakeInit, k.initMap, k.initMask)})
 	// Anything else to the service (a type no client sends there, or data
 	// naming no configured server) has nowhere to go.
 	c.AddRule(&nftables.Rule{Table: k.table, Chain: k.steer, Exprs: []expr.Any{&expr.Counter{}, &expr.Verdict{Kind: expr.VerdictDrop}}})
@@ -251,13 +259,13 @@ func (k *kernel) matchService(toService bool) []expr.Any {
 }
 
 // steerBy sets the fwmark of a datagram of type typ from the map m, keyed by
-// the top server-id bits of the index at bytes 4..8, and accepts it.
-func (k *kernel) steerBy(typ byte, m *nftables.Set) []expr.Any {
+// the index at bytes 4..8 under mask, and accepts it.
+func (k *kernel) steerBy(typ byte, m *nftables.Set, mask uint32) []expr.Any {
 	return []expr.Any{
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: offType, Len: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{typ}},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: offIndex, Len: 4},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: binaryutil.BigEndian.PutUint32(k.idMask), Xor: make([]byte, 4)},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: binaryutil.BigEndian.PutUint32(mask), Xor: make([]byte, 4)},
 		&expr.Lookup{SourceRegister: 1, DestRegister: 1, IsDestRegSet: true, SetName: m.Name, SetID: m.ID},
 		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: 1},
 		&expr.Counter{},
@@ -267,8 +275,11 @@ func (k *kernel) steerBy(typ byte, m *nftables.Set) []expr.Any {
 
 // elem maps server-id value v to the mark of server id.
 func (k *kernel) elem(v, id uint32) nftables.SetElement {
-	return nftables.SetElement{Key: k.key(v), Val: binaryutil.NativeEndian.PutUint32(k.mark(id))}
+	return nftables.SetElement{Key: k.key(v), Val: k.markVal(id)}
 }
+
+// markVal is the map value steering to server id (a mark, host order).
+func (k *kernel) markVal(id uint32) []byte { return binaryutil.NativeEndian.PutUint32(k.mark(id)) }
 
 // updateInitMap writes the entries of next that differ from old (all, when
 // old is nil). A changed entry is deleted and re-added in one batch, so a
@@ -292,9 +303,9 @@ func (k *kernel) updateInitMap(old, next []uint32) error {
 			continue
 		}
 		if old != nil {
-			del = append(del, nftables.SetElement{Key: k.key(uint32(v))})
+			del = append(del, nftables.SetElement{Key: k.initKey(uint32(v))})
 		}
-		add = append(add, k.elem(uint32(v), id))
+		add = append(add, nftables.SetElement{Key: k.initKey(uint32(v)), Val: k.markVal(id)})
 		if len(add) == initChunk {
 			if err := flush(); err != nil {
 				return err
