@@ -136,11 +136,7 @@ func TestEngineDeadSessionHandshakesAtRandom(t *testing.T) {
 	waitUsable(t, r.cliA, "server", 2)
 	srvIdx := r.srv.Status().Peers[0].SessionIndex
 	cut := time.Now()
-	for _, a := range []netip.Addr{cliAddr1, cliAddr2} {
-		for _, s := range []netip.Addr{srvAddr1.Addr(), srvAddr2.Addr()} {
-			r.net.SetLink(s, a, conntest.LinkOptions{Down: true})
-		}
-	}
+	r.silenceServer()
 	deadline := time.Now().Add(10 * time.Second)
 	var after []initSeen
 	for len(after) < 3 {
@@ -254,11 +250,7 @@ func TestEngineSilentServerEarlyRekey(t *testing.T) {
 	srvIdx := r.srv.Status().Peers[0].SessionIndex
 	before := len(seen.list())
 	cut := time.Now()
-	for _, a := range []netip.Addr{cliAddr1, cliAddr2} {
-		for _, s := range []netip.Addr{srvAddr1.Addr(), srvAddr2.Addr()} {
-			r.net.SetLink(s, a, conntest.LinkOptions{Down: true})
-		}
-	}
+	r.silenceServer()
 	time.Sleep(suspect + 1500*time.Millisecond)
 	got := seen.list()[before:]
 	if len(got) == 0 {
@@ -275,5 +267,15 @@ func TestEngineSilentServerEarlyRekey(t *testing.T) {
 	}
 	if len(senders) != 1 {
 		t.Errorf("%d handshakes in %v of silence, want one early rekey", len(senders), time.Since(cut).Round(time.Millisecond))
+	}
+}
+
+// silenceServer takes down every link from the server to client A, as a
+// server that died looks from the client.
+func (r *rig) silenceServer() {
+	for _, a := range []netip.Addr{cliAddr1, cliAddr2} {
+		for _, s := range []netip.Addr{srvAddr1.Addr(), srvAddr2.Addr()} {
+			r.net.SetLink(s, a, conntest.LinkOptions{Down: true})
+		}
 	}
 }
