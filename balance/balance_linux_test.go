@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/braid-vpn/braid/control"
+	"github.com/braid-vpn/braid/internal/testenv"
 	"github.com/braid-vpn/braid/netns"
 	"github.com/braid-vpn/braid/wire"
 )
@@ -73,6 +74,7 @@ func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: creates network namespaces and installs nftables rules in them")
 	}
+	testenv.SkipIfEmulated(t, testenv.NoNetns)
 }
 
 func newNS(t *testing.T) *netns.Namespace {
