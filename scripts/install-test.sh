@@ -20,6 +20,7 @@ done <<'LIST'
 /usr/bin/braid 755 root
 /etc/braid 700 root
 /usr/lib/systemd/system/braid@.service 644 root
+/usr/lib/systemd/system/braid-balance.service 644 root
 /usr/share/man/man1/braid.1.gz 644 root
 /usr/share/man/man1/braid-up.1.gz 644 root
 /usr/share/bash-completion/completions/braid 644 root
@@ -38,12 +39,15 @@ if command -v systemd-analyze >/dev/null; then
 	v="$(systemd-analyze verify braid@ci.service 2>&1)" || fail "systemd-analyze verify: $v"
 	[ -z "$v" ] || fail "systemd-analyze verify: $v"
 	grep -q '^ExecStart=/usr/bin/braid up' /usr/lib/systemd/system/braid@.service || fail "the unit does not run /usr/bin/braid"
+	v="$(systemd-analyze verify braid-balance.service 2>&1)" || fail "systemd-analyze verify braid-balance: $v"
+	[ -z "$v" ] || fail "systemd-analyze verify braid-balance: $v"
+	grep -q '^ExecStart=/usr/bin/braid balance' /usr/lib/systemd/system/braid-balance.service || fail "the balancer's unit does not run /usr/bin/braid"
 else
 	echo "install-test: systemd-analyze not installed: unit not verified"
 fi
 
 dpkg --purge braid >/dev/null
-for p in /usr/bin/braid /usr/lib/systemd/system/braid@.service /usr/share/doc/braid /etc/braid; do
+for p in /usr/bin/braid /usr/lib/systemd/system/braid@.service /usr/lib/systemd/system/braid-balance.service /usr/share/doc/braid /etc/braid; do
 	[ ! -e "$p" ] || fail "$p left after purge"
 done
 echo "install-test: $(basename "$deb") installed, checked ($out), purged"

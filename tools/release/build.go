@@ -90,7 +90,7 @@ func goBuild(src Source, t targets.Target, pkg, bin string) error {
 
 // shared are the staged files every package of a release carries.
 type shared struct {
-	unit        string   // the systemd unit, running /usr/bin/braid
+	units       []string // the systemd units (unitNames), running /usr/bin/braid
 	notice      string   // braid's third-party notice
 	licence     string   // LICENSE
 	man         []string // gzipped man pages
@@ -101,17 +101,25 @@ type shared struct {
 	openwrtInit string   // the procd init script
 }
 
+// unitNames are the systemd units in dist/systemd that the packages install:
+// the daemon (one instance per config) and the balancer.
+var unitNames = []string{"braid@.service", "braid-balance.service"}
+
 func stageShared(src Source, stage string) (shared, error) {
 	var s shared
-	unit, err := os.ReadFile(filepath.Join(src.Root, "dist/systemd/braid@.service"))
-	if err != nil {
-		return s, err
-	}
-	// One unit source: it names the path `go build` users install to, the
+	var err error
+	// One source per unit: it names the path `go build` users install to, the
 	// packages put the binary in /usr/bin.
-	s.unit = filepath.Join(stage, "braid@.service")
-	if err := os.WriteFile(s.unit, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/braid", "/usr/bin/braid")), 0o644); err != nil {
-		return s, err
+	for _, name := range unitNames {
+		unit, err := os.ReadFile(filepath.Join(src.Root, "dist/systemd", name))
+		if err != nil {
+			return s, err
+		}
+		staged := filepath.Join(stage, name)
+		if err := os.WriteFile(staged, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/braid", "/usr/bin/braid")), 0o644); err != nil {
+			return s, err
+		}
+		s.units = append(s.units, staged)
 	}
 	s.notice = filepath.Join(stage, "THIRD_PARTY_NOTICES")
 	if err := os.WriteFile(s.notice, []byte(notice.For("braid")), 0o644); err != nil {

@@ -52,8 +52,10 @@ func contents(f format, bin string, s shared) files.Contents {
 	if f.router {
 		return append(c, file(s.openwrtInit, "/etc/init.d/braid", 0o755))
 	}
+	for _, u := range s.units {
+		c = append(c, file(u, "/usr/lib/systemd/system/"+filepath.Base(u), 0o644))
+	}
 	c = append(c,
-		file(s.unit, "/usr/lib/systemd/system/braid@.service", 0o644),
 		file(s.bash, "/usr/share/bash-completion/completions/braid", 0o644),
 		file(s.zsh, "/usr/share/zsh/vendor-completions/_braid", 0o644),
 		file(s.fish, "/usr/share/fish/vendor_completions.d/braid.fish", 0o644),

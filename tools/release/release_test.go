@@ -75,7 +75,7 @@ func TestReleaseReproducible(t *testing.T) {
 	for _, want := range []string{
 		"-rwxr-xr-x root/root", "./usr/bin/braid\n",
 		"drwx------ root/root         0", "./etc/braid/\n",
-		"./usr/lib/systemd/system/braid@.service\n",
+		"./usr/lib/systemd/system/braid@.service\n", "./usr/lib/systemd/system/braid-balance.service\n",
 		"./usr/share/man/man1/braid.1.gz\n", "./usr/share/man/man1/braid-up.1.gz\n",
 		"./usr/share/bash-completion/completions/braid\n", "./usr/share/zsh/vendor-completions/_braid\n",
 		"./usr/share/fish/vendor_completions.d/braid.fish\n",
@@ -98,12 +98,21 @@ func TestStagedUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit, err := os.ReadFile(s.unit)
-	if err != nil {
-		t.Fatal(err)
+	want := map[string]string{
+		"braid@.service":        "ExecStart=/usr/bin/braid up -c /etc/braid/%i.toml",
+		"braid-balance.service": "ExecStart=/usr/bin/braid balance -c /etc/braid/balance.toml",
 	}
-	if !strings.Contains(string(unit), "ExecStart=/usr/bin/braid up -c /etc/braid/%i.toml") || strings.Contains(string(unit), "/usr/local/bin") {
-		t.Errorf("staged unit:\n%s", unit)
+	if len(s.units) != len(want) {
+		t.Errorf("staged units: %v", s.units)
+	}
+	for _, u := range s.units {
+		unit, err := os.ReadFile(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exec := want[filepath.Base(u)]; exec == "" || !strings.Contains(string(unit), exec) || strings.Contains(string(unit), "/usr/local/bin") {
+			t.Errorf("staged unit %s:\n%s", filepath.Base(u), unit)
+		}
 	}
 	if len(s.man) < 5 {
 		t.Errorf("man pages: %v", s.man)
