@@ -130,7 +130,7 @@ func (p *peer) transmit(w *writer, pb *packetBuf, flow uint16, seq uint32, now t
 	frameLen := wire.DataFrameHeaderLen + n
 	dataAt := wire.DataHeaderLen + wire.InnerHeaderLen
 	repairs := 0
-	p.dataAt, p.released = now, false
+	p.lastData, p.released = now, false
 	for k, idx := range p.picks {
 		ps := p.infoP[idx]
 		out := pb

@@ -447,6 +447,7 @@ func (in *inbound) handleData(cs *connState, pb *packetBuf, d []byte, ep conn.En
 				e.counters.drop(dropMalformed)
 				continue
 			}
+			p.lastData, p.released = now, false
 			in.fecData(p, cur[:len(cur)-len(rest)], f.Flow, f.FlowSeq, now)
 			kept = in.deliver(p, pb, frameAt+wire.DataFrameHeaderLen, f, now)
 		case wire.FrameAck:

@@ -145,11 +145,10 @@ type peer struct {
 
 	txBytes, rxBytes, txPackets, rxPackets uint64
 
-	// dataAt is when the peer last sent or received data, idleRx the
-	// reorder buffer's count of received packets then; released: what
-	// releaseIdle gives back is given back (until dataAt moves).
-	dataAt   time.Time
-	idleRx   uint64
+	// lastData is when the peer last sent or received a DATA frame;
+	// released: what releaseIdle gives back is given back (until lastData
+	// moves).
+	lastData time.Time
 	released bool
 
 	logs clientLog // server: the bucket of logClient
@@ -572,18 +571,11 @@ func (p *peer) logClient(now time.Time, level slog.Level, msg string, args ...an
 // the FEC encoder's symbols and the decoder, the rings of retained payloads,
 // the per-peer queue, and the paths' sent rings beyond their smallest size;
 // after askedFor, the flows' asked times too. Each is taken again (from the
-// pools the released ones go to) when traffic needs it. Packets received count
-// by the reorder buffer's counters, so the per-packet path pays nothing but
-// dataAt on sending. The timer calls it; caller holds p.mu.
+// pools the released ones go to) when traffic needs it; the per-packet path
+// pays one store (lastData) per DATA frame sent or received. The timer calls
+// it; caller holds p.mu.
 func (p *peer) releaseIdle(now time.Time) {
-	if p.reorder != nil {
-		st := p.reorder.Stats()
-		rx := st.InOrder + st.Bypassed + st.Reordered + st.Late + st.Duplicates + st.Stale + st.Timeouts + st.Overflows
-		if rx != p.idleRx || st.Held > 0 {
-			p.idleRx, p.dataAt, p.released = rx, now, false
-		}
-	}
-	idle := now.Sub(p.dataAt)
+	idle := now.Sub(p.lastData)
 	if idle >= askedFor {
 		// Every flow's "asked" has expired with the last data received: the
 		// times (32 KiB) go, markAsked makes them anew.
