@@ -238,9 +238,8 @@ func (b *Buffer[T]) take() {
 	for c := range b.heaps {
 		b.heaps[c] = a.heaps[c][:0]
 	}
-	fresh := flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
 	for i := range b.flows {
-		b.flows[i] = fresh
+		b.flows[i] = b.freshFlow()
 	}
 	clear(b.seen)
 	for i := range b.nodes {
@@ -267,7 +266,7 @@ func (b *Buffer[T]) Release() bool {
 	if b.held > 0 {
 		return false
 	}
-	fresh := flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+	fresh := b.freshFlow()
 	for fi := range b.flows {
 		seen := b.seen[uint32(fi)*b.words : uint32(fi+1)*b.words]
 		if b.flows[fi] == fresh && allZero(seen) {
@@ -288,6 +287,11 @@ func (b *Buffer[T]) Release() bool {
 
 // Released reports whether the Buffer holds no memory of its own now.
 func (b *Buffer[T]) Released() bool { return b.mem == nil }
+
+// freshFlow is a flow's state before its first packet.
+func (b *Buffer[T]) freshFlow() flowState {
+	return flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+}
 
 func allZero(ws []uint64) bool {
 	for _, w := range ws {
@@ -409,7 +413,7 @@ func (b *Buffer[T]) Reset(out []T) []T {
 	out = b.Flush(out)
 	b.saved, b.savedSeen = b.saved[:0], b.savedSeen[:0]
 	for i := range b.flows {
-		b.flows[i] = flowState{head: -1, tail: -1, hidx: -1, started: b.startAtZero}
+		b.flows[i] = b.freshFlow()
 	}
 	clear(b.seen)
 	return out

@@ -524,13 +524,12 @@ func (p *peer) confirmNext(now time.Time) {
 // yet (server): a close ends the session it was sent in, not a newer one.
 func (p *peer) endSession(now time.Time, keepNext bool) {
 	e := p.e
-	ended := [](*noise.Keypair){p.cur, p.prev}
-	if !keepNext {
-		ended = append(ended, p.next)
+	if !keepNext && p.next != nil {
+		e.releaseIndex(p.next.LocalIndex)
 		p.next = nil
 	}
 	e.idxMu.Lock()
-	for _, kp := range ended {
+	for _, kp := range [](*noise.Keypair){p.cur, p.prev} {
 		if kp != nil {
 			e.dropIndex(kp.LocalIndex)
 		}
