@@ -47,6 +47,15 @@ func ReadSystemCPU() (busy float64, cpus int, _ error) {
 	return ParseProcStat(data)
 }
 
+// ReadPidCPU returns process pid's CPU seconds (ParsePidStat of /proc/PID/stat).
+func ReadPidCPU(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParsePidStat(data)
+}
+
 // ParsePidStat returns utime + stime of a /proc/PID/stat line in seconds:
 // the CPU time of all the process's threads, user and kernel (docs/lab.md
 // says which softirq work that holds). The command name may contain spaces

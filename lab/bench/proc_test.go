@@ -105,3 +105,18 @@ func TestReadLiveProc(t *testing.T) {
 		t.Errorf("no process: %v, %v; want NaN", v, err)
 	}
 }
+
+func TestReadPidCPU(t *testing.T) {
+	// Burn a little CPU so that this process has some to report.
+	x := 0
+	for i := range 50_000_000 {
+		x += i
+	}
+	v, err := ReadPidCPU(os.Getpid())
+	if err != nil || v <= 0 {
+		t.Fatalf("ReadPidCPU(self) = %v, %v (x %d)", v, err, x)
+	}
+	if _, err := ReadPidCPU(-1); err == nil {
+		t.Error("no error for a process that cannot exist")
+	}
+}

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/braid-vpn/braid/lab/bench"
@@ -16,11 +15,7 @@ type cpuSnapshot struct {
 // processCPU is a process's CPU seconds; 0 for one that is gone (a killed
 // server: its time is then missing from the figure, which says so).
 func processCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	v, err := bench.ParsePidStat(data)
+	v, err := bench.ReadPidCPU(pid)
 	if err != nil {
 		return 0
 	}

@@ -396,10 +396,8 @@ type procSample struct {
 func sample(c *proc.Child) (procSample, error) {
 	pid := c.PID()
 	s := procSample{at: time.Now()}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err == nil {
-		s.cpu, err = bench.ParsePidStat(stat)
-	}
+	var err error
+	s.cpu, err = bench.ReadPidCPU(pid)
 	var status []byte
 	if err == nil {
 		status, err = os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
