@@ -71,6 +71,11 @@
 //     most ProbeInterval after breaking and is Down within
 //     ProbeInterval+DownIdle (1.8s); a lone lost probe never takes it down.
 //
+// Long before either rule fires the path is suspect (SuspectSince): its two
+// oldest such packets are both older than the probe timeout. The engine stops
+// scheduling on a suspect path while another one answers; the state machine does
+// not change.
+//
 // Going Down declares everything outstanding lost (for TakeLost, not for the
 // loss rate), and OnTimer asks for a probe at once and then every
 // ProbeInterval. The first ack of a packet sent after the path went Down

@@ -462,3 +462,63 @@ func TestStandbyProbes(t *testing.T) {
 		t.Errorf("%d probes in the 1.3 s while Down, want 4 (every ProbeInterval)", len(down))
 	}
 }
+
+// A busy path that breaks is suspect about one probe timeout after the first
+// unanswered packet left, long before it is Down; a path with 10 % loss and an
+// idle path's single lost probe are never suspect; the first ack of a later
+// packet clears it.
+func TestSuspect(t *testing.T) {
+	suspect := func(m *sim) bool { _, ok := m.s.SuspectSince(m.now); return ok }
+	m := newSim(Config{}, 20*time.Millisecond)
+	m.dataGap = time.Millisecond
+	m.drop = func(seq uint32) bool { return seq%10 == 0 }
+	if m.runUntil(3*time.Second, func() bool { return suspect(m) }) {
+		t.Fatalf("a busy path with 10%% loss was suspect at %v", m.now.Sub(base))
+	}
+	m.drop = nil
+	pto := m.s.PTO()
+	cut := m.now
+	m.fwdUp = false
+	if !m.runUntil(time.Second, func() bool { return suspect(m) }) {
+		t.Fatal("never suspect after the cut")
+	}
+	d := m.now.Sub(cut)
+	since, _ := m.s.SuspectSince(m.now)
+	t.Logf("PTO %v: suspect %v after the cut (oldest unanswered sent %v after it), state %v", pto, d, since.Sub(cut), m.s.State())
+	if since.Before(cut) || d > pto+6*time.Millisecond || d < pto {
+		t.Errorf("suspect %v after the cut, its oldest unanswered packet %v after; want PTO %v plus at most a timer tick", d, since.Sub(cut), pto)
+	}
+	if m.s.State() == Down {
+		t.Error("already Down when first suspect")
+	}
+	m.fwdUp = true
+	if !m.runUntil(200*time.Millisecond, func() bool { return !suspect(m) }) {
+		t.Fatal("still suspect 200 ms after the link returned")
+	}
+	if m.s.State() == Down {
+		t.Errorf("Down: the link returned %v after the cut, before the busy rule", m.now.Sub(cut))
+	}
+
+	// Acks that stall for 100 ms: suspect (nobody can tell that from an outage
+	// yet), and clear one ack's way after they flow again, without going Down.
+	m.run(2 * time.Second)
+	m.revUp = false
+	m.run(100 * time.Millisecond)
+	m.revUp = true
+	back := m.now
+	if !m.runUntil(m.owd+6*time.Millisecond, func() bool { return !suspect(m) }) {
+		t.Errorf("still suspect %v after the acks returned", m.now.Sub(back))
+	}
+	if m.s.State() == Down {
+		t.Error("Down after a 100 ms ack stall")
+	}
+
+	// An idle path: one lost probe.
+	m = newSim(Config{}, 20*time.Millisecond)
+	m.run(2 * time.Second)
+	lost := m.s.NextSeq()
+	m.drop = func(seq uint32) bool { return seq == lost }
+	if m.runUntil(2*time.Second, func() bool { return suspect(m) }) {
+		t.Errorf("an idle path's lost probe made it suspect at %v", m.now.Sub(base))
+	}
+}

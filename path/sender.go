@@ -123,6 +123,13 @@ type Sender struct {
 	downSeq      uint32
 	probeSamples int
 	lastAck      time.Time
+	// The oldest ack-eliciting packet no ack had overtaken, and how many such
+	// packets there were (up to DownBusyPackets), as of the last OnTimer: what
+	// SuspectSince judges, without a walk per call.
+	unansSeq    uint32
+	unansSent   int64
+	unansSecond int64 // when the second of them left
+	unansN      int
 
 	obs Observer
 
@@ -766,6 +773,7 @@ func (s *Sender) checkLiveness(t int64) (oldest int64, unanswered int) {
 	s.popResolved()
 	n := s.cfg.DownBusyPackets
 	var first, nth int64
+	var firstSeq uint32
 	count := 0
 	for i := s.qHead; i != s.qTail; i++ {
 		seq := s.q[i&s.mask]
@@ -778,16 +786,21 @@ func (s *Sender) checkLiveness(t int64) (oldest int64, unanswered int) {
 		}
 		count++
 		if count == 1 {
-			first = p.sent
+			first, firstSeq = p.sent, seq
+		}
+		if count == 2 {
+			s.unansSecond = p.sent
 		}
 		if count == n {
 			nth = p.sent
 			break
 		}
 	}
+	s.unansN = count
 	if count == 0 {
 		return 0, 0
 	}
+	s.unansSeq, s.unansSent = firstSeq, first
 	down := t-first >= int64(s.cfg.DownIdle)
 	if !down && count >= n {
 		thr := s.busyThreshold()
@@ -812,6 +825,7 @@ func (s *Sender) ForceDown() {
 
 func (s *Sender) goDown() {
 	s.state = Down
+	s.unansN = 0
 	s.downSeq = s.next
 	for i := s.qHead; i != s.qTail; i++ {
 		if p := s.outstanding(s.q[i&s.mask]); p != nil {
@@ -862,6 +876,34 @@ func (s *Sender) OnTimer(now time.Time) (needProbe bool) {
 // StandbyProbeInterval instead of ProbeInterval. A Down path probes at
 // ProbeInterval regardless, to notice its return.
 func (s *Sender) SetStandby(on bool) { s.standby = on }
+
+// SuspectSince reports whether the path is suspect, and since when: the two
+// oldest ack-eliciting packets that no ack has overtaken have both gone
+// unanswered for longer than an ack takes on it (srtt+4·rttvar+AckDelay, the
+// probe timeout), as of the last OnTimer and the acks since. since is when the
+// oldest of them left. Two, so that one lost packet (an idle path's probe, say)
+// followed by a fresh one is not taken for an outage.
+//
+// Suspect comes long before Down (DownBusyMin, 200ms, at the least): it is SCTP's
+// "potentially failed" state (RFC 7829). A path that stopped delivering keeps
+// taking new packets until it is Down, and a receiver's TCP acks or a sender's
+// retransmissions that land there are lost with it; a scheduler that skips a
+// suspect path while another one answers loses only what was already in flight.
+// Nothing is declared lost and no estimator changes: the first ack of a later
+// packet clears it.
+func (s *Sender) SuspectSince(now time.Time) (since time.Time, ok bool) {
+	if s.unansN < 2 || s.state == Down || s.haveLargest && int32(s.unansSeq-s.largestAcked) <= 0 {
+		return time.Time{}, false
+	}
+	if s.ns(now)-s.unansSecond < s.pto() {
+		return time.Time{}, false
+	}
+	return s.epoch.Add(time.Duration(s.unansSent)), true
+}
+
+// LastAck returns when the latest ACK frame for this path arrived (zero before
+// the first), the same as Stats().LastAck without the snapshot.
+func (s *Sender) LastAck() time.Time { return s.lastAck }
 
 // State returns the liveness state.
 func (s *Sender) State() State { return s.state }

@@ -121,6 +121,9 @@ type peer struct {
 	infoMTU    [maxPaths]int
 	infoMinMTU int
 	infoTier   [maxPaths]uint8 // each entry's priority tier
+	// infoSuspect: since when each entry's packets have gone unanswered
+	// (path.Sender.SuspectSince; zero: it answers), for hideSuspects.
+	infoSuspect [maxPaths]time.Time
 	// infoLowTier is the lowest tier with a usable entry; infoTiersSpread: usable
 	// entries are in more than one tier (refreshInfos, for hideTiers).
 	infoLowTier     int
@@ -481,7 +484,9 @@ func (p *peer) refreshInfos(now time.Time) {
 		p.infoP = append(p.infoP, ps)
 		p.infoMTU[len(p.infoP)-1] = ps.datagramLimit()
 		p.infoTier[len(p.infoP)-1] = p.tierOf(ps)
+		p.infoSuspect[len(p.infoP)-1], _ = ps.sender.SuspectSince(now)
 	}
+	p.hideSuspects()
 	p.infoMinMTU = int(^uint(0) >> 1)
 	p.infoLowTier, p.infoTiersSpread = -1, false
 	var maxSRTT time.Duration
@@ -519,6 +524,53 @@ func (p *peer) refreshInfos(now time.Time) {
 		if p.rec.Has(recovery.FEC) && p.recHold > 0 {
 			// A resend may first wait for the receiver's REBUILT report.
 			p.recHold = min(p.recHold+p.fecWaitMax(), p.recCfg.MaxHold)
+		}
+	}
+}
+
+// hideSuspects takes out of the schedule the usable entries whose path went
+// suspect (path.Sender.SuspectSince), with the entries that share its access link
+// and have not been answered since, as long as an entry of the same tier or a
+// lower one still answers. A path that stopped delivering is Down only 200–350ms
+// later; until then every packet scheduled there is lost, and when those are the
+// inner TCP's acks or its retransmissions the inner flow waits for its own
+// retransmission timeout. When every path is suspect, none is hidden: one of them
+// may just be slow. Probes (OnTimer) and the rescue of late packets
+// (rescueLate) go on regardless, and the first ack of a later packet clears the
+// suspicion.
+func (p *peer) hideSuspects() {
+	n := len(p.infos)
+	var hide [maxPaths]bool
+	any := false
+	for k := 0; k < n; k++ {
+		since := p.infoSuspect[k]
+		if since.IsZero() || !p.infos[k].Usable {
+			continue
+		}
+		hide[k], any = true, true
+		if p.infos[k].Link == 0 {
+			continue
+		}
+		for j := 0; j < n; j++ {
+			// A sibling that got an ack for a packet sent after the trouble began
+			// shows the link works.
+			if j != k && p.infos[j].Link == p.infos[k].Link && p.infoP[j].sender.LastAck().Before(since.Add(p.infos[j].SRTT)) {
+				hide[j] = true
+			}
+		}
+	}
+	if !any {
+		return
+	}
+	for k := 0; k < n; k++ {
+		if !hide[k] || !p.infos[k].Usable {
+			continue
+		}
+		for j := 0; j < n; j++ {
+			if p.infos[j].Usable && !hide[j] && p.infoTier[j] <= p.infoTier[k] {
+				p.infos[k].Usable = false
+				break
+			}
 		}
 	}
 }
