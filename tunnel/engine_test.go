@@ -724,8 +724,11 @@ func TestEngineSubflows(t *testing.T) {
 	if len(ports) != 2 {
 		t.Fatalf("server sees %d client endpoints, want 2: %v", len(ports), ports)
 	}
+	// Round-robin gives each about 50. Not exactly: a subflow whose acks lag (an
+	// emulated CPU working through the burst) is suspect for a moment and skipped
+	// (hideSuspects), so only a real share of each is required.
 	for ep, rx := range ports {
-		if rx < 30 {
+		if rx < 15 {
 			t.Errorf("subflow %s carried only %d datagrams", ep, rx)
 		}
 	}
