@@ -94,9 +94,7 @@ func New(workers, chunk int) *Pool {
 func (p *Pool) work() {
 	defer p.wg.Done()
 	for j := range p.jobs {
-		if n := p.help(j.f, j.b, j.n, j.epoch); n > 0 {
-			p.workerItems.Add(uint64(n))
-		}
+		p.help(j.f, j.b, j.n, j.epoch, true)
 	}
 }
 
@@ -130,28 +128,31 @@ func (p *Pool) Run(f *Fork, b Batch, n int) {
 		default: // every worker is busy: do it here
 		}
 	}
-	p.help(f, b, n, f.epoch)
+	p.help(f, b, n, f.epoch, false)
 	for f.done.Load() < int64(n) {
 		runtime.Gosched() // a worker finishes the chunk it holds
 	}
 }
 
-// help claims chunks of batch epoch of f and does them until none is left;
-// it returns how many items it did.
-func (p *Pool) help(f *Fork, b Batch, n int, epoch uint32) (did int) {
+// help claims chunks of batch epoch of f and does them until none is left. A
+// worker counts its items before it marks them done, so that Stats already
+// holds them when Run returns.
+func (p *Pool) help(f *Fork, b Batch, n int, epoch uint32, worker bool) {
 	for {
 		c := f.claim.Load()
 		lo := int(uint32(c))
 		if uint32(c>>32) != epoch || lo >= n {
-			return did
+			return
 		}
 		hi := min(lo+p.chunk, n)
 		if !f.claim.CompareAndSwap(c, uint64(epoch)<<32|uint64(hi)) {
 			continue
 		}
 		b.Do(lo, hi)
+		if worker {
+			p.workerItems.Add(uint64(hi - lo))
+		}
 		f.done.Add(int64(hi - lo))
-		did += hi - lo
 	}
 }
 

@@ -145,7 +145,7 @@ func TestLateWorker(t *testing.T) {
 	f.epoch++
 	f.done.Store(0)
 	f.claim.Store(uint64(f.epoch) << 32)
-	p.help(&f, old, 16, stale)
+	p.help(&f, old, 16, stale, true)
 	for i := range old.hits {
 		if old.hits[i].Load() != 1 {
 			t.Fatalf("item %d of the old batch done %d times", i, old.hits[i].Load())

@@ -537,8 +537,13 @@ func (p *peer) refreshInfos(now time.Time) {
 // retransmission timeout. When every path is suspect, none is hidden: one of them
 // may just be slow. Probes (OnTimer) and the rescue of late packets
 // (rescueLate) go on regardless, and the first ack of a later packet clears the
-// suspicion.
+// suspicion. The redundant scheduler keeps them: it sends every packet on every
+// path, so hiding one saves nothing from loss and takes away the copy that
+// arrives should the suspicion be wrong.
 func (p *peer) hideSuspects() {
+	if p.sched != nil && p.sched.Name() == sched.Redundant {
+		return
+	}
 	n := len(p.infos)
 	var hide [maxPaths]bool
 	any := false
