@@ -30,8 +30,11 @@ done <<'LIST'
 LIST
 
 out="$(/usr/bin/braid version)" || fail "braid version failed"
-echo "$out" | grep -q '^braid v.* (commit [0-9a-f]\{12\}' || fail "braid version = $out: no commit"
-/usr/bin/braid licenses | grep -q 'github.com/flynn/noise' || fail "braid licenses lacks the notice"
+grep -q '^braid v.* (commit [0-9a-f]\{12\}' <<<"$out" || fail "braid version = $out: no commit"
+# Read the whole listing before grepping: grep -q stops at the first match,
+# and under pipefail braid's SIGPIPE on the rest would fail the check.
+lic="$(/usr/bin/braid licenses)" || fail "braid licenses failed"
+grep -q 'github.com/flynn/noise' <<<"$lic" || fail "braid licenses lacks the notice"
 
 if command -v systemd-analyze >/dev/null; then
 	# A template is verified through an instance of it, found where the
