@@ -84,7 +84,9 @@ func TestRateStartupDrainProbeBW(t *testing.T) {
 		if p.rs.mode != rateStartup {
 			t.Fatalf("left startup at round %d", k+1)
 		}
-		near(t, "startup pacing", p.PacingRate(), 2.77*r)
+		// Startup paces at 2.77 × bw, and not below the window's nominal
+		// rate while it has not filled the pipe.
+		near(t, "startup pacing", p.PacingRate(), 2.77*max(r, float64(p.Window())/rtt40.Seconds()))
 	}
 	roundAck(p, 8, rmss, 100000, 8e5)
 	if st := p.Stats(); st.Mode != "drain" {
@@ -419,6 +421,31 @@ func TestRateFirstSampleAppLimited(t *testing.T) {
 	// window no longer grows without bound.
 	if target := p.rateTarget(); target <= 0 || float64(w) > (target+1)*rmss {
 		t.Errorf("window %d bytes, target %v segments: want a finite target the window respects", w, target)
+	}
+}
+
+// A fresh path's first samples are app-limited and tiny (handshake,
+// keepalives, an inner flow's first segments): in Startup they must not pace
+// the window below its nominal rate, Startup's gain × window / SRTT, or an
+// inner slow start waits in the tunnel's queue for a round trip. Once Startup
+// has filled the pipe, gain × bw paces again.
+func TestRateStartupPacingNotBelowWindow(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	nominal := rateStartupGain * float64(p.Window()) / rtt40.Seconds() // 10 segments per 40 ms, × 2.77
+	p.OnAck(Ack{Now: t0, Bytes: 100, RTT: rtt40, SRTT: rtt40, MinRTT: rtt40, LargestSent: t0.Add(-rtt40), DeliveryRate: 5e3, AppLimited: true})
+	if bw := p.Stats().BW; bw != 5e3 {
+		t.Fatalf("bw %v after an app-limited sample of 5e3, want 5e3", bw)
+	}
+	if r := p.PacingRate(); r < nominal*0.99 {
+		t.Errorf("Startup pacing %.0f B/s after a tiny first sample, want at least the window's nominal %.0f", r, nominal)
+	}
+	// Once Startup has filled the pipe, pacing follows the estimate again
+	// (here Drain ends at once, nothing being in flight: ProbeBW, at most
+	// 1.25 × bw).
+	p.rs.filled = true
+	p.rateModes(t0.Add(time.Millisecond))
+	if r, want := p.PacingRate(), 1.25*5e3; p.rs.mode == rateStartup || r > want*1.01 {
+		t.Errorf("mode %v, pacing %.0f B/s after Startup, want at most %.0f", p.rs.mode, r, want)
 	}
 }
 

@@ -69,32 +69,45 @@ func stepDown(t testing.TB, seed uint64) (pace, drained, peak, mean time.Duratio
 // at 20 Mbit/s, ≈ 80 packets = 450 ms at 2 Mbit/s) takes 0.45 s at the new
 // rate to leave whatever the sender does: that, not the reaction, bounds how
 // soon the delay is back under 2 min RTTs.
+//
+// The simulation is chaotic: a change anywhere before the step (a different
+// Startup) moves the state the fall meets, and the drain time of one seed
+// moves by ±0.3 s with it. Over seeds 1–40 it had a median of 0.76–0.77 s and
+// a 90th percentile of 1.27–1.30 s both before and after Startup's pacing
+// floor (cc/rate.go, ratePacingRate), so the test reads twenty seeds and
+// bounds the median and the worst, not the worst of five.
 func TestRateCapacityFall(t *testing.T) {
-	var worstPace, worstDrain, worstPeak, worstMean time.Duration
-	for _, seed := range seeds {
+	var paces, drains []time.Duration
+	var worstPeak, worstMean time.Duration
+	for seed := uint64(1); seed <= fallSeeds; seed++ {
 		pace, drained, peak, mean := stepDown(t, seed)
 		t.Logf("seed %d: 20→2 Mbit/s: pacing < 2.5 Mbit/s after %v (%.1f min RTTs); queue delay ≥ 100 ms until %v after the step, peak %v; mean %v from 2 s to 7 s after",
 			seed, pace, pace.Seconds()/capRTT.Seconds(), drained, peak, mean)
 		if pace < 0 {
 			pace = time.Hour
 		}
-		worstPace, worstDrain = max(worstPace, pace), max(worstDrain, drained)
+		paces, drains = append(paces, pace), append(drains, drained)
 		worstPeak, worstMean = max(worstPeak, peak), max(worstMean, mean)
 	}
-	t.Logf("worst over seeds: pacing below 1.25 × the new capacity after %v, queue delay under 100 ms for good after %v, peak %v, mean %v", worstPace, worstDrain, worstPeak, worstMean)
+	slices.Sort(paces)
+	slices.Sort(drains)
+	worstPace, worstDrain, medianDrain := paces[len(paces)-1], drains[len(drains)-1], drains[len(drains)/2]
+	t.Logf("over %d seeds: pacing below 1.25 × the new capacity after at most %v; queue delay under 100 ms for good after %v (median), %v (worst); peak %v, mean %v",
+		fallSeeds, worstPace, medianDrain, worstDrain, worstPeak, worstMean)
 	if worstPace > time.Second {
 		t.Errorf("pacing fell below 1.25 × the new capacity only %v after the step", worstPace)
 	}
-	if worstDrain > 1200*time.Millisecond {
-		t.Errorf("queueing delay ≥ 100 ms until %v after the step, want ≤ 1.2 s", worstDrain)
+	if medianDrain > time.Second || worstDrain > 1500*time.Millisecond {
+		t.Errorf("queueing delay ≥ 100 ms until %v after the step (median; worst %v), want ≤ 1 s (worst ≤ 1.5 s)", medianDrain, worstDrain)
 	}
 	if worstMean > capRTT/2 {
 		t.Errorf("mean queueing delay %v after the fall, want ≤ %v", worstMean, capRTT/2)
 	}
 }
 
-// stepUp: 2 → 20 Mbit/s at capStep. It returns how long after the step the
-// goodput over a window of two min RTTs first reached 90 % of 20 Mbit/s.
+// fallSeeds is how many seeds TestRateCapacityFall runs (0.02 s each).
+const fallSeeds = 20
+
 func stepUp(t testing.TB, seed uint64) (reach time.Duration) {
 	const lo, hi = 2e6, 20e6
 	s, _, f := capacityRun(t, seed, lo, capStep+5*time.Second, func(s *Sim, l *Link) {
