@@ -322,6 +322,15 @@ func streamSized(d *tuntest.Device, from, to netip.Addr, every time.Duration, si
 	return &sent
 }
 
+// shapePaths gives both directions of both of client A's direct paths the
+// link o.
+func (r *rig) shapePaths(o conntest.LinkOptions) {
+	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr1.Addr()}, {cliAddr2, srvAddr2.Addr()}} {
+		r.net.SetLink(pair[0], pair[1], o)
+		r.net.SetLink(pair[1], pair[0], o)
+	}
+}
+
 // pathStateOf returns the state of the path from local address to remote.
 // streamUp sends a packet from client A every `every` for `d`, then waits a moment
 // and returns how many were sent and how many reached the server's TUN.
@@ -362,10 +371,7 @@ func TestEnginePathFailover(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	// Both paths must carry the stream for "while traffic flows" to mean anything:
 	// 8 Mbit/s of packets over two 5 Mbit/s links.
-	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr1.Addr()}, {cliAddr2, srvAddr2.Addr()}} {
-		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
-		r.net.SetLink(pair[1], pair[0], conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
-	}
+	r.shapePaths(conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
 	waitUsable(t, r.cliA, "server", 2)
 	waitUsable(t, r.srv, "a", 2)
 

@@ -19,10 +19,7 @@ import (
 func TestEngineSuspectPathLeavesSchedule(t *testing.T) {
 	testenv.SkipIfEmulated(t, "times wall-clock behaviour: counts packets sent in the 200–350 ms before Down")
 	r := newRig(t, rigOpts{})
-	for _, pair := range [][2]netip.Addr{{cliAddr1, srvAddr1.Addr()}, {cliAddr2, srvAddr2.Addr()}} {
-		r.net.SetLink(pair[0], pair[1], conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
-		r.net.SetLink(pair[1], pair[0], conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
-	}
+	r.shapePaths(conntest.LinkOptions{Rate: 5e6, Queue: 64 << 10})
 	waitUsable(t, r.cliA, "server", 2)
 	go func() {
 		for range r.srvTun.Outbound() {
