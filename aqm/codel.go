@@ -37,6 +37,19 @@ type Config struct {
 	// holding one packet cannot be drained any faster by dropping. Default
 	// 1500; a negative value disables the floor.
 	MinBytes int
+	// Patient puts off a due drop, once, by one gap of the control law when
+	// the backlog has fallen by more than a tenth from its peak since the
+	// last drop: the flows are answering it, and a second drop before that
+	// answer has drained the queue cuts a responsive flow twice. Once per
+	// drop, so that a backlog which only wavers is still dropped at no less
+	// than half RFC 8289's rate. Not in RFC 8289, whose Interval is meant to
+	// cover a flow's answer; a TCP flow in slow start keeps filling the
+	// queue for a round trip after a drop and then drains it over another
+	// (PRR), longer than the control law's first gap when the queue
+	// itself is a large part of the round trip. A backlog that does not
+	// fall (unresponsive or too many flows) is dropped on RFC 8289's
+	// schedule.
+	Patient bool
 }
 
 // DefaultConfig returns the defaults: Target 5ms, Interval 100ms, MinBytes 1500.
@@ -63,6 +76,9 @@ type CoDel struct {
 	dropNext   time.Time // when the next drop is due while dropping
 	count      uint32    // drops (or marks) of the current or last dropping episode
 	lastCount  uint32    // count when the current or last episode was entered
+	patient    bool      // Config.Patient
+	peak       int       // Patient: the largest backlog since the last drop
+	putOff     bool      // Patient: the drop now due was put off once already
 }
 
 // New returns a CoDel with cfg's tunables; zero fields take the defaults of
@@ -77,7 +93,7 @@ func New(cfg Config) *CoDel {
 	if cfg.MinBytes == 0 {
 		cfg.MinBytes = DefaultMinBytes
 	}
-	return &CoDel{target: cfg.Target, interval: cfg.Interval, minBytes: cfg.MinBytes}
+	return &CoDel{target: cfg.Target, interval: cfg.Interval, minBytes: cfg.MinBytes, patient: cfg.Patient}
 }
 
 // Retune sets Target and Interval (values ≤ 0 leave one as it is), keeping
@@ -137,7 +153,14 @@ func (c *CoDel) OnDequeue(sojourn time.Duration, backlog int, now time.Time) boo
 			c.dropping = false
 			return false
 		}
+		c.peak = max(c.peak, backlog)
 		if now.Before(c.dropNext) {
+			return false
+		}
+		if c.patient && !c.putOff && backlog*10 < c.peak*9 {
+			// The flows are answering: drop one gap later, at the same
+			// count, if the sojourn is still above target then.
+			c.dropNext, c.putOff = c.controlLaw(now), true
 			return false
 		}
 		// A drop is due. RFC 8289 schedules the next one (drop_next =
@@ -149,6 +172,7 @@ func (c *CoDel) OnDequeue(sojourn time.Duration, backlog int, now time.Time) boo
 			c.count++
 		}
 		c.dropNext = c.controlLaw(c.dropNext)
+		c.peak, c.putOff = backlog, false
 		return true
 	}
 	if !okToDrop {
@@ -167,6 +191,7 @@ func (c *CoDel) OnDequeue(sojourn time.Duration, backlog int, now time.Time) boo
 	}
 	c.dropNext = c.controlLaw(now)
 	c.lastCount = c.count
+	c.peak, c.putOff = backlog, false
 	return true
 }
 

@@ -328,3 +328,61 @@ func TestMarkingCaller(t *testing.T) {
 		}
 	}
 }
+
+// Patient: after the first drop the backlog first grows (a slow start still
+// filling the queue for a round trip) and then falls (its cut): the drop due
+// at 200ms finds it a fifth below its peak and is put off one gap (count
+// still 1: to 300ms), by which time the sojourn is below target and CoDel
+// leaves the dropping state. RFC 8289's CoDel drops at 200ms.
+func TestPatientWaitsForAnswer(t *testing.T) {
+	for _, patient := range []bool{false, true} {
+		c := New(Config{Patient: patient})
+		enterDropping(t, c)
+		// 100–150ms: the backlog grows to 2·big; 150–200ms: it falls to 1.5·big.
+		for now := 100*ms + step; now < 200*ms; now += step {
+			b := big + int(float64(big)*float64(now-100*ms)/float64(50*ms))
+			if now > 150*ms {
+				b = 2*big - int(float64(big)*float64(now-150*ms)/float64(100*ms))
+			}
+			mustDequeue(t, c, high, b, now, false)
+		}
+		if !patient {
+			mustDequeue(t, c, high, 3*big/2, 200*ms, true)
+			continue
+		}
+		mustDequeue(t, c, high, 3*big/2, 200*ms, false)
+		if !c.Dropping() || c.Count() != 1 {
+			t.Fatalf("after the put-off: dropping %v count %d, want true 1", c.Dropping(), c.Count())
+		}
+		sweepNoDrop(t, c, high, 3*big/2, 200*ms+step, 300*ms)
+		mustDequeue(t, c, low, big/2, 300*ms, false)
+		if c.Dropping() {
+			t.Fatal("still dropping with the sojourn below target")
+		}
+	}
+}
+
+// Patient, against a backlog that does not fall (flows that do not answer,
+// or too many): the drops come on RFC 8289's schedule; a put-off delays the
+// drop by one gap, and only once: the drop then comes even if the backlog
+// is still falling.
+func TestPatientDropsWhenBacklogStands(t *testing.T) {
+	c := New(Config{Patient: true})
+	enterDropping(t, c)
+	sweepNoDrop(t, c, high, big, 100*ms+step, 200*ms)
+	due := 100*ms + gap1
+	dropAt(t, c, due, 2)
+	due += gap2
+	dropAt(t, c, due, 3)
+	// The backlog falls by a third before the next drop is due: put off one
+	// gap (count 3: 57.7ms) from then; it then stands, and the drop comes.
+	mustDequeue(t, c, high, 2*big/3, due+gap3, false)
+	if c.Count() != 3 {
+		t.Fatalf("count %d after a put-off, want 3", c.Count())
+	}
+	sweepNoDrop(t, c, high, big/2, due+gap3+step, due+2*gap3)
+	mustDequeue(t, c, high, big/3, due+2*gap3, true) // still falling: no second put-off
+	if c.Count() != 4 {
+		t.Fatalf("count %d, want 4", c.Count())
+	}
+}

@@ -147,7 +147,9 @@ type Tunables struct {
 	// four times RFC 8289's 5 ms: with 5 ms one CUBIC flow over two 10 Mbit/s,
 	// 40 ms paths got 15.3–15.6 Mbit/s, with 20 ms 16.6–16.7 (lab, latency
 	// scenario); packets of flows with nothing queued skip that ring (see
-	// queue.go), so a ping's delay does not depend on it.
+	// queue.go), so a ping's delay does not depend on it. Patient: a drop
+	// due while the backlog falls from its peak is put off one gap (see
+	// aqm.Config.Patient and docs/congestion.md, "The tunnel's queue").
 	CoDel aqm.Config
 	// SBD tunes the detection of paths that share a bottleneck, which the
 	// controllers then couple (bottleneck.go). Zero fields take
@@ -233,6 +235,6 @@ func DefaultTunables() Tunables {
 		ListenReaders:        DefaultListenReaders(runtime.GOMAXPROCS(0)),
 		CCQueuePackets:       1024,
 		CCQueueDelay:         250 * time.Millisecond,
-		CoDel:                aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes},
+		CoDel:                aqm.Config{Target: 20 * time.Millisecond, Interval: aqm.DefaultInterval, MinBytes: aqm.DefaultMinBytes, Patient: true},
 	}
 }
