@@ -82,4 +82,12 @@
 // 8289's integer with 0 as "unset", so the state carries a flag for
 // first_above_time. count saturates at 2^32-1 instead of wrapping. The
 // control law uses math.Sqrt, not Linux's Newton-step reciprocal.
+//
+// Config.Patient, off by default, departs on purpose: a drop that falls due
+// while the backlog is more than a tenth below its peak since the last drop
+// is put off once, by one control-law gap, at the same count. The flows are
+// answering the last drop; a TCP slow start answers over two round trips
+// (one still filling the queue, one draining it), more than the first gap
+// when the queue is a large part of the round trip, and RFC 8289's schedule
+// then cuts it twice. The tunnel's queue uses it (docs/congestion.md).
 package aqm
