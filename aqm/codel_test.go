@@ -375,7 +375,7 @@ func TestPatientDropsWhenBacklogStands(t *testing.T) {
 	due += gap2
 	dropAt(t, c, due, 3)
 	// The backlog falls by a third before the next drop is due: put off one
-	// gap (count 3: 57.7ms) from then; it then stands, and the drop comes.
+	// gap (count 3: 57.7ms) from then; it keeps falling, and the drop comes.
 	mustDequeue(t, c, high, 2*big/3, due+gap3, false)
 	if c.Count() != 3 {
 		t.Fatalf("count %d after a put-off, want 3", c.Count())

@@ -299,21 +299,26 @@ func (c *Controller) rateShare(p *Path) float64 {
 // window still bounds what is in flight; this only keeps it from being
 // spread over more than a round trip.
 func (p *Path) ratePacingRate() float64 {
-	nominal := 0.0
-	if p.srtt > 0 {
-		nominal = rateStartupGain * p.cwnd * p.c.mss / p.srtt
+	bw := p.rateBw()
+	if bw <= 0 {
+		return p.rateNominal()
 	}
-	if bw := p.rateBw(); bw > 0 {
-		r := p.ratePacingGain() * bw
-		if p.rs.contending() && p.srtt > 0 {
-			r = max(r, rateContendPacing*p.rs.cw*p.c.mss/p.srtt)
-		}
-		if p.rs.mode == rateStartup && !p.rs.found {
-			r = max(r, nominal)
-		}
-		return r
+	r := p.ratePacingGain() * bw
+	if p.rs.contending() && p.srtt > 0 {
+		r = max(r, rateContendPacing*p.rs.cw*p.c.mss/p.srtt)
 	}
-	return nominal
+	if p.rs.mode == rateStartup && !p.rs.found {
+		r = max(r, p.rateNominal())
+	}
+	return r
+}
+
+// rateNominal is Startup's gain × window / SRTT in bytes/s (0 before an RTT).
+func (p *Path) rateNominal() float64 {
+	if p.srtt <= 0 {
+		return 0
+	}
+	return rateStartupGain * p.cwnd * p.c.mss / p.srtt
 }
 
 func (p *Path) rateSent(bytes, inflight int, now time.Time) {

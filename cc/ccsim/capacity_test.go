@@ -108,6 +108,8 @@ func TestRateCapacityFall(t *testing.T) {
 // fallSeeds is how many seeds TestRateCapacityFall runs (0.02 s each).
 const fallSeeds = 20
 
+// stepUp: 2 → 20 Mbit/s at capStep. It returns how long after the step the
+// goodput over a window of two min RTTs first reached 90 % of 20 Mbit/s.
 func stepUp(t testing.TB, seed uint64) (reach time.Duration) {
 	const lo, hi = 2e6, 20e6
 	s, _, f := capacityRun(t, seed, lo, capStep+5*time.Second, func(s *Sim, l *Link) {
