@@ -769,6 +769,45 @@ func TestRateFallDrains(t *testing.T) {
 	}
 }
 
+// TestRateFallInReenteredStartup: a Startup re-entered on a rise (bw 1e6)
+// that meets a sample of 2e5 over a queue (100 ms against a min RTT of 40)
+// goes back to ProbeBW and drains the fall as ProbeBW would (bw 2e5, the 0.75
+// phase). A first Startup does not: its samples are its own ramp. The same
+// sample over an empty queue leaves the re-entered Startup running.
+func TestRateFallInReenteredStartup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		found bool
+		rtt   time.Duration
+		fall  bool
+	}{
+		{"re-entered, queue", true, 100 * time.Millisecond, true},
+		{"re-entered, empty queue", true, rtt40, false},
+		{"first Startup", false, 100 * time.Millisecond, false},
+	} {
+		_, p := newRatePath(t, Config{})
+		inProbeBW(p, 1e6)
+		p.rs.mode, p.rs.filled, p.rs.found = rateStartup, false, tc.found
+		now := t0.Add(10 * time.Millisecond)
+		p.OnAck(Ack{Now: now, Bytes: rmss, PriorInFlight: 40000 + rmss, RTT: tc.rtt, SRTT: tc.rtt, MinRTT: rtt40,
+			LargestSent: t0.Add(-time.Second), DeliveryRate: 2e5})
+		st := p.Stats()
+		if !tc.fall {
+			if st.Mode != "startup" || st.BW != 1e6 {
+				t.Errorf("%s: mode %s bw %.3g, want startup at 1e6", tc.name, st.Mode, st.BW)
+			}
+			if p.StartingUp() == tc.found {
+				t.Errorf("%s: StartingUp %v, want %v (only a first Startup has not found the path)", tc.name, p.StartingUp(), !tc.found)
+			}
+			continue
+		}
+		if st.Mode != "probe_bw" || st.BW != 2e5 || st.Phase != 1 || p.rs.fallUntil.IsZero() {
+			t.Errorf("%s: mode %s bw %.3g phase %d; want probe_bw, 2e5, the 0.75 phase draining", tc.name, st.Mode, st.BW, st.Phase)
+		}
+		near(t, "pacing after the fall", st.PacingRate, 0.75*2e5)
+	}
+}
+
 // TestRateFilterSlotsOnShortPaths: on a path whose round trip (0.1 ms) is far
 // shorter than the interval a delivery-rate sample spans (10 ms), a slot of the
 // bandwidth filter lasts RateInterval, so the estimate holds between samples

@@ -416,12 +416,31 @@ func queueTarget(base, srtt time.Duration) time.Duration {
 	return max(base, srtt*3/10, srtt-longSRTTSlack)
 }
 
+// flowRTT is one usable path's part in the round trip the queue's CoDel fits
+// to (retuneQueue): its SRTT, but at most twice its min RTT when that is known.
+// A cellular path whose capacity falls under what its deep buffer holds has an
+// SRTT of a second or more for a while; fitted to it, CoDel's target and the
+// expiry age followed it up, CoDel stopped judging in effect, and the queue
+// stood for up to 1.5 s in front of the other path (lab, real-lte-lte).
+func flowRTT(srtt, minRTT time.Duration) time.Duration {
+	if minRTT > 0 {
+		return min(srtt, 2*minRTT)
+	}
+	return srtt
+}
+
 // retuneQueue fits the queue's CoDel to the inner flows' round trip, srtt (the
-// largest SRTT of the usable paths), and sets the age at which a waiting packet
-// expires and whether CoDel may judge: not while a usable path's model is in
-// Startup (startup) — the queue is then the model's, still finding what the
-// path carries, and one drop in an inner flow's slow start set its ssthresh to
-// 19 segments on a 100 ms path, 4 s of a 16 MiB download spent growing back.
+// largest flowRTT of the usable paths), and sets the age at which a waiting
+// packet expires and whether CoDel may judge: not while a usable path's model
+// is in its first Startup with its window full (startup) — the queue is then
+// the model's, still finding what the path carries, and one drop in an inner
+// flow's slow start set its ssthresh to 19 segments on a 100 ms path, 4 s of a
+// 16 MiB download spent growing back. A path whose Startup has room is not
+// what the queue waits for, and a Startup re-entered on a rise of capacity
+// has found the path once: a full mesh's second path over one link, which
+// carries little and so never leaves its first Startup, had kept CoDel silent
+// for whole downloads (lab, real-lte-lte: 43 CoDel drops against 875 expired
+// packets in five).
 // CoDel's interval must be on the order of the flows' RTT (RFC 8289 §4.4):
 // with the tunables' 100 ms an inner flow over a 150 ms path (a competitor's
 // standing queue, a long route) was dropped more than once a round trip and
