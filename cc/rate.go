@@ -401,9 +401,9 @@ func (p *Path) rateAck(a *Ack) {
 }
 
 // rateCapacity follows a change of the path's capacity from a delivery-rate
-// sample v (not app-limited) and the RTT sample of its ack, in ProbeBW and in a
-// Startup re-entered on a rise, outside contention and its drains (there a
-// competitor, or the model itself, sets what it delivers):
+// sample v (not app-limited) and the RTT sample of its ack, in ProbeBW
+// outside contention and its drains (there a competitor, or the model itself,
+// sets what it delivers):
 //
 //   - Fall: v is below rateFallRatio × bw while the RTT stands above the
 //     min RTT by more than the slack (emptyQueue). The path delivers less than
@@ -423,52 +423,29 @@ func (p *Path) rateAck(a *Ack) {
 //     more. The model re-enters Startup (gain 2.77 per round until bw grows
 //     less than 25 % in 3 rounds, then Drain), which finds a 10× rise in a few
 //     rounds where one 1.25 probe per gain cycle took 20.
-//   - Fall in a re-entered Startup: as a fall in ProbeBW, and the model
-//     goes back to ProbeBW. On a fading cellular link the capacity often
-//     falls again within a second of a rise; Startup, which only ends when
-//     bw stops growing for three rounds, kept pacing at 2.77 × the risen
-//     rate with a cap of two BDPs of it, and rounds that the queue
-//     stretched to 0.8 s let it fill the 500-packet buffer until the path
-//     timed out (lab, real-lte-lte). A first Startup is left alone: its
-//     samples are its own ramp, not a capacity it had found.
 func (p *Path) rateCapacity(now time.Time, v, rtt float64) {
 	rs := &p.rs
 	mr := p.rateMinRTT()
-	if rs.contend || rs.draining() || mr <= 0 {
-		return
-	}
-	if rs.mode == rateStartup && rs.found && v < rateFallRatio*rs.bw && !p.emptyQueue(rtt, mr) {
-		rs.mode, rs.filled = rateProbeBW, true
-		p.rateFall(now, v, mr)
-		return
-	}
-	if rs.mode != rateProbeBW {
+	if rs.mode != rateProbeBW || rs.contend || rs.draining() || mr <= 0 {
 		return
 	}
 	falling := !rs.fallUntil.IsZero()
 	switch {
 	case v < rateFallRatio*rs.bw && (rs.phase != 1 || falling) && !p.emptyQueue(rtt, mr):
-		p.rateFall(now, v, mr)
+		rs.bwRound = [rateBwRounds]float64{}
+		rs.bwRound[rs.bwSlot%rateBwRounds] = v
+		rs.bw = v
+		// The ack aggregation measured against the old rate would hold the
+		// cap (and the queue) up.
+		rs.agg = [2]float64{}
+		rs.ackEpoch = time.Time{}
+		rs.phase, rs.phaseStart = 1, now
+		rs.fallUntil = now.Add(time.Duration(max(mr, float64(rs.inflight)/v) * float64(time.Second)))
 	case !falling && rs.probeBw > 0 && rs.phase <= 2 && v >= rateReprobeGrowth*rs.probeBw:
 		rs.mode, rs.filled = rateStartup, false
 		rs.fullBw, rs.fullBwCount = rs.bw, 0
 		rs.probeBw = 0
 	}
-}
-
-// rateFall takes a sample v that shows a fall of capacity as the estimate and
-// drains what the old one queued (rateCapacity).
-func (p *Path) rateFall(now time.Time, v, mr float64) {
-	rs := &p.rs
-	rs.bwRound = [rateBwRounds]float64{}
-	rs.bwRound[rs.bwSlot%rateBwRounds] = v
-	rs.bw = v
-	// The ack aggregation measured against the old rate would hold the
-	// cap (and the queue) up.
-	rs.agg = [2]float64{}
-	rs.ackEpoch = time.Time{}
-	rs.phase, rs.phaseStart = 1, now
-	rs.fallUntil = now.Add(time.Duration(max(mr, float64(rs.inflight)/v) * float64(time.Second)))
 }
 
 // rateAggregation measures how far acks run ahead of the bandwidth estimate
@@ -823,11 +800,20 @@ func (p *Path) rateRTO(now time.Time) {
 	p.cwnd = 1
 }
 
-// StartingUp reports whether the "rate" model is in Startup: it has not yet
-// found what the path carries, so a queue in front of it is its own doing, not
-// a sign that the traffic is too much (false for every other algorithm).
+// StartingUp reports whether the "rate" model is in its first Startup: it
+// has not yet found what the path carries, so a queue in front of it is its
+// own doing, not a sign that the traffic is too much. A Startup re-entered on
+// a rise of capacity does not count: the model found the path before (false
+// for every other algorithm).
 func (p *Path) StartingUp() bool {
 	return p != nil && p.c.alg == algRate && p.rs.mode == rateStartup && !p.rs.found
+}
+
+// Contending reports whether the "rate" model holds the path against a
+// buffer-filling flow (rateQueue): the path's RTT then stands on that flow's
+// queue, not on the model's own (false for every other algorithm).
+func (p *Path) Contending() bool {
+	return p != nil && p.c.alg == algRate && p.rs.contend
 }
 
 // PacingRate returns the rate in bytes/s at which the path should send, 0 when

@@ -769,42 +769,30 @@ func TestRateFallDrains(t *testing.T) {
 	}
 }
 
-// TestRateFallInReenteredStartup: a Startup re-entered on a rise (bw 1e6)
-// that meets a sample of 2e5 over a queue (100 ms against a min RTT of 40)
-// goes back to ProbeBW and drains the fall as ProbeBW would (bw 2e5, the 0.75
-// phase). A first Startup does not: its samples are its own ramp. The same
-// sample over an empty queue leaves the re-entered Startup running.
-func TestRateFallInReenteredStartup(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		found bool
-		rtt   time.Duration
-		fall  bool
-	}{
-		{"re-entered, queue", true, 100 * time.Millisecond, true},
-		{"re-entered, empty queue", true, rtt40, false},
-		{"first Startup", false, 100 * time.Millisecond, false},
-	} {
-		_, p := newRatePath(t, Config{})
-		inProbeBW(p, 1e6)
-		p.rs.mode, p.rs.filled, p.rs.found = rateStartup, false, tc.found
-		now := t0.Add(10 * time.Millisecond)
-		p.OnAck(Ack{Now: now, Bytes: rmss, PriorInFlight: 40000 + rmss, RTT: tc.rtt, SRTT: tc.rtt, MinRTT: rtt40,
-			LargestSent: t0.Add(-time.Second), DeliveryRate: 2e5})
-		st := p.Stats()
-		if !tc.fall {
-			if st.Mode != "startup" || st.BW != 1e6 {
-				t.Errorf("%s: mode %s bw %.3g, want startup at 1e6", tc.name, st.Mode, st.BW)
-			}
-			if p.StartingUp() == tc.found {
-				t.Errorf("%s: StartingUp %v, want %v (only a first Startup has not found the path)", tc.name, p.StartingUp(), !tc.found)
-			}
-			continue
-		}
-		if st.Mode != "probe_bw" || st.BW != 2e5 || st.Phase != 1 || p.rs.fallUntil.IsZero() {
-			t.Errorf("%s: mode %s bw %.3g phase %d; want probe_bw, 2e5, the 0.75 phase draining", tc.name, st.Mode, st.BW, st.Phase)
-		}
-		near(t, "pacing after the fall", st.PacingRate, 0.75*2e5)
+// TestRateStartingUpAndContending: StartingUp holds in a path's first Startup
+// only, not in one re-entered on a rise (the model found the path before), nor
+// after it; Contending holds while the model contends with a buffer-filling flow.
+func TestRateStartingUpAndContending(t *testing.T) {
+	_, p := newRatePath(t, Config{})
+	if !p.StartingUp() || p.Contending() {
+		t.Fatalf("fresh path: StartingUp %v, Contending %v; want true, false", p.StartingUp(), p.Contending())
+	}
+	inProbeBW(p, 1e6)
+	p.rs.found = true
+	if p.StartingUp() {
+		t.Error("StartingUp in ProbeBW")
+	}
+	p.rs.mode = rateStartup // re-entered on a rise
+	if p.StartingUp() {
+		t.Error("StartingUp in a re-entered Startup")
+	}
+	p.rs.mode, p.rs.contend = rateProbeBW, true
+	if !p.Contending() {
+		t.Error("Contending false while the model contends")
+	}
+	var c *Path
+	if c.StartingUp() || c.Contending() {
+		t.Error("a nil path starts up or contends")
 	}
 }
 

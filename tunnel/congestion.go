@@ -417,13 +417,17 @@ func queueTarget(base, srtt time.Duration) time.Duration {
 }
 
 // flowRTT is one usable path's part in the round trip the queue's CoDel fits
-// to (retuneQueue): its SRTT, but at most twice its min RTT when that is known.
-// A cellular path whose capacity falls under what its deep buffer holds has an
-// SRTT of a second or more for a while; fitted to it, CoDel's target and the
-// expiry age followed it up, CoDel stopped judging in effect, and the queue
-// stood for up to 1.5 s in front of the other path (lab, real-lte-lte).
-func flowRTT(srtt, minRTT time.Duration) time.Duration {
-	if minRTT > 0 {
+// to (retuneQueue): its SRTT, but at most twice its min RTT when that is known
+// and the path's model is not contending. A cellular path whose capacity falls
+// under what its deep buffer holds has an SRTT of a second or more for a while;
+// fitted to it, CoDel's target and the expiry age followed it up, CoDel
+// stopped judging in effect, and the queue stood for up to 1.5 s in front of
+// the other path (lab, real-lte-lte). A competitor's standing queue raises the
+// SRTT for as long as it stands, and the inner flows' round trips with it:
+// there the SRTT holds (capped, CoDel's 20 ms target at a 130 ms SRTT cut the
+// inner flow to a third of the competitor's goodput in recovery-shared).
+func flowRTT(srtt, minRTT time.Duration, contending bool) time.Duration {
+	if minRTT > 0 && !contending {
 		return min(srtt, 2*minRTT)
 	}
 	return srtt

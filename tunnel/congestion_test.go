@@ -374,16 +374,22 @@ func TestQueueTarget(t *testing.T) {
 // TestFlowRTTCapsBloatedPath: the queue's CoDel fits to each path's SRTT, but
 // not beyond twice its min RTT, so one path whose buffer filled (800 ms over a
 // 50 ms path) does not stretch the target and the expiry age for all; a long
-// path (170 ms over 160) and a path without a min RTT keep their SRTT.
+// path (170 ms over 160), a path without a min RTT and a path contending with a
+// competitor's standing queue (130 ms over 25) keep their SRTT.
 func TestFlowRTTCapsBloatedPath(t *testing.T) {
 	ms := time.Millisecond
-	for _, tc := range []struct{ srtt, minRTT, want time.Duration }{
-		{800 * ms, 50 * ms, 100 * ms},
-		{170 * ms, 160 * ms, 170 * ms},
-		{80 * ms, 0, 80 * ms},
+	for _, tc := range []struct {
+		srtt, minRTT time.Duration
+		contending   bool
+		want         time.Duration
+	}{
+		{800 * ms, 50 * ms, false, 100 * ms},
+		{170 * ms, 160 * ms, false, 170 * ms},
+		{80 * ms, 0, false, 80 * ms},
+		{130 * ms, 25 * ms, true, 130 * ms},
 	} {
-		if got := flowRTT(tc.srtt, tc.minRTT); got != tc.want {
-			t.Errorf("flowRTT(%v, %v) = %v, want %v", tc.srtt, tc.minRTT, got, tc.want)
+		if got := flowRTT(tc.srtt, tc.minRTT, tc.contending); got != tc.want {
+			t.Errorf("flowRTT(%v, %v, contending %v) = %v, want %v", tc.srtt, tc.minRTT, tc.contending, got, tc.want)
 		}
 	}
 }

@@ -496,7 +496,7 @@ func (p *peer) refreshInfos(now time.Time) {
 			continue
 		}
 		p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
-		maxSRTT = max(maxSRTT, flowRTT(p.infos[k].SRTT, p.infos[k].MinRTT))
+		maxSRTT = max(maxSRTT, flowRTT(p.infos[k].SRTT, p.infos[k].MinRTT, p.infoP[k].cc.Contending()))
 		startup = startup || p.infos[k].CwndRoom == 0 && p.infoP[k].cc.StartingUp() && !p.standby(p.infoP[k])
 		t := int(p.infoTier[k])
 		if p.infoLowTier >= 0 && t != p.infoLowTier {
