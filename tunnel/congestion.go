@@ -423,9 +423,8 @@ func queueTarget(base, srtt time.Duration) time.Duration {
 // fitted to it, CoDel's target and the expiry age followed it up, CoDel
 // stopped judging in effect, and the queue stood for up to 1.5 s in front of
 // the other path (lab, real-lte-lte). A competitor's standing queue raises the
-// SRTT for as long as it stands, and the inner flows' round trips with it:
-// there the SRTT holds (capped, CoDel's 20 ms target at a 130 ms SRTT cut the
-// inner flow to a third of the competitor's goodput in recovery-shared).
+// SRTT for as long as it stands, and the inner flows' round trips with it: a
+// contending path keeps its SRTT, for the reason retuneQueue gives.
 func flowRTT(srtt, minRTT time.Duration, contending bool) time.Duration {
 	if minRTT > 0 && !contending {
 		return min(srtt, 2*minRTT)
@@ -436,7 +435,7 @@ func flowRTT(srtt, minRTT time.Duration, contending bool) time.Duration {
 // retuneQueue fits the queue's CoDel to the inner flows' round trip, srtt (the
 // largest flowRTT of the usable paths), and sets the age at which a waiting
 // packet expires and whether CoDel may judge: not while a usable path's model
-// is in its first Startup with its window full (startup) — the queue is then
+// is in its first Startup and has no room (startup) — the queue is then
 // the model's, still finding what the path carries, and one drop in an inner
 // flow's slow start set its ssthresh to 19 segments on a 100 ms path, 4 s of a
 // 16 MiB download spent growing back. A path whose Startup has room is not
