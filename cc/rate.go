@@ -51,12 +51,13 @@ const (
 	rateQueueWindows   = 2                      // consecutive windows with a standing queue enter contention
 	rateContendBeta    = 0.7                    // the contention window's decrease (CUBIC's β)
 	// rateContendAI is the contention window's increase per RTT in segments:
-	// 5/8 of 3(1−β)/(1+β), the increase that makes a β = 0.7 flow as
-	// aggressive as one Reno flow (RFC 9438 §4.3). Paced, the window loses
-	// fewer packets to a drop-tail queue than an unpaced competitor; with the
-	// whole 3(1−β)/(1+β) it took 1.3–1.4 × a Reno's share in the simulator,
-	// with 5/8 0.7–1.25 × a Reno's or a CUBIC's (docs/congestion.md).
-	rateContendAI       = 0.625 * 3 * (1 - rateContendBeta) / (1 + rateContendBeta)
+	// 3(1−β)/(1+β), CUBIC's Reno-friendly increase for β = 0.7 (RFC 9438
+	// §4.3). At 5/8 of it (before 2026-12-07) the lab's tunnel took 0.56 × a
+	// CUBIC flow's goodput at a shared bottleneck; with the whole of it, and
+	// the tunnel's queue kept fed in contention (tunnel.retuneQueue), 0.94 ×.
+	// The simulator, where the paced window loses fewer packets than an
+	// unpaced competitor, gives it 1.2–1.6 × a Reno flow (docs/congestion.md).
+	rateContendAI       = 3 * (1 - rateContendBeta) / (1 + rateContendBeta)
 	rateContendPacing   = 1.2                    // pacing gain over window/SRTT in contention (Linux's, in CA)
 	rateDrainCheckEvery = 8 * time.Second        // contention: how often the model drains to look for an empty queue
 	rateDrainCheckMin   = 200 * time.Millisecond // ... for at least this long (BBR's ProbeRTT duration)

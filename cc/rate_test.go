@@ -574,10 +574,10 @@ func TestRateContention(t *testing.T) {
 	near(t, "cw after a loss", p.rs.cw, 0.7*81)
 	p.OnLoss(Loss{Now: at(3110), Bytes: rmss, LargestSent: at(3095)})
 	near(t, "cw after a loss of the same round", p.rs.cw, 0.7*81)
-	// Then it grows by 0.625 · 3(0.3)/1.7 / cw per acked segment (alone in the
-	// coupling set: Reno's 1/cw).
+	// Then it grows by 3(0.3)/1.7 / cw per acked segment (alone in the
+	// coupling set: Reno's 1/cw, scaled to CUBIC's Reno-friendly increase).
 	rttAck(p, at(3120), 80*time.Millisecond, rmss)
-	ai := 0.625 * 3 * 0.3 / 1.7
+	ai := 3 * 0.3 / 1.7
 	near(t, "cw after one ack in avoidance", p.rs.cw, 0.7*81+ai/(0.7*81))
 	// An ack while the path is not window-limited (5 segments in flight of a
 	// larger cap, none sent limited lately) does not grow it.

@@ -444,6 +444,19 @@ func flowRTT(srtt, minRTT time.Duration, contending bool) time.Duration {
 // carries little and so never leaves its first Startup, had kept CoDel silent
 // for whole downloads (lab, real-lte-lte: 43 CoDel drops against 875 expired
 // packets in five).
+// While a usable path's model contends with a competitor's standing queue
+// (contending), its contention window holds the tunnel's share of the
+// bottleneck and grows only while it limits the path (RFC 7661): the queue
+// must keep it fed through the inner flow's own cuts, each of which takes 3/10
+// of a window out of the queue. With the usual target (at most the SRTT less
+// 60 ms) the queue ran empty a quarter of the time and CoDel's drops cut the
+// inner flow on top of the window's cuts: the tunnel took 0.56 × a CUBIC
+// competitor's goodput (lab, recovery-shared, braid only, seed 20261206, n =
+// 5, 3.10 ± 0.54 Mbit/s). Silent, the queue stood at the expiry age (mean 119
+// ms, 614 expired packets): 4.29 ± 0.82 (1.02 ×). With a target of one SRTT and
+// an interval of two, as here: 4.12 ± 0.78 (0.94 ×), a mean queue of 64 ms and
+// nothing expired (both with the window's whole Reno-friendly increase,
+// cc.rateContendAI).
 // CoDel's interval must be on the order of the flows' RTT (RFC 8289 §4.4):
 // with the tunables' 100 ms an inner flow over a 150 ms path (a competitor's
 // standing queue, a long route) was dropped more than once a round trip and
@@ -459,7 +472,7 @@ func flowRTT(srtt, minRTT time.Duration, contending bool) time.Duration {
 // age (CCQueueDelay) grows in proportion to the interval. Paths under 67 ms
 // keep the tunables' values. Called once per refreshInfos, not per packet.
 // Caller holds p.mu.
-func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
+func (p *peer) retuneQueue(srtt time.Duration, startup, contending bool) {
 	if p.ccq.codel == nil {
 		return
 	}
@@ -467,10 +480,19 @@ func (p *peer) retuneQueue(srtt time.Duration, startup bool) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = aqm.DefaultInterval
 	}
-	interval := max(cfg.Interval, srtt)
-	p.ccq.codel.Retune(queueTarget(cfg.Target, srtt), interval)
+	target, interval := queueFit(cfg, srtt, contending)
+	p.ccq.codel.Retune(target, interval)
 	p.queueMaxAge = p.e.tn.CCQueueDelay * interval / cfg.Interval
 	p.queueJudge = !startup
+}
+
+// queueFit is the queue's CoDel target and interval for the tunables' cfg (an
+// interval set) and srtt, in contention or not (see retuneQueue).
+func queueFit(cfg aqm.Config, srtt time.Duration, contending bool) (target, interval time.Duration) {
+	if contending {
+		return max(cfg.Target, srtt), max(cfg.Interval, 2*srtt)
+	}
+	return queueTarget(cfg.Target, srtt), max(cfg.Interval, srtt)
 }
 
 // canOffer reports whether some usable path has room now.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/braid-vpn/braid/aqm"
 	"github.com/braid-vpn/braid/cc"
 	"github.com/braid-vpn/braid/conn/conntest"
 	"github.com/braid-vpn/braid/control"
@@ -367,6 +368,30 @@ func TestQueueTarget(t *testing.T) {
 	for _, tc := range []struct{ srtt, want int }{{0, 20}, {40, 20}, {66, 20}, {80, 24}, {86, 26}, {100, 40}, {120, 60}, {200, 140}} {
 		if got := queueTarget(ms(20), ms(tc.srtt)); got != ms(tc.want) {
 			t.Errorf("SRTT %d ms: target %v, want %d ms", tc.srtt, got, tc.want)
+		}
+	}
+}
+
+// TestQueueFitContending: beside a competitor's standing queue the CoDel target
+// is one SRTT and the interval two (a 130 ms path: 130 and 260 ms, where it
+// would be 70 and 130 ms otherwise); short paths keep the tunables' floor.
+func TestQueueFitContending(t *testing.T) {
+	ms := time.Millisecond
+	cfg := aqm.Config{Target: 20 * ms, Interval: 100 * ms}
+	for _, tc := range []struct {
+		srtt             time.Duration
+		contending       bool
+		target, interval time.Duration
+	}{
+		{130 * ms, false, 70 * ms, 130 * ms},
+		{130 * ms, true, 130 * ms, 260 * ms},
+		{30 * ms, false, 20 * ms, 100 * ms},
+		{10 * ms, true, 20 * ms, 100 * ms},
+		{40 * ms, true, 40 * ms, 100 * ms},
+	} {
+		target, interval := queueFit(cfg, tc.srtt, tc.contending)
+		if target != tc.target || interval != tc.interval {
+			t.Errorf("queueFit(SRTT %v, contending %v) = %v, %v; want %v, %v", tc.srtt, tc.contending, target, interval, tc.target, tc.interval)
 		}
 	}
 }

